@@ -1,0 +1,37 @@
+/**
+ * The output key layout (CONTRACT.md, "Output layout"), identical on a local folder and on
+ * S3. The writer, the Glue tables' partition projection (CDK) and the tests derive from it.
+ */
+import type { RawEntity, TableName } from './tables.js';
+
+/** The partition column of every table and raw entity. */
+export const PARTITION_KEY = 'dt';
+/** `dt` values: the export date, `YYYY-MM-DD` (UTC). */
+export const DT_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
+/** Athena partition projection's format for `dt` (Java date format). */
+export const DT_PROJECTION_FORMAT = 'yyyy-MM-dd';
+
+export const PARQUET_ROOT = 'parquet';
+export const RAW_ROOT = 'raw';
+export const RUNS_ROOT = 'runs';
+export const QUARANTINE_ROOT = 'quarantine';
+export const STATE_ROOT = 'state';
+
+/** Prefix of one table's files (the Glue table's location, relative to the root). */
+export const tablePrefix = (table: TableName): string => `${PARQUET_ROOT}/${table}/`;
+/** Prefix of one raw entity's files. */
+export const rawPrefix = (entity: RawEntity): string => `${RAW_ROOT}/${entity}/`;
+/** The storage location template for partition projection, relative to the root. */
+export const partitionTemplate = (prefix: string): string => `${prefix}${PARTITION_KEY}=\${${PARTITION_KEY}}/`;
+
+export const parquetKey = (table: TableName, dt: string, stem: string): string =>
+  `${tablePrefix(table)}${PARTITION_KEY}=${dt}/${stem}.parquet`;
+export const rawKey = (entity: RawEntity, dt: string, stem: string): string =>
+  `${rawPrefix(entity)}${PARTITION_KEY}=${dt}/${stem}.jsonl.gz`;
+export const manifestKey = (dt: string, runId: string): string =>
+  `${RUNS_ROOT}/${PARTITION_KEY}=${dt}/${runId}.json`;
+export const quarantineKey = (dt: string, runId: string, campaignId: number, jobId: number): string =>
+  `${QUARANTINE_ROOT}/${PARTITION_KEY}=${dt}/${runId}/campaign-${campaignId}-job-${jobId}.json`;
+
+/** The export date of an instant, UTC. */
+export const dtOf = (instant: Date): string => instant.toISOString().slice(0, 10);

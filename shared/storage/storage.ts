@@ -1,0 +1,43 @@
+/**
+ * The one storage interface of the exporter. Keys are relative to the output root (a local
+ * folder or an S3 prefix) and always use `/`. Adapters: `LocalStorage` (local.ts), `S3Storage` (s3.ts).
+ */
+
+export interface PutOptions {
+  contentType?: string;
+  /** Write only if the object's current ETag is this one (optimistic concurrency). */
+  ifMatch?: string;
+  /** Write only if no object exists at the key. */
+  ifNoneMatch?: '*';
+}
+
+export interface StoredObject {
+  body: Uint8Array;
+  etag: string;
+}
+
+/** Counts of storage requests sent, for the run manifest and the benchmarks. */
+export interface StorageStats {
+  reads: number;
+  writes: number;
+  lists: number;
+  deletes: number;
+}
+
+export interface Storage {
+  /** Where the root is, for people: `/abs/path` or `s3://bucket/prefix`. */
+  readonly location: string;
+  /**
+   * Writes one object whole. With `ifMatch`/`ifNoneMatch`, a lost race throws
+   * `PreconditionFailedError`. Returns the new ETag.
+   */
+  put(key: string, body: Uint8Array | string, options?: PutOptions): Promise<{ etag: string }>;
+  /** Reads one object; `undefined` when there is none. */
+  get(key: string): Promise<StoredObject | undefined>;
+  /** Every key under a prefix, in lexicographic order. */
+  list(prefix: string): AsyncIterable<string>;
+  /** Deletes keys; missing keys are not an error. */
+  delete(keys: readonly string[]): Promise<void>;
+  /** Requests sent so far. */
+  stats(): StorageStats;
+}
