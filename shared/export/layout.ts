@@ -22,7 +22,8 @@ export const tablePrefix = (table: TableName): string => `${PARQUET_ROOT}/${tabl
 /** Prefix of one raw entity's files. */
 export const rawPrefix = (entity: RawEntity): string => `${RAW_ROOT}/${entity}/`;
 /** The storage location template for partition projection, relative to the root. */
-export const partitionTemplate = (prefix: string): string => `${prefix}${PARTITION_KEY}=\${${PARTITION_KEY}}/`;
+export const partitionTemplate = (prefix: string): string =>
+  `${prefix}${PARTITION_KEY}=\${${PARTITION_KEY}}/`;
 
 export const parquetKey = (table: TableName, dt: string, stem: string): string =>
   `${tablePrefix(table)}${PARTITION_KEY}=${dt}/${stem}.parquet`;

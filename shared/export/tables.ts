@@ -149,7 +149,7 @@ const defs: Record<TableName, Omit<TableDef, 'name'>> = {
     ],
   },
   text_entries: {
-    doc: "One row per text entry: sections[].text_entries[] and text_entry items of questions[].",
+    doc: 'One row per text entry: sections[].text_entries[] and text_entry items of questions[].',
     columns: [
       ...SECTION_KEY,
       col('entry_index', 'int', false, 'position in the array it came from'),
@@ -185,9 +185,12 @@ const defs: Record<TableName, Omit<TableDef, 'name'>> = {
 };
 
 /** Every table of the contract, in contract order, each ending with run_id and exported_at. */
-export const TABLES: Readonly<Record<TableName, TableDef>> = Object.fromEntries(
-  TABLE_NAMES.map((name) => [name, { name, doc: defs[name].doc, columns: [...defs[name].columns, ...RUN_COLUMNS] }]),
-) as Record<TableName, TableDef>;
+export const TABLES = Object.fromEntries(
+  TABLE_NAMES.map((name): [TableName, TableDef] => [
+    name,
+    { name, doc: defs[name].doc, columns: [...defs[name].columns, ...RUN_COLUMNS] },
+  ]),
+) as Readonly<Record<TableName, TableDef>>;
 
 /** The Glue/Athena type of a column type. */
 export function glueType(type: ColumnType): string {
