@@ -31,8 +31,29 @@ export const rawKey = (entity: RawEntity, dt: string, stem: string): string =>
   `${rawPrefix(entity)}${PARTITION_KEY}=${dt}/${stem}.jsonl.gz`;
 export const manifestKey = (dt: string, runId: string): string =>
   `${RUNS_ROOT}/${PARTITION_KEY}=${dt}/${runId}.json`;
-export const quarantineKey = (dt: string, runId: string, campaignId: number, jobId: number): string =>
-  `${QUARANTINE_ROOT}/${PARTITION_KEY}=${dt}/${runId}/campaign-${campaignId}-job-${jobId}.json`;
+/** A body that failed validation, kept as received with its issues; `name` says what it was. */
+export const quarantineKey = (dt: string, runId: string, name: string): string =>
+  `${QUARANTINE_ROOT}/${PARTITION_KEY}=${dt}/${runId}/${name}.json`;
 
 /** The export date of an instant, UTC. */
 export const dtOf = (instant: Date): string => instant.toISOString().slice(0, 10);
+
+/**
+ * Keys of the incremental state and of runs in progress (layout free per the contract).
+ * `state/campaigns/<id>.json` holds what the last runs did with each job of a campaign;
+ * `state/runs/<run_id>/` holds a run's records until finish-run turns them into the manifest.
+ */
+export const STATE_KEYS = {
+  campaign: (campaignId: number): string => `${STATE_ROOT}/campaigns/${campaignId}.json`,
+  runsPrefix: `${STATE_ROOT}/runs/`,
+  runPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/`,
+  runRecord: (runId: string): string => `${STATE_ROOT}/runs/${runId}/run.json`,
+  plan: (runId: string, campaignId: number): string => `${STATE_ROOT}/runs/${runId}/plans/${campaignId}.json`,
+  plansPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/plans/`,
+  unit: (runId: string, unit: string): string => `${STATE_ROOT}/runs/${runId}/units/${unit}.json`,
+  unitsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/units/`,
+} as const;
+
+/** The run id a key under `state/runs/` belongs to. */
+export const runIdOfStateKey = (key: string): string | undefined =>
+  key.startsWith(STATE_KEYS.runsPrefix) ? key.slice(STATE_KEYS.runsPrefix.length).split('/')[0] : undefined;

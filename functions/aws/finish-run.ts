@@ -1,0 +1,101 @@
+/**
+ * finish-run (EventBridge Scheduler, every few minutes): closes each open run whose units all
+ * have outcomes — or whose queues have drained, or that passed its deadline — into the run
+ * manifest, puts its metrics, and announces it with an `ExportRunFinished` event.
+ */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import { ExporterError } from '../../shared/errors.js';
+import { finishRun, isComplete, openRuns, readRunRecords } from '../../shared/export/finish-run.js';
+import { manifestKey } from '../../shared/export/layout.js';
+import type { Manifest } from '../../shared/export/manifest.js';
+import { METRIC } from '../../shared/metrics.js';
+import { required } from './env.js';
+import { env, exportDeps, logger, metrics, putRunMetrics, sqs } from './runtime.js';
+
+export const EVENT_SOURCE = 'campaign-report-exporter';
+export const EVENT_DETAIL_TYPE = 'ExportRunFinished';
+/** A run younger than this is not closed on an empty queue: its messages may not be sent yet. */
+const DRAIN_GRACE_MS = 2 * 60_000;
+
+const events = new EventBridgeClient({});
+
+/** True when neither queue holds a message, visible, in flight or delayed. */
+async function queuesDrained(): Promise<boolean> {
+  for (const url of [required(env, 'PLAN_QUEUE_URL'), required(env, 'REPORT_QUEUE_URL')]) {
+    const { Attributes: a = {} } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    const inQueue =
+      Number(a.ApproximateNumberOfMessages ?? 0) +
+      Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+    if (inQueue > 0) return false;
+  }
+  return true;
+}
+
+async function announce(manifest: Manifest): Promise<void> {
+  const key = manifestKey(manifest.dt, manifest.run_id);
+  const answer = await events.send(
+    new PutEventsCommand({
+      Entries: [
+        {
+          Source: EVENT_SOURCE,
+          DetailType: EVENT_DETAIL_TYPE,
+          EventBusName: env.EVENT_BUS_NAME,
+          Detail: JSON.stringify({
+            run_id: manifest.run_id,
+            dt: manifest.dt,
+            mode: manifest.mode,
+            status: manifest.status,
+            bucket: env.DATA_BUCKET,
+            manifest_key: `${env.DATA_PREFIX}${key}`,
+            counts: manifest.counts,
+          }),
+        },
+      ],
+    }),
+  );
+  if (answer.FailedEntryCount) {
+    throw new ExporterError(`EventBridge refused the ExportRunFinished event of ${manifest.run_id}`, { retryable: true });
+  }
+}
+
+export async function finishRunHandler() {
+  const deps = exportDeps({}, false);
+  const now = Date.now();
+  let drained: boolean | undefined;
+  const finished: string[] = [];
+  for (const runId of await openRuns(deps)) {
+    const records = await readRunRecords(deps, runId);
+    if (!records) continue; // Records without a run record: a start that failed before writing it.
+    const age = now - Date.parse(records.record.started_at);
+    const complete = isComplete(records);
+    const overdue = age > env.RUN_DEADLINE_MINUTES * 60_000;
+    if (!complete && !overdue) {
+      drained ??= await queuesDrained();
+      if (!drained || age < DRAIN_GRACE_MS) continue;
+    }
+    const manifest = await finishRun(deps, runId, { force: true, records });
+    if (!manifest) continue;
+    if (!complete && overdue) metrics.addMetric(METRIC.runsUnfinished, MetricUnit.Count, 1);
+    putRunMetrics(manifest);
+    await announce(manifest);
+    finished.push(runId);
+  }
+  return { finished };
+}
+
+export const handler = middy(finishRunHandler).use(injectLambdaContext(logger)).use(logMetrics(metrics));

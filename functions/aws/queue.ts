@@ -1,0 +1,51 @@
+/**
+ * Sending work to SQS and handing a message back for later: the transport between the steps
+ * in AWS (the CLI runs the same steps in-process).
+ */
+import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ExporterError } from '../../shared/errors.js';
+
+/** SendMessageBatch takes at most ten entries. */
+const SQS_BATCH_LIMIT = 10;
+/** SQS's longest visibility timeout is 12 hours; backoff stays well under it. */
+const MAX_VISIBILITY_SECONDS = 900;
+const BASE_VISIBILITY_SECONDS = 30;
+
+/** Sends every body, ten per request; throws if SQS refuses any entry. */
+export async function sendAll(sqs: SQSClient, queueUrl: string, bodies: readonly unknown[]): Promise<number> {
+  let requests = 0;
+  for (let i = 0; i < bodies.length; i += SQS_BATCH_LIMIT) {
+    const chunk = bodies.slice(i, i + SQS_BATCH_LIMIT);
+    const answer = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: chunk.map((body, n) => ({ Id: String(n), MessageBody: JSON.stringify(body) })),
+      }),
+    );
+    requests++;
+    if (answer.Failed?.length) {
+      const first = answer.Failed[0];
+      throw new ExporterError(`SQS refused ${answer.Failed.length} message(s): ${first?.Code} ${first?.Message ?? ''}`, {
+        retryable: true,
+      });
+    }
+  }
+  return requests;
+}
+
+/** Seconds before a message delivered `receiveCount` times comes back: exponential, capped, jittered. */
+export function visibilityBackoff(receiveCount: number): number {
+  const exp = Math.min(MAX_VISIBILITY_SECONDS, BASE_VISIBILITY_SECONDS * 2 ** Math.max(0, receiveCount - 1));
+  return Math.round(exp / 2 + Math.random() * (exp / 2));
+}
+
+/** Hands a message back to the queue to be delivered again after a backoff, instead of sleeping in the Lambda. */
+export async function retryLater(sqs: SQSClient, queueUrl: string, receiptHandle: string, receiveCount: number) {
+  await sqs.send(
+    new ChangeMessageVisibilityCommand({
+      QueueUrl: queueUrl,
+      ReceiptHandle: receiptHandle,
+      VisibilityTimeout: visibilityBackoff(receiveCount),
+    }),
+  );
+}

@@ -1,0 +1,87 @@
+/**
+ * The CLI's configuration: flags and environment, read once here at the edge and validated.
+ */
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { DtSchema } from '../../shared/export/records.js';
+import { ConfigError } from '../../shared/errors.js';
+
+export const USAGE = `Usage: npm run --silent export -- --out <DIR | s3://bucket/prefix> [options]
+
+Copies campaigns, jobs and job reports from the Integration API into dated JSON Lines and
+Parquet under --out (see README: "Output layout").
+
+Options:
+  --out <DIR|s3://bucket/prefix>  where to write (required)
+  --date <YYYY-MM-DD>             the dt= partition (default: today, UTC)
+  --full                          fetch every report again (default: incremental)
+  --concurrency <n>               most API requests in flight at once (default 8)
+  --max-rate <n>                  ceiling on requests per second (default 50; the rate adapts below it)
+  --unit-size <n>                 reports per output file batch (default 100)
+  --s3-region <region>            region of the bucket (default: AWS_REGION, else us-east-1)
+  --s3-endpoint <url>             an S3-compatible endpoint (path-style addressing)
+  -h, --help                      this text
+
+Environment:
+  INTEGRATION_API_BASE_URL  the API's base URL (required)
+  INTEGRATION_API_KEY       the bearer key (required; never printed)
+
+Exit code 0 when the run finished (reports not ready or not found are counted, not errors);
+1 with a one-line reason on a fatal error; 2 on a usage error.`;
+
+const positiveInt = (flag: string, max: number) =>
+  z.coerce.number({ error: `${flag} takes a whole number` }).int(`${flag} takes a whole number`).min(1).max(max);
+
+export const CliConfigSchema = z.object({
+  out: z.string({ error: '--out is required' }).min(1, '--out is required'),
+  date: DtSchema.optional(),
+  full: z.boolean(),
+  concurrency: positiveInt('--concurrency', 64),
+  maxRate: positiveInt('--max-rate', 1000),
+  unitSize: positiveInt('--unit-size', 1000),
+  s3Region: z.string().optional(),
+  s3Endpoint: z.url('--s3-endpoint takes a URL').optional(),
+  baseUrl: z.url({ error: 'INTEGRATION_API_BASE_URL must be set to the API base URL' }),
+  apiKey: z.string({ error: 'INTEGRATION_API_KEY must be set' }).min(1, 'INTEGRATION_API_KEY must be set'),
+});
+export type CliConfig = z.infer<typeof CliConfigSchema>;
+
+/** Parses argv and the environment; `help` when --help was asked. Throws ConfigError on bad input. */
+export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliConfig | 'help' {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        out: { type: 'string' },
+        date: { type: 'string' },
+        full: { type: 'boolean', default: false },
+        concurrency: { type: 'string', default: '8' },
+        'max-rate': { type: 'string', default: '50' },
+        'unit-size': { type: 'string', default: '100' },
+        's3-region': { type: 'string' },
+        's3-endpoint': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (cause) {
+    throw new ConfigError((cause as Error).message, { cause });
+  }
+  if (values.help) return 'help';
+  const parsed = CliConfigSchema.safeParse({
+    out: values.out,
+    date: values.date,
+    full: values.full,
+    concurrency: values.concurrency,
+    maxRate: values['max-rate'],
+    unitSize: values['unit-size'],
+    s3Region: values['s3-region'] ?? env.AWS_REGION,
+    s3Endpoint: values['s3-endpoint'],
+    baseUrl: env.INTEGRATION_API_BASE_URL,
+    apiKey: env.INTEGRATION_API_KEY,
+  });
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => i.message).join('; '));
+  return parsed.data;
+}

@@ -1,0 +1,35 @@
+/**
+ * What every step of a run needs, passed in by the edge (CLI or Lambda handler): the core
+ * never reads the environment and never builds its own clients.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IntegrationApiClient } from '../api/client.js';
+import type { Log } from '../log.js';
+import type { Storage } from '../storage/storage.js';
+import type { RequestCounts } from './records.js';
+
+/** The part of the API client the steps use. */
+export type ApiClient = Pick<IntegrationApiClient, 'verify' | 'campaigns' | 'jobs' | 'getReport' | 'stats'>;
+
+export interface ExportDeps {
+  /**
+   * A client for one step. Clients of one process share a rate limiter; each counts its own
+   * requests, so a step's record holds exactly the requests it sent.
+   */
+  api(): ApiClient;
+  storage: Storage;
+  log: Log;
+  now(): Date;
+}
+
+/** A run id: sortable by start time, unique across concurrent starts (`20261122T031500Z-a1b2c3`). */
+export function newRunId(startedAt: Date): string {
+  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  return `${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/** A client's request counters in the manifest's shape. */
+export function requestCounts(api: ApiClient): RequestCounts {
+  const { total, retried, byStatus } = api.stats();
+  return { total, retried, by_status: { ...byStatus } };
+}

@@ -1,0 +1,129 @@
+/**
+ * Step 3 of a run, once per unit: fetch the unit's reports, write one raw file and one
+ * Parquet file per table for the whole unit, quarantine invalid bodies, and record each job's
+ * outcome. A unit delivered again resumes: it fetches only the jobs still pending and names
+ * its files by attempt, so no (job_id, run_id) ever gets rows twice.
+ */
+import type { ReportOutcome } from '../api/client.js';
+import { type ExportDeps, requestCounts } from './context.js';
+import { appendReportRows } from './flatten.js';
+import { STATE_KEYS } from './layout.js';
+import { mapPool } from './pool.js';
+import { quarantine } from './quarantine.js';
+import {
+  addRequestCounts,
+  emptyRequestCounts,
+  encodeRecord,
+  parseRecord,
+  type Unit,
+  type UnitJobResult,
+  type UnitSummary,
+  UnitSummarySchema,
+} from './records.js';
+import { fatalOf } from './start-run.js';
+import { TableRows, writeRaw, writeTables } from './writer.js';
+
+/** Reports fetched at once within a unit; the client's limiter bounds the process as a whole. */
+export const DEFAULT_FETCH_CONCURRENCY = 8;
+
+export interface ExportUnitOptions {
+  /** Read the unit's summary first and fetch only its pending jobs (a redelivery). */
+  resume: boolean;
+  concurrency?: number;
+}
+
+/** Reads the summary of an earlier delivery of a unit, if there was one. */
+export async function readUnitSummary(deps: ExportDeps, unit: Unit): Promise<UnitSummary | undefined> {
+  const key = STATE_KEYS.unit(unit.run_id, unit.unit);
+  const found = await deps.storage.get(key);
+  return found ? parseRecord(UnitSummarySchema, found.body, key) : undefined;
+}
+
+function resultOf(outcome: ReportOutcome, fp: string): UnitJobResult {
+  switch (outcome.kind) {
+    case 'ok':
+      return { fp, outcome: 'exported' };
+    case 'not_ready':
+      return { fp, outcome: 'not_ready', detail: outcome.reason };
+    case 'not_found':
+      return { fp, outcome: 'not_found' };
+    case 'invalid':
+      return { fp, outcome: 'invalid', detail: `${outcome.issues.length} validation issue(s)` };
+    case 'failed':
+      return {
+        fp,
+        outcome: outcome.retryable ? 'pending' : 'failed',
+        detail: outcome.error.errorCode ?? outcome.error.message,
+      };
+  }
+}
+
+export async function exportUnit(deps: ExportDeps, unit: Unit, options: ExportUnitOptions): Promise<UnitSummary> {
+  const previous = options.resume ? await readUnitSummary(deps, unit) : undefined;
+  const attempt = (previous?.attempt ?? 0) + 1;
+  const results: Record<string, UnitJobResult> = { ...previous?.jobs };
+  const todo = unit.jobs.filter((job) => {
+    const done = results[job.job_id];
+    return !done || done.outcome === 'pending';
+  });
+
+  const api = deps.api();
+  const rows = new TableRows();
+  const rawLines: unknown[] = [];
+  let fatal: UnitSummary['fatal'];
+  try {
+    await mapPool(todo, options.concurrency ?? DEFAULT_FETCH_CONCURRENCY, async (job) => {
+      const outcome = await api.getReport(unit.campaign_id, job.job_id);
+      const fetchedAt = deps.now();
+      results[job.job_id] = resultOf(outcome, job.fp);
+      if (outcome.kind === 'ok') {
+        rawLines.push({
+          run_id: unit.run_id,
+          fetched_at: fetchedAt.toISOString(),
+          campaign_id: unit.campaign_id,
+          job_id: job.job_id,
+          data: outcome.raw,
+        });
+        appendReportRows(
+          rows,
+          outcome.report,
+          { campaignId: unit.campaign_id, jobId: job.job_id },
+          { runId: unit.run_id, exportedAt: fetchedAt },
+        );
+      } else if (outcome.kind === 'invalid') {
+        await quarantine(deps.storage, unit, {
+          name: `campaign-${unit.campaign_id}-job-${job.job_id}`,
+          body: outcome.body,
+          issues: outcome.issues,
+          fetched_at: fetchedAt.toISOString(),
+        });
+      }
+    });
+  } catch (error) {
+    // A fatal answer (revoked key, IP restriction) stops the unit; what it fetched is still written.
+    fatal = fatalOf(error);
+    deps.log.error('unit stopped', { unit: unit.unit, run_id: unit.run_id, ...fatal });
+  }
+
+  const stem = `${unit.run_id}-${unit.unit}-a${attempt}`;
+  await Promise.all([
+    writeRaw(deps.storage, 'reports', unit.dt, stem, rawLines),
+    writeTables(deps.storage, unit.dt, stem, rows),
+  ]);
+  const summary: UnitSummary = {
+    unit: unit.unit,
+    campaign_id: unit.campaign_id,
+    attempt,
+    jobs: results,
+    requests: addRequestCounts(previous?.requests ?? emptyRequestCounts(), requestCounts(api)),
+    ...(fatal ? { fatal } : {}),
+  };
+  await deps.storage.put(STATE_KEYS.unit(unit.run_id, unit.unit), encodeRecord(summary), {
+    contentType: 'application/json',
+  });
+  return summary;
+}
+
+/** Jobs of a unit still waiting for another delivery. */
+export const pendingJobs = (summary: UnitSummary): number =>
+  Object.values(summary.jobs).filter((r) => r.outcome === 'pending').length;

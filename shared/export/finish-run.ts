@@ -1,0 +1,175 @@
+/**
+ * Step 4 of a run: when every unit has an outcome for every job (or the caller says the run
+ * is over: queues drained, deadline passed), turn the run's records into the manifest, record
+ * the outcomes in the incremental state, and clear the run's working records.
+ */
+import { PreconditionFailedError } from '../errors.js';
+import type { ExportDeps } from './context.js';
+import { manifestKey, runIdOfStateKey, STATE_KEYS } from './layout.js';
+import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus } from './manifest.js';
+import { mapPool } from './pool.js';
+import {
+  addRequestCounts,
+  encodeRecord,
+  type Fatal,
+  parseRecord,
+  type PlanRecord,
+  PlanRecordSchema,
+  type RunRecord,
+  RunRecordSchema,
+  type UnitSummary,
+  UnitSummarySchema,
+} from './records.js';
+import { type RecordedOutcome, saveOutcomes } from './state.js';
+
+/** State objects written at once when a run finishes. */
+const STATE_WRITE_CONCURRENCY = 8;
+
+export interface FinishOptions {
+  /** End the run even if units are missing or pending: their jobs are counted failed. */
+  force: boolean;
+  /** The run's records, when the caller has just read them. */
+  records?: RunRecords | undefined;
+}
+
+export interface RunRecords {
+  record: RunRecord;
+  plans: Map<number, PlanRecord>;
+  units: Map<string, UnitSummary>;
+}
+
+/** Reads a run's records; `undefined` when the run has none (finished already, or unknown). */
+export async function readRunRecords(deps: ExportDeps, runId: string): Promise<RunRecords | undefined> {
+  const keys: string[] = [];
+  for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
+  const runKey = STATE_KEYS.runRecord(runId);
+  if (!keys.includes(runKey)) return undefined;
+  const read = async <T>(key: string, schema: Parameters<typeof parseRecord<T>>[0]): Promise<T> => {
+    const found = await deps.storage.get(key);
+    if (!found) throw new PreconditionFailedError(key); // Listed a moment ago: another finisher got here first.
+    return parseRecord(schema, found.body, key);
+  };
+  const plans = new Map<number, PlanRecord>();
+  const units = new Map<string, UnitSummary>();
+  await mapPool(keys, STATE_WRITE_CONCURRENCY, async (key) => {
+    if (key.startsWith(STATE_KEYS.plansPrefix(runId))) {
+      const plan = await read(key, PlanRecordSchema);
+      plans.set(plan.campaign_id, plan);
+    } else if (key.startsWith(STATE_KEYS.unitsPrefix(runId))) {
+      const unit = await read(key, UnitSummarySchema);
+      units.set(unit.unit, unit);
+    }
+  });
+  return { record: await read(runKey, RunRecordSchema), plans, units };
+}
+
+/** Ids of the runs that have working records, i.e. have not finished. */
+export async function openRuns(deps: ExportDeps): Promise<string[]> {
+  const ids = new Set<string>();
+  for await (const key of deps.storage.list(STATE_KEYS.runsPrefix)) {
+    const id = runIdOfStateKey(key);
+    if (id) ids.add(id);
+  }
+  return [...ids];
+}
+
+/** True when every campaign was planned and every planned job has a final outcome. */
+export function isComplete({ record, plans, units }: RunRecords): boolean {
+  if (record.fatal) return true;
+  if (record.campaign_ids.some((id) => !plans.has(id))) return false;
+  for (const plan of plans.values()) {
+    for (const name of plan.units) {
+      const unit = units.get(name);
+      if (!unit || Object.values(unit.jobs).some((r) => r.outcome === 'pending')) return false;
+    }
+  }
+  return true;
+}
+
+/** Counts, requests and status of a run; every listed job gets exactly one outcome. */
+export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
+  const { record, plans, units } = records;
+  const counts = emptyCounts();
+  let requests = record.requests;
+  let fatal: Fatal | undefined = record.fatal;
+  counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
+  for (const plan of plans.values()) {
+    requests = addRequestCounts(requests, plan.requests);
+    fatal ??= plan.fatal;
+    counts.jobs += plan.jobs;
+    counts.reports_unchanged += plan.unchanged.length;
+    counts.reports_invalid += plan.jobs_invalid;
+    let accounted = plan.unchanged.length + plan.jobs_invalid;
+    for (const name of plan.units) {
+      const unit = units.get(name);
+      if (!unit) continue;
+      requests = addRequestCounts(requests, unit.requests);
+      fatal ??= unit.fatal;
+      for (const result of Object.values(unit.jobs)) {
+        if (result.outcome === 'pending') continue;
+        counts[OUTCOME_COUNTER[result.outcome]]++;
+        accounted++;
+      }
+    }
+    // Jobs listed but never brought to an outcome (unit lost, still pending, listing cut short).
+    counts.reports_failed += plan.jobs - accounted;
+  }
+  return ManifestSchema.parse({
+    run_id: record.run_id,
+    dt: record.dt,
+    mode: record.mode,
+    status: runStatus(counts, fatal !== undefined),
+    started_at: record.started_at,
+    finished_at: finishedAt.toISOString(),
+    counts,
+    requests,
+    ...(fatal ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } } : {}),
+  });
+}
+
+/** The outcomes to record in each campaign's state (campaigns whose listing completed). */
+function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome[]> {
+  const updates = new Map<number, RecordedOutcome[]>();
+  for (const plan of plans.values()) {
+    if (plan.fatal || plan.campaign_gone) continue;
+    const outcomes: RecordedOutcome[] = plan.unchanged.map((j) => ({ ...j, outcome: 'exported' }));
+    for (const name of plan.units) {
+      for (const [jobId, result] of Object.entries(units.get(name)?.jobs ?? {})) {
+        const outcome = result.outcome === 'pending' ? 'failed' : result.outcome;
+        outcomes.push({ job_id: Number(jobId), fp: result.fp, outcome: outcome === 'unchanged' ? 'exported' : outcome });
+      }
+    }
+    updates.set(plan.campaign_id, outcomes);
+  }
+  return updates;
+}
+
+/**
+ * Finishes a run: writes its manifest (once: a second finisher finds it and stops), records
+ * the outcomes in the incremental state, and deletes the run's working records.
+ * Returns the manifest, or `undefined` when the run is not complete and not forced.
+ */
+export async function finishRun(deps: ExportDeps, runId: string, options: FinishOptions): Promise<Manifest | undefined> {
+  const records = options.records ?? (await readRunRecords(deps, runId));
+  if (!records || (!options.force && !isComplete(records))) return undefined;
+  const manifest = buildManifest(records, deps.now());
+  // State first, manifest last: a manifest means the run is fully recorded.
+  const updates = stateUpdates(records);
+  await mapPool([...updates], STATE_WRITE_CONCURRENCY, async ([campaignId, outcomes]) => {
+    await saveOutcomes(deps.storage, campaignId, runId, outcomes, new Set(outcomes.map((o) => o.job_id)));
+  });
+  try {
+    await deps.storage.put(manifestKey(manifest.dt, runId), encodeRecord(manifest), {
+      contentType: 'application/json',
+      ifNoneMatch: '*',
+    });
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    deps.log.warn('run already finished by another finisher', { run_id: runId });
+  }
+  const keys: string[] = [];
+  for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
+  await deps.storage.delete(keys);
+  deps.log.info('run finished', { run_id: runId, status: manifest.status, ...manifest.counts });
+  return manifest;
+}

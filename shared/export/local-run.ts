@@ -1,0 +1,76 @@
+/**
+ * A whole run in one process (CLI, demo, tests): the same steps the Lambdas run, with
+ * in-process concurrency instead of SQS between them. Units with retryable failures get
+ * further rounds, as an SQS redelivery would give them.
+ */
+import { ExporterError } from '../errors.js';
+import type { ExportDeps } from './context.js';
+import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
+import { finishRun } from './finish-run.js';
+import type { Manifest } from './manifest.js';
+import { DEFAULT_UNIT_SIZE, planCampaign } from './plan-campaign.js';
+import { mapPool } from './pool.js';
+import type { Mode, Unit } from './records.js';
+import { startRun } from './start-run.js';
+
+export interface LocalRunOptions {
+  mode: Mode;
+  dt?: string | undefined;
+  unitSize?: number;
+  /** Campaigns listed at once. */
+  planConcurrency?: number;
+  /** Units in flight at once (one fetches while another encodes and writes). */
+  unitConcurrency?: number;
+  /** Reports fetched at once within a unit. */
+  fetchConcurrency?: number;
+  /** Extra rounds for units whose jobs failed retryably (429 storms, 5xx) after the client's own retries. */
+  retryRounds?: number;
+  onProgress?: (event: ProgressEvent) => void;
+}
+
+export type ProgressEvent =
+  | { type: 'started'; runId: string; campaigns: number }
+  | { type: 'planned'; campaignId: number; jobs: number; toFetch: number }
+  | { type: 'unit'; unit: string; jobs: number; exported: number };
+
+const DEFAULTS = { planConcurrency: 4, unitConcurrency: 2, retryRounds: 2 };
+
+/** Runs start → plan → export → finish and returns the manifest (status failed on a fatal error). */
+export async function runExport(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
+  const emit = options.onProgress ?? (() => {});
+  const started = await startRun(deps, { mode: options.mode, dt: options.dt });
+  emit({ type: 'started', runId: started.run.run_id, campaigns: started.campaigns.length });
+
+  // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.
+  let stopped = Boolean(started.record.fatal);
+  if (!stopped) {
+    const units: Unit[] = [];
+    await mapPool(started.record.campaign_ids, options.planConcurrency ?? DEFAULTS.planConcurrency, async (id) => {
+      const planned = await planCampaign(deps, { ...started.run, campaign_id: id }, options.unitSize ?? DEFAULT_UNIT_SIZE);
+      units.push(...planned.units);
+      const toFetch = planned.units.reduce((n, u) => n + u.jobs.length, 0);
+      emit({ type: 'planned', campaignId: id, jobs: planned.record.jobs, toFetch });
+      if (planned.record.fatal) stopped = true;
+    });
+
+    let round: Unit[] = units;
+    for (let attempt = 0; !stopped && round.length > 0 && attempt <= (options.retryRounds ?? DEFAULTS.retryRounds); attempt++) {
+      const again: Unit[] = [];
+      await mapPool(round, options.unitConcurrency ?? DEFAULTS.unitConcurrency, async (unit) => {
+        if (stopped) return; // Its jobs are counted failed.
+        const summary = await exportUnit(deps, unit, {
+          resume: attempt > 0,
+          concurrency: options.fetchConcurrency ?? DEFAULT_FETCH_CONCURRENCY,
+        });
+        const exported = Object.values(summary.jobs).filter((r) => r.outcome === 'exported').length;
+        emit({ type: 'unit', unit: unit.unit, jobs: unit.jobs.length, exported });
+        if (summary.fatal) stopped = true;
+        else if (pendingJobs(summary) > 0) again.push(unit);
+      });
+      round = again;
+    }
+  }
+  const manifest = await finishRun(deps, started.run.run_id, { force: true });
+  if (!manifest) throw new ExporterError(`run ${started.run.run_id} has no records to finish`);
+  return manifest;
+}

@@ -1,0 +1,102 @@
+/**
+ * Step 2 of a run, once per campaign: list the campaign's jobs, write the jobs snapshot,
+ * compare with the incremental state, and cut the reports to fetch into units of work.
+ */
+import { ApiError } from '../errors.js';
+import { type ExportDeps, requestCounts } from './context.js';
+import { fingerprint } from './fingerprint.js';
+import { jobRow } from './flatten.js';
+import { STATE_KEYS } from './layout.js';
+import { quarantine } from './quarantine.js';
+import { encodeRecord, type Fatal, type PlanMessage, type PlanRecord, type Unit, type UnitJob } from './records.js';
+import { fatalOf } from './start-run.js';
+import { loadCampaignState, planJobs } from './state.js';
+import { TableRows, writeRaw, writeTables } from './writer.js';
+
+/** Reports per unit of work by default: one file per table per unit (CONTRACT: batches of 100). */
+export const DEFAULT_UNIT_SIZE = 100;
+
+export interface PlannedCampaign {
+  record: PlanRecord;
+  units: Unit[];
+}
+
+export async function planCampaign(
+  deps: ExportDeps,
+  message: PlanMessage,
+  unitSize: number = DEFAULT_UNIT_SIZE,
+): Promise<PlannedCampaign> {
+  const { campaign_id: campaignId, ...run } = message;
+  const api = deps.api();
+  const listed: UnitJob[] = [];
+  const rows = new TableRows();
+  const rawLines: unknown[] = [];
+  let jobs = 0;
+  let invalid = 0;
+  let gone = false;
+  let fatal: Fatal | undefined;
+  const ctx = { runId: run.run_id, exportedAt: deps.now() };
+  try {
+    for await (const item of api.jobs(campaignId)) {
+      const fetchedAt = deps.now().toISOString();
+      rawLines.push({ run_id: run.run_id, fetched_at: fetchedAt, campaign_id: campaignId, data: item.raw });
+      if (item.valid) {
+        listed.push({ job_id: item.item.id, fp: fingerprint(item.raw) });
+        rows.add('jobs', jobRow(item.item, campaignId, ctx));
+      } else {
+        invalid++;
+        await quarantine(deps.storage, message, {
+          name: `campaign-${campaignId}-jobs-item-${jobs}`,
+          body: item.raw,
+          issues: item.issues,
+          fetched_at: fetchedAt,
+        });
+      }
+      jobs++;
+    }
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      gone = true; // Listed a moment ago, gone now: no jobs to account for.
+      deps.log.warn('campaign not found while listing its jobs', { campaign_id: campaignId });
+    } else {
+      fatal = fatalOf(error);
+      deps.log.error('listing jobs failed', { campaign_id: campaignId, ...fatal });
+    }
+  }
+
+  const stem = `${run.run_id}-c${campaignId}`;
+  await Promise.all([
+    writeRaw(deps.storage, 'jobs', run.dt, stem, rawLines),
+    writeTables(deps.storage, run.dt, stem, rows),
+  ]);
+
+  const units: Unit[] = [];
+  let unchanged: UnitJob[] = [];
+  if (!fatal) {
+    const { state } = await loadCampaignState(deps.storage, campaignId);
+    const plan = planJobs(state, listed, run.mode);
+    unchanged = plan.unchanged;
+    for (let i = 0; i * unitSize < plan.fetch.length; i++) {
+      units.push({
+        ...run,
+        campaign_id: campaignId,
+        unit: `c${campaignId}-u${i}`,
+        jobs: plan.fetch.slice(i * unitSize, (i + 1) * unitSize),
+      });
+    }
+  }
+  const record: PlanRecord = {
+    campaign_id: campaignId,
+    jobs,
+    units: units.map((u) => u.unit),
+    unchanged,
+    jobs_invalid: invalid,
+    requests: requestCounts(api),
+    campaign_gone: gone,
+    ...(fatal ? { fatal } : {}),
+  };
+  await deps.storage.put(STATE_KEYS.plan(run.run_id, campaignId), encodeRecord(record), {
+    contentType: 'application/json',
+  });
+  return { record, units };
+}

@@ -1,0 +1,127 @@
+/**
+ * The records a run leaves in storage while it is in progress, and the messages that carry
+ * work between its steps (SQS bodies in AWS, in-process values in the CLI). Validated with
+ * zod wherever they are read back.
+ */
+import { z } from 'zod';
+import { StorageError } from '../errors.js';
+import { DT_PATTERN } from './layout.js';
+
+const int = z.number().int();
+
+export const ModeSchema = z.enum(['incremental', 'full']);
+export type Mode = z.infer<typeof ModeSchema>;
+
+export const RunIdSchema = z.string().regex(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/, 'a run id like 20261122T031500Z-a1b2c3');
+export const DtSchema = z.string().regex(DT_PATTERN, 'a date like 2026-11-22');
+
+/** Requests sent to the API (contract: manifest `requests`). */
+export const RequestCountsSchema = z.object({
+  total: int,
+  retried: int,
+  by_status: z.record(z.string(), int),
+});
+export type RequestCounts = z.infer<typeof RequestCountsSchema>;
+
+/** A fatal error that stopped a step: what the manifest and the CLI report. */
+export const FatalSchema = z.object({
+  message: z.string(),
+  error_code: z.string().optional(),
+  status: z.number().int().optional(),
+});
+export type Fatal = z.infer<typeof FatalSchema>;
+
+/** Where a run is going: shared by every step of it. */
+export const RunRefSchema = z.object({ run_id: RunIdSchema, dt: DtSchema, mode: ModeSchema });
+export type RunRef = z.infer<typeof RunRefSchema>;
+
+/** Written by start-run. */
+export const RunRecordSchema = RunRefSchema.extend({
+  started_at: z.string(),
+  campaign_ids: z.array(int),
+  /** Campaign list items that failed validation (kept in raw/ and quarantine/). */
+  campaigns_invalid: int,
+  requests: RequestCountsSchema,
+  fatal: FatalSchema.optional(),
+});
+export type RunRecord = z.infer<typeof RunRecordSchema>;
+
+/** The body of a plan-queue message: list one campaign's jobs. */
+export const PlanMessageSchema = RunRefSchema.extend({ campaign_id: int });
+export type PlanMessage = z.infer<typeof PlanMessageSchema>;
+
+/** One job to fetch, with the fingerprint of its list item (for the incremental state). */
+export const UnitJobSchema = z.object({ job_id: int, fp: z.string() });
+export type UnitJob = z.infer<typeof UnitJobSchema>;
+
+/** The body of a report-queue message: a unit of work, the reports of up to N jobs of one campaign. */
+export const UnitSchema = RunRefSchema.extend({
+  campaign_id: int,
+  /** Unique in the run; names the unit's files, so a redelivered unit overwrites, never duplicates. */
+  unit: z.string().regex(/^c\d+-u\d+$/),
+  jobs: z.array(UnitJobSchema).min(1),
+});
+export type Unit = z.infer<typeof UnitSchema>;
+
+/** What happened to one listed job in a run (contract: manifest `counts`). */
+export const JobOutcomeSchema = z.enum(['exported', 'unchanged', 'not_ready', 'not_found', 'invalid', 'failed']);
+export type JobOutcome = z.infer<typeof JobOutcomeSchema>;
+
+/** Written by plan-campaign. */
+export const PlanRecordSchema = z.object({
+  campaign_id: int,
+  /** Listed jobs (valid or not). */
+  jobs: int,
+  units: z.array(z.string()),
+  unchanged: z.array(UnitJobSchema),
+  /** Job list items that failed validation: counted invalid. */
+  jobs_invalid: int,
+  requests: RequestCountsSchema,
+  /** 404 on listing: the campaign went away between the listings. */
+  campaign_gone: z.boolean(),
+  fatal: FatalSchema.optional(),
+});
+export type PlanRecord = z.infer<typeof PlanRecordSchema>;
+
+export const UnitJobResultSchema = z.object({
+  fp: z.string(),
+  /** `pending`: a retryable failure; another delivery of the unit will try again. */
+  outcome: z.union([JobOutcomeSchema, z.literal('pending')]),
+  detail: z.string().optional(),
+});
+export type UnitJobResult = z.infer<typeof UnitJobResultSchema>;
+
+/** Written by export-reports after each delivery of a unit; the next delivery resumes from it. */
+export const UnitSummarySchema = z.object({
+  unit: z.string(),
+  campaign_id: int,
+  attempt: int,
+  jobs: z.record(z.string(), UnitJobResultSchema),
+  requests: RequestCountsSchema,
+  fatal: FatalSchema.optional(),
+});
+export type UnitSummary = z.infer<typeof UnitSummarySchema>;
+
+export const emptyRequestCounts = (): RequestCounts => ({ total: 0, retried: 0, by_status: {} });
+
+/** Adds request counts (manifest totals are sums over the run's steps). */
+export function addRequestCounts(a: RequestCounts, b: RequestCounts): RequestCounts {
+  const by_status = { ...a.by_status };
+  for (const [status, n] of Object.entries(b.by_status)) by_status[status] = (by_status[status] ?? 0) + n;
+  return { total: a.total + b.total, retried: a.retried + b.retried, by_status };
+}
+
+/** Reads a JSON record from bytes, validated; throws a clear error naming the key. */
+export function parseRecord<T>(schema: z.ZodType<T>, body: Uint8Array, key: string): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(body).toString('utf8'));
+  } catch (cause) {
+    throw new StorageError(`${key} is not JSON`, key, { cause });
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw new StorageError(`${key} is not a valid record: ${z.prettifyError(parsed.error)}`, key);
+  return parsed.data;
+}
+
+export const encodeRecord = (record: unknown): string => `${JSON.stringify(record, null, 2)}\n`;

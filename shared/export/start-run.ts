@@ -1,0 +1,90 @@
+/**
+ * Step 1 of a run: verify the key, list every campaign, write the campaigns snapshot, and
+ * record the run. A fatal API error is recorded (the run then ends as failed), not thrown.
+ */
+import { ApiError } from '../errors.js';
+import type { CampaignItem } from '../api/schemas.js';
+import { type ExportDeps, newRunId, requestCounts } from './context.js';
+import { campaignRow } from './flatten.js';
+import { dtOf, STATE_KEYS } from './layout.js';
+import { quarantine } from './quarantine.js';
+import { encodeRecord, type Fatal, type Mode, type RunRecord, type RunRef } from './records.js';
+import { TableRows, writeRaw, writeTables } from './writer.js';
+
+export interface StartRunInput {
+  mode: Mode;
+  /** The dt= partition; default: the start date, UTC. */
+  dt?: string | undefined;
+}
+
+export interface StartedRun {
+  run: RunRef;
+  record: RunRecord;
+  campaigns: CampaignItem[];
+}
+
+/** The fatal-error fields of an API error; anything else is not the API's and is rethrown. */
+export function fatalOf(error: unknown): Fatal {
+  if (!(error instanceof ApiError)) throw error;
+  return {
+    message: error.hint ? `${error.message}. ${error.hint}` : error.message,
+    ...(error.errorCode ? { error_code: error.errorCode } : {}),
+    ...(error.status ? { status: error.status } : {}),
+  };
+}
+
+export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<StartedRun> {
+  const startedAt = deps.now();
+  const run: RunRef = { run_id: newRunId(startedAt), dt: input.dt ?? dtOf(startedAt), mode: input.mode };
+  const api = deps.api();
+  const campaigns: CampaignItem[] = [];
+  const rawLines: unknown[] = [];
+  let invalid = 0;
+  let fatal: Fatal | undefined;
+  try {
+    const { companyName } = await api.verify();
+    deps.log.info('key verified', { company: companyName, run_id: run.run_id });
+    let position = 0;
+    for await (const listed of api.campaigns()) {
+      const fetchedAt = deps.now().toISOString();
+      rawLines.push({ run_id: run.run_id, fetched_at: fetchedAt, data: listed.raw });
+      if (listed.valid) campaigns.push(listed.item);
+      else {
+        invalid++;
+        await quarantine(deps.storage, run, {
+          name: `campaigns-item-${position}`,
+          body: listed.raw,
+          issues: listed.issues,
+          fetched_at: fetchedAt,
+        });
+      }
+      position++;
+    }
+  } catch (error) {
+    fatal = fatalOf(error);
+    deps.log.error('run stopped', { run_id: run.run_id, ...fatal });
+  }
+
+  if (!fatal) {
+    const rows = new TableRows();
+    const ctx = { runId: run.run_id, exportedAt: deps.now() };
+    for (const item of campaigns) rows.add('campaigns', campaignRow(item, ctx));
+    const stem = `${run.run_id}-campaigns`;
+    await Promise.all([
+      writeRaw(deps.storage, 'campaigns', run.dt, stem, rawLines),
+      writeTables(deps.storage, run.dt, stem, rows),
+    ]);
+  }
+  const record: RunRecord = {
+    ...run,
+    started_at: startedAt.toISOString(),
+    campaign_ids: campaigns.map((c) => c.id),
+    campaigns_invalid: invalid,
+    requests: requestCounts(api),
+    ...(fatal ? { fatal } : {}),
+  };
+  await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record), {
+    contentType: 'application/json',
+  });
+  return { run, record, campaigns };
+}

@@ -1,0 +1,113 @@
+/**
+ * Incremental state: one object per campaign, `state/campaigns/<id>.json`, recording for each
+ * job the fingerprint of its list item and its outcome in the latest run that saw it.
+ * Reading costs one GET per campaign; updates are compare-and-swap (ETag), so two runs
+ * finishing at once cannot lose each other's updates, and the later run always wins.
+ */
+import { z } from 'zod';
+import { PreconditionFailedError } from '../errors.js';
+import type { Storage } from '../storage/storage.js';
+import { STATE_KEYS } from './layout.js';
+import { encodeRecord, JobOutcomeSchema, type Mode, parseRecord, type UnitJob } from './records.js';
+
+export const JobStateSchema = z.object({
+  fp: z.string(),
+  outcome: JobOutcomeSchema.exclude(['unchanged']),
+  run_id: z.string(),
+});
+export type JobState = z.infer<typeof JobStateSchema>;
+
+export const CampaignStateSchema = z.object({
+  campaign_id: z.number().int(),
+  jobs: z.record(z.string(), JobStateSchema),
+});
+export type CampaignState = z.infer<typeof CampaignStateSchema>;
+
+export interface LoadedState {
+  state: CampaignState;
+  /** undefined when the campaign has no state yet. */
+  etag: string | undefined;
+}
+
+/** Reads a campaign's state (one GET); an empty state when there is none. */
+export async function loadCampaignState(storage: Storage, campaignId: number): Promise<LoadedState> {
+  const key = STATE_KEYS.campaign(campaignId);
+  const found = await storage.get(key);
+  if (!found) return { state: { campaign_id: campaignId, jobs: {} }, etag: undefined };
+  return { state: parseRecord(CampaignStateSchema, found.body, key), etag: found.etag };
+}
+
+export interface JobPlan {
+  fetch: UnitJob[];
+  unchanged: UnitJob[];
+}
+
+/**
+ * Which listed jobs to fetch. Full: all. Incremental: a job never exported, whose list item
+ * changed since its export, or whose last outcome was anything but exported.
+ */
+export function planJobs(state: CampaignState, listed: readonly UnitJob[], mode: Mode): JobPlan {
+  const plan: JobPlan = { fetch: [], unchanged: [] };
+  for (const job of listed) {
+    const previous = state.jobs[job.job_id];
+    const unchanged = mode === 'incremental' && previous?.outcome === 'exported' && previous.fp === job.fp;
+    (unchanged ? plan.unchanged : plan.fetch).push(job);
+  }
+  return plan;
+}
+
+/** A job's outcome in a run, as recorded in the state. */
+export interface RecordedOutcome {
+  job_id: number;
+  fp: string;
+  outcome: JobState['outcome'];
+}
+
+/** Applies one run's outcomes to a state: entries of later runs are kept; jobs the run did not list are dropped. */
+export function applyOutcomes(
+  state: CampaignState,
+  runId: string,
+  outcomes: readonly RecordedOutcome[],
+  listed: ReadonlySet<number>,
+): CampaignState {
+  const jobs: Record<string, JobState> = {};
+  for (const [id, entry] of Object.entries(state.jobs)) {
+    if (listed.has(Number(id)) || entry.run_id > runId) jobs[id] = entry;
+  }
+  for (const o of outcomes) {
+    const current = jobs[o.job_id];
+    if (current && current.run_id > runId) continue;
+    jobs[o.job_id] = { fp: o.fp, outcome: o.outcome, run_id: runId };
+  }
+  return { campaign_id: state.campaign_id, jobs };
+}
+
+/** Attempts before a contended state update gives up (each one re-reads the object). */
+const MAX_STATE_WRITE_ATTEMPTS = 8;
+
+/** Records a run's outcomes for one campaign with compare-and-swap, retrying lost races. */
+export async function saveOutcomes(
+  storage: Storage,
+  campaignId: number,
+  runId: string,
+  outcomes: readonly RecordedOutcome[],
+  listed: ReadonlySet<number>,
+  initial?: LoadedState,
+): Promise<void> {
+  const key = STATE_KEYS.campaign(campaignId);
+  let loaded = initial ?? (await loadCampaignState(storage, campaignId));
+  for (let attempt = 1; ; attempt++) {
+    const next = applyOutcomes(loaded.state, runId, outcomes, listed);
+    try {
+      await storage.put(key, encodeRecord(next), {
+        contentType: 'application/json',
+        ...(loaded.etag ? { ifMatch: loaded.etag } : { ifNoneMatch: '*' }),
+      });
+      return;
+    } catch (error) {
+      if (!(error instanceof PreconditionFailedError) || attempt >= MAX_STATE_WRITE_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 50 * attempt));
+      loaded = await loadCampaignState(storage, campaignId);
+    }
+  }
+}

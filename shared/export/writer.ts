@@ -1,0 +1,48 @@
+/**
+ * Writes a batch: one Parquet file per table and one gzip JSON Lines file per raw entity,
+ * named by a stem that is unique per batch, so a retried batch overwrites its own files.
+ */
+import type { Storage } from '../storage/storage.js';
+import { encodeJsonLinesGzip } from './jsonl.js';
+import { parquetKey, rawKey } from './layout.js';
+import { encodeParquet } from './parquet.js';
+import { type RawEntity, type Row, type TableName, TABLES } from './tables.js';
+import type { RowSink } from './flatten.js';
+
+const PARQUET_TYPE = 'application/vnd.apache.parquet';
+const JSONL_GZ_TYPE = 'application/gzip';
+
+/** Rows of a batch, grouped by table. */
+export class TableRows implements RowSink {
+  readonly byTable = new Map<TableName, Row[]>();
+
+  add(table: TableName, row: Row): void {
+    const rows = this.byTable.get(table);
+    if (rows) rows.push(row);
+    else this.byTable.set(table, [row]);
+  }
+}
+
+/** Writes one Parquet file per table that has rows (an empty table gets no file). Returns the keys. */
+export async function writeTables(storage: Storage, dt: string, stem: string, rows: TableRows): Promise<string[]> {
+  const writes = [...rows.byTable].map(async ([table, tableRows]) => {
+    const key = parquetKey(table, dt, stem);
+    await storage.put(key, encodeParquet(TABLES[table], tableRows), { contentType: PARQUET_TYPE });
+    return key;
+  });
+  return Promise.all(writes);
+}
+
+/** Writes one gzip JSON Lines file of raw lines, when there are any. Returns the key. */
+export async function writeRaw(
+  storage: Storage,
+  entity: RawEntity,
+  dt: string,
+  stem: string,
+  lines: readonly unknown[],
+): Promise<string | undefined> {
+  if (lines.length === 0) return undefined;
+  const key = rawKey(entity, dt, stem);
+  await storage.put(key, encodeJsonLinesGzip(lines), { contentType: JSONL_GZ_TYPE });
+  return key;
+}
