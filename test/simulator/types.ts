@@ -1,0 +1,148 @@
+/**
+ * Public types of the Integration API simulator: options, the dataset (the truth the tests
+ * compare exports against), statistics and the running simulator handle.
+ */
+
+/** Probabilities in [0,1], drawn from a seeded PRNG, applied to every request after auth. */
+export interface FaultOptions {
+  /** 500/502/503 with an HTML body. */
+  serverError?: number;
+  /** Socket reset without an answer. */
+  reset?: number;
+  /** Answer delayed by `slowMs`. */
+  slow?: number;
+  slowMs?: number;
+  /** 200 (or whatever the answer is) with a Content-Length larger than the body; connection cut mid-body. */
+  truncate?: number;
+}
+
+export type ReportSize = 'tiny' | 'small' | 'mixed' | 'large';
+
+export interface RateLimit {
+  ratePerSecond: number;
+  burst: number;
+}
+
+export interface SimulatorOptions {
+  /** Default 0 = any free port; always binds 127.0.0.1. */
+  port?: number;
+  /** Default 1; everything (dataset, keys, faults) is deterministic from it. */
+  seed?: number;
+  /** Default 4. */
+  campaigns?: number;
+  /** Default 25 (exact, so tests can compute totals). */
+  jobsPerCampaign?: number;
+  /** large = 50 sections x 30 questions; default 'small'. */
+  reportSize?: ReportSize;
+  /** Share of jobs answering 409 "not published" (default 0.1, rounded to a whole count). */
+  unpublishedShare?: number;
+  /** Jobs answering 409 "survey ... not found" (default 1). */
+  surveyMissingJobs?: number;
+  /** Jobs answering 409 "survey sections are not configured" (default 1). */
+  noSectionsJobs?: number;
+  /** Published jobs answering 409 "try again later" for their first `tryLaterAttempts` report requests. */
+  tryLaterJobs?: number;
+  tryLaterAttempts?: number;
+  /** Published jobs whose 200 report body violates spec 2.5 (default 0). */
+  invalidReportJobs?: number;
+  /** Published jobs whose report answers 403 FORBIDDEN for the valid key (default 0). */
+  forbiddenReportJobs?: number;
+  /** Token bucket per key; default null (no limit). */
+  rateLimit?: RateLimit | null;
+  /** Default none. */
+  faults?: FaultOptions;
+}
+
+export interface SimulatorStats {
+  /** Every request received, whatever its answer. */
+  total: number;
+  /** "200", "429", ...; "reset" for sockets reset without an answer, "truncated" for bodies cut mid-way. */
+  byStatus: Record<string, number>;
+  byEndpoint: { verify: number; campaigns: number; jobs: number; report: number };
+  reportRequestsByJob: Map<number, number>;
+  /** Timestamps (ms, performance.now()) of requests that got a whole 200, for rate measurements. */
+  okTimes: number[];
+}
+
+export type FailKind =
+  | '500'
+  | '502'
+  | '503'
+  | 'reset'
+  | 'slow'
+  | 'truncate'
+  | 'invalid_json'
+  | '429'
+  | '422'
+  | 'not_json_html';
+
+export interface SimulatorKeys {
+  valid: string;
+  expired: string;
+  ip_restricted: string;
+  domain_restricted: string;
+  other_company: string;
+}
+
+export type JobState = 'published' | 'unpublished' | 'survey_missing' | 'no_sections';
+
+export interface SimJob {
+  id: number;
+  campaignId: number;
+  state: JobState;
+  /** Remaining "try again later" answers. */
+  tryLaterAttempts: number;
+  invalid: boolean;
+  forbidden: boolean;
+  /** The list item served by List Jobs (includes unknown extra fields). */
+  item: Record<string, unknown>;
+  /** Bumped by touch(); part of the report content. */
+  version: number;
+}
+
+export interface SimCampaign {
+  id: number;
+  item: Record<string, unknown>;
+  jobs: SimJob[];
+}
+
+export interface Dataset {
+  company: string;
+  seed: number;
+  reportSize: ReportSize;
+  campaigns: SimCampaign[];
+  campaign(campaignId: number): SimCampaign | undefined;
+  job(jobId: number): SimJob | undefined;
+  /** The report `data` object served for a published job (deterministic from seed, job id and version). */
+  reportOf(jobId: number): unknown;
+  /** The schema-violating `data` object served for a job marked `invalid`. */
+  invalidReportOf(jobId: number): unknown;
+  /** State -> published (its list item's published_at is set). */
+  publish(jobId: number): void;
+  /** Changes the job's list item (updated_at, score) and its report. */
+  touch(jobId: number): void;
+  /** A new published job at the end of the campaign's list. */
+  addJob(campaignId: number): SimJob;
+  /** Afterwards the job is no longer listed and its report answers 404. */
+  removeJob(jobId: number): void;
+}
+
+export interface Simulator {
+  /** The {base_url}, e.g. http://127.0.0.1:41234 (paths start with /integration/v1/...). */
+  url: string;
+  keys: SimulatorKeys;
+  /** The Origin header value that the domain_restricted key accepts. */
+  allowedOrigin: string;
+  /** Company name that the other_company key verifies as. */
+  otherCompany: string;
+  dataset: Dataset;
+  stats: SimulatorStats;
+  resetStats(): void;
+  setFaults(faults: FaultOptions): void;
+  setRateLimit(limit: RateLimit | null | undefined): void;
+  /** Scripted faults: the next `times` (default 1) requests whose path+query matches answer with `kind`. */
+  failNext(match: RegExp, kind: FailKind, times?: number): void;
+  /** Afterwards that key answers 401 INVALID_API_KEY. */
+  revokeKey(key: string): void;
+  close(): Promise<void>;
+}

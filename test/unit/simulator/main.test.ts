@@ -1,0 +1,72 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { afterEach, describe, expect, it } from 'vitest';
+import { optionsFromArgs } from '../../simulator/cli-options.js';
+
+describe('simulator command line', () => {
+  let child: ChildProcess | undefined;
+  afterEach(() => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  it('reads every flag', () => {
+    expect(
+      optionsFromArgs([
+        '--port',
+        '0',
+        '--seed',
+        '5',
+        '--campaigns',
+        '2',
+        '--jobs',
+        '7',
+        '--rate',
+        '50',
+        '--burst',
+        '10',
+        '--size',
+        'mixed',
+      ]),
+    ).toEqual({
+      port: 0,
+      seed: 5,
+      campaigns: 2,
+      jobsPerCampaign: 7,
+      reportSize: 'mixed',
+      rateLimit: { ratePerSecond: 50, burst: 10 },
+    });
+    expect(() => optionsFromArgs(['--size', 'huge'])).toThrow(/--size/);
+    expect(() => optionsFromArgs(['--seed', 'x'])).toThrow(/--seed/);
+    expect(() => optionsFromArgs(['--nope'])).toThrow();
+  });
+
+  it('prints one JSON line with url and keys first, serves, and stops on SIGTERM', async () => {
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/simulator/main.ts', '--port', '0', '--seed', '5', '--jobs', '3'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const lines = createInterface({ input: child.stdout! });
+    const [first] = (await once(lines, 'line')) as [string];
+    const info = JSON.parse(first) as { url: string; keys: Record<string, string> };
+    expect(Object.keys(info.keys).sort()).toEqual([
+      'domain_restricted',
+      'expired',
+      'ip_restricted',
+      'other_company',
+      'valid',
+    ]);
+    expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const response = await fetch(`${info.url}/integration/v1/client/campaigns`, {
+      headers: { authorization: `Bearer ${info.keys.valid}` },
+    });
+    const body = (await response.json()) as { meta: { total: number } };
+    expect(body.meta.total).toBe(4);
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+  });
+});
