@@ -1,0 +1,18 @@
+/**
+ * The CDK app (`cdk.json`: `npx tsx infra/app.ts`). Configuration comes from context; a bad
+ * value stops synth with a message naming the key.
+ */
+import { App } from 'aws-cdk-lib';
+import { InfraConfigError } from './config.js';
+import { addExporterStack } from './exporter-stack.js';
+
+const app = new App();
+try {
+  addExporterStack(app);
+} catch (error) {
+  if (!(error instanceof InfraConfigError)) throw error;
+  // The message says what to fix; a stack trace would only bury it.
+  console.error(error.message);
+  process.exit(1);
+}
+app.synth();

@@ -1,0 +1,240 @@
+/**
+ * The deployment's configuration: typed, validated at synth with zod, read from CDK context
+ * (`cdk.json` or `-c key=value`). Every error names the context key and says what is allowed.
+ */
+import type { Construct } from 'constructs';
+import { z } from 'zod';
+
+/** Bad deployment configuration: the message names the context key(s) to fix. */
+export class InfraConfigError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'InfraConfigError';
+  }
+}
+
+/** Log retention periods CloudWatch Logs accepts, in days. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
+/** The Powertools / Lambda application log levels the handlers accept. */
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+
+/** Context values given with `-c key=value` arrive as strings; cdk.json gives JSON types. */
+const fromText = (value: unknown): unknown => (typeof value === 'string' ? value.trim() : value);
+const emptyToUndefined = (value: unknown): unknown => {
+  const v = fromText(value);
+  return v === '' || v === null ? undefined : v;
+};
+
+const integer = (min: number, max: number, fallback: number) => {
+  const error = `expected an integer from ${min} to ${max} (default ${fallback})`;
+  return z
+    .preprocess((v) => {
+      const t = emptyToUndefined(v);
+      return typeof t === 'string' && /^-?\d+$/.test(t) ? Number(t) : t;
+    }, z.number({ error }).int({ error }).min(min, { error }).max(max, { error }).optional())
+    .transform((v) => v ?? fallback);
+};
+
+const decimal = (min: number, max: number, fallback: number) => {
+  const error = `expected a number greater than ${min} and less than ${max} (default ${fallback})`;
+  return z
+    .preprocess((v) => {
+      const t = emptyToUndefined(v);
+      return typeof t === 'string' && t !== '' && !Number.isNaN(Number(t)) ? Number(t) : t;
+    }, z.number({ error }).gt(min, { error }).lt(max, { error }).optional())
+    .transform((v) => v ?? fallback);
+};
+
+const bool = (fallback: boolean) =>
+  z
+    .preprocess((v) => {
+      const t = emptyToUndefined(v);
+      if (t === 'true') return true;
+      if (t === 'false') return false;
+      return t;
+    }, z.boolean({ error: `expected true or false (default ${fallback})` }).optional())
+    .transform((v) => v ?? fallback);
+
+const optionalText = <T extends z.ZodType<string>>(schema: T) =>
+  z.preprocess(emptyToUndefined, schema.optional());
+
+/**
+ * An EventBridge Scheduler cron expression: six fields (minutes hours day-of-month month
+ * day-of-week year), one of day-of-month / day-of-week being `?`. `cron(...)` around it is optional.
+ */
+const cronFields = z
+  .string()
+  .transform((s) =>
+    s
+      .trim()
+      .replace(/^cron\((.*)\)$/s, '$1')
+      .trim()
+      .replace(/\s+/g, ' '),
+  )
+  .refine((s) => s.split(' ').length === 6, {
+    message: 'expected 6 fields "minutes hours day-of-month month day-of-week year", e.g. "0 2 * * ? *"',
+    abort: true,
+  })
+  .refine(
+    (s) => {
+      const f = s.split(' ');
+      return (f[2] === '?') !== (f[4] === '?');
+    },
+    { message: 'exactly one of day-of-month (3rd field) and day-of-week (5th field) must be "?"' },
+  );
+
+const timeZone = z.string().refine(
+  (tz) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: tz });
+      return true;
+    } catch {
+      // Intl throws RangeError for an unknown zone: that is the answer, not a failure.
+      return false;
+    }
+  },
+  { message: 'expected an IANA time zone such as "UTC" or "Europe/Berlin"' },
+);
+
+const isoDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, { message: 'expected a date YYYY-MM-DD' })
+  .refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(d).toISOString().startsWith(d), {
+    message: 'not a calendar date',
+  });
+
+/** `''` or `segment/segment/` (S3-safe segments, no leading slash, trailing slash added). */
+const dataPrefix = z
+  .string()
+  .regex(/^([A-Za-z0-9._-]+\/)*[A-Za-z0-9._-]*\/?$/, {
+    message:
+      'expected "" or path segments of letters, digits, ".", "_", "-" joined by "/", e.g. "exports/acme"',
+  })
+  .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), {
+    message: '"." and ".." segments are not allowed',
+  })
+  .transform((p) => (p === '' || p.endsWith('/') ? p : `${p}/`));
+
+const secretArn = z
+  .string()
+  .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$/, {
+    message:
+      'expected a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
+  });
+
+const secretName = z.string().regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, {
+  message: 'expected a secret name (letters, digits and /_+=.@-)',
+});
+
+const glueName = z.string().regex(/^[a-z0-9_]{1,255}$/, {
+  message: 'expected lowercase letters, digits and "_" (a Glue database name Athena can query)',
+});
+
+/** Example base URL kept in cdk.json so an offline `cdk synth` works; deploying with it warns. */
+export const EXAMPLE_API_BASE_URL = 'https://api.example.com';
+
+export const ExporterConfigSchema = z
+  .object({
+    /** {base_url} of the Integration API (HTTPS: the key travels as a bearer token). */
+    apiBaseUrl: z.preprocess(
+      (v) => emptyToUndefined(v) ?? '',
+      z
+        .string()
+        .min(1, {
+          message: 'required: the Integration API base URL, e.g. -c apiBaseUrl=https://api.acme.com',
+        })
+        .pipe(
+          z
+            .url({ protocol: /^https$/, message: 'expected an https:// URL' })
+            .transform((u) => u.replace(/\/+$/, '')),
+        ),
+    ),
+    scheduleCron: z.preprocess((v) => emptyToUndefined(v) ?? '0 2 * * ? *', cronFields),
+    scheduleTimeZone: z.preprocess((v) => emptyToUndefined(v) ?? 'UTC', timeZone),
+    fullRefreshCron: optionalText(cronFields),
+    existingSecretName: optionalText(secretName),
+    existingSecretArn: optionalText(secretArn),
+    alarmEmail: optionalText(z.email({ message: 'expected an e-mail address' })),
+    fixedEgressIp: bool(false),
+    reportBatchSize: integer(1, 10, 2),
+    reportMaxConcurrency: integer(2, 1000, 2),
+    planMaxConcurrency: integer(2, 1000, 2),
+    unitSize: integer(1, 500, 50),
+    reportConcurrency: integer(1, 64, 8),
+    rateCeiling: integer(1, 1000, 20),
+    secretCacheTtlSeconds: integer(1, 86_400, 300),
+    runDeadlineMinutes: integer(10, 10_080, 360),
+    rawRetentionDays: integer(1, 36_500, 365),
+    athenaResultsRetentionDays: integer(1, 3650, 7),
+    logRetentionDays: z
+      .preprocess(
+        (v) => {
+          const t = emptyToUndefined(v);
+          return typeof t === 'string' && /^\d+$/.test(t) ? Number(t) : t;
+        },
+        z
+          .number()
+          .refine((n) => (LOG_RETENTION_DAYS as readonly number[]).includes(n), {
+            message: `expected one of ${LOG_RETENTION_DAYS.join(', ')}`,
+          })
+          .optional(),
+      )
+      .transform((v) => v ?? 90),
+    logLevel: z.preprocess(
+      (v) => (typeof v === 'string' ? v.trim().toUpperCase() : v) || 'INFO',
+      z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }),
+    ),
+    bytesScannedCutoffMb: integer(10, 7_000_000_000, 10_240),
+    maxReceiveCount: integer(1, 1000, 5),
+    projectionStartDate: z.preprocess((v) => emptyToUndefined(v) ?? '2025-01-01', isoDate),
+    dataPrefix: z.preprocess((v) => emptyToUndefined(v) ?? '', dataPrefix),
+    databaseName: z.preprocess((v) => emptyToUndefined(v) ?? 'campaign_report_exporter', glueName),
+    throttleShareThreshold: decimal(0, 1, 0.2),
+    missedRunAlarmHours: integer(2, 168, 26),
+  })
+  .superRefine((c, ctx) => {
+    if (c.existingSecretName !== undefined && c.existingSecretArn !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['existingSecretArn'],
+        message: 'give existingSecretName or existingSecretArn, not both',
+      });
+    }
+  });
+
+/** The validated configuration (defaults applied, prefix normalised to `''` or `a/b/`). */
+export type ExporterConfig = z.infer<typeof ExporterConfigSchema>;
+/** What a caller may pass (every key optional but apiBaseUrl; strings accepted as from `-c`). */
+export type ExporterConfigInput = z.input<typeof ExporterConfigSchema>;
+
+/** Every context key the app reads, in documentation order. */
+export const CONTEXT_KEYS = Object.keys(ExporterConfigSchema.shape) as readonly (keyof ExporterConfig)[];
+
+/**
+ * Validates raw configuration values, applying defaults.
+ * @throws InfraConfigError naming every bad key, e.g. `context "reportBatchSize": ...`.
+ */
+export function parseConfig(raw: Readonly<Record<string, unknown>>): ExporterConfig {
+  const result = ExporterConfigSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const key = String(issue.path[0] ?? '(config)');
+    const given = raw[key];
+    const shown = given === undefined ? '' : ` (got ${JSON.stringify(given)})`;
+    return `  context "${key}": ${issue.message}${shown}`;
+  });
+  throw new InfraConfigError(
+    `Invalid configuration; fix these context values (cdk.json "context" or -c key=value):\n${lines.join('\n')}`,
+    { cause: result.error },
+  );
+}
+
+/** Reads every key of {@link CONTEXT_KEYS} from the construct tree's context and validates it. */
+export function readConfig(scope: Construct): ExporterConfig {
+  const raw: Record<string, unknown> = {};
+  for (const key of CONTEXT_KEYS) raw[key] = scope.node.tryGetContext(key);
+  return parseConfig(raw);
+}

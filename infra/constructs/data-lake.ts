@@ -1,0 +1,123 @@
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import {
+  PARQUET_ROOT,
+  QUARANTINE_ROOT,
+  RAW_ROOT,
+  RUNS_ROOT,
+  STATE_ROOT,
+} from '../../shared/export/layout.js';
+
+/** Where Athena writes query results, at the bucket root (outside the data prefix). */
+export const ATHENA_RESULTS_PREFIX = 'athena-results/';
+/** Every root of the output layout; the functions may touch objects under these only. */
+export const DATA_ROOTS = [PARQUET_ROOT, RAW_ROOT, RUNS_ROOT, QUARANTINE_ROOT, STATE_ROOT] as const;
+/** Overwritten and expired objects stay restorable this long (versioning), then go. */
+export const NONCURRENT_VERSION_DAYS = 30;
+/** Multipart uploads of a crashed Lambda leave parts behind; S3 bills them until aborted. */
+export const ABORT_MULTIPART_DAYS = 7;
+/** Access logs serve audits of the past year. */
+export const ACCESS_LOG_RETENTION_DAYS = 365;
+
+export interface DataLakeProps {
+  /** `''` or `a/b/`: the root of the output layout inside the bucket. */
+  readonly dataPrefix: string;
+  /** Days after which raw JSON Lines (`<prefix>raw/`) expire. */
+  readonly rawRetentionDays: number;
+  /** Days after which Athena query results expire. */
+  readonly athenaResultsRetentionDays: number;
+}
+
+/**
+ * The data lake bucket and its server access log bucket. Encryption is SSE-S3: S3 server
+ * access logging only delivers to SSE-S3 targets, Athena users and Glue need no key grants,
+ * and no KMS request is billed per object read or written; TLS is enforced by bucket policy.
+ */
+export class DataLake extends Construct {
+  readonly bucket: s3.Bucket;
+  readonly accessLogBucket: s3.Bucket;
+  readonly dataPrefix: string;
+
+  constructor(scope: Construct, id: string, props: DataLakeProps) {
+    super(scope, id);
+    this.dataPrefix = props.dataPrefix;
+
+    this.accessLogBucket = new s3.Bucket(this, 'AccessLogs', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(ACCESS_LOG_RETENTION_DAYS) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      versioned: true,
+      serverAccessLogsBucket: this.accessLogBucket,
+      serverAccessLogsPrefix: 'data-lake/',
+      lifecycleRules: [
+        {
+          id: 'expire-raw',
+          prefix: `${props.dataPrefix}${RAW_ROOT}/`,
+          expiration: Duration.days(props.rawRetentionDays),
+        },
+        {
+          id: 'expire-athena-results',
+          prefix: ATHENA_RESULTS_PREFIX,
+          expiration: Duration.days(props.athenaResultsRetentionDays),
+        },
+        {
+          id: 'expire-noncurrent-versions',
+          noncurrentVersionExpiration: Duration.days(NONCURRENT_VERSION_DAYS),
+          expiredObjectDeleteMarker: true,
+          abortIncompleteMultipartUploadAfter: Duration.days(ABORT_MULTIPART_DAYS),
+        },
+      ],
+      // The data lake outlives the stack: deleting the stack keeps the data.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+  }
+
+  /** `s3://bucket/<prefix><key>`: a location inside the output layout. */
+  s3Url(key: string): string {
+    return `s3://${this.bucket.bucketName}/${this.dataPrefix}${key}`;
+  }
+
+  /**
+   * Lets a function read, write and delete objects under the layout's roots (explicit
+   * actions, no wildcards). s3:ListBucket has no prefix condition on purpose: S3 answers a
+   * GetObject of a missing key with 404 only to a caller allowed to list the bucket, and that
+   * check does not carry an s3:prefix, so a conditioned grant would turn "no state yet" into 403.
+   */
+  grantDataReadWrite(role: iam.IRole): void {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DataLakeObjects',
+        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        resources: DATA_ROOTS.map((root) => this.bucket.arnForObjects(`${this.dataPrefix}${root}/*`)),
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DataLakeList',
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+      }),
+    );
+    const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+    for (const root of DATA_ROOTS) {
+      Validations.of(role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.dataPrefix}${root}/*]`,
+        reason: `Object keys under ${root}/ are created per run and date (the output layout); the grant is narrowed to that root with explicit actions.`,
+      });
+    }
+  }
+}

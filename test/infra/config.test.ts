@@ -1,0 +1,170 @@
+/** Configuration from CDK context: defaults, `-c` strings, and errors that name the key. */
+import { App } from 'aws-cdk-lib';
+import { describe, expect, it } from 'vitest';
+import {
+  CONTEXT_KEYS,
+  EXAMPLE_API_BASE_URL,
+  InfraConfigError,
+  parseConfig,
+  readConfig,
+} from '../../infra/config.js';
+import { cdkJsonContext } from './helpers.js';
+
+const BASE = { apiBaseUrl: 'https://api.acme.test' };
+
+/** The message parseConfig throws for these values. */
+const errorOf = (raw: Record<string, unknown>): string => {
+  try {
+    parseConfig(raw);
+  } catch (error) {
+    expect(error).toBeInstanceOf(InfraConfigError);
+    return (error as Error).message;
+  }
+  throw new Error(`accepted ${JSON.stringify(raw)}`);
+};
+
+describe('parseConfig', () => {
+  it('applies the documented defaults', () => {
+    expect(parseConfig(BASE)).toEqual({
+      apiBaseUrl: 'https://api.acme.test',
+      scheduleCron: '0 2 * * ? *',
+      scheduleTimeZone: 'UTC',
+      fixedEgressIp: false,
+      reportBatchSize: 2,
+      reportMaxConcurrency: 2,
+      planMaxConcurrency: 2,
+      unitSize: 50,
+      reportConcurrency: 8,
+      rateCeiling: 20,
+      secretCacheTtlSeconds: 300,
+      runDeadlineMinutes: 360,
+      rawRetentionDays: 365,
+      athenaResultsRetentionDays: 7,
+      logRetentionDays: 90,
+      logLevel: 'INFO',
+      bytesScannedCutoffMb: 10_240,
+      maxReceiveCount: 5,
+      projectionStartDate: '2025-01-01',
+      dataPrefix: '',
+      databaseName: 'campaign_report_exporter',
+      throttleShareThreshold: 0.2,
+      missedRunAlarmHours: 26,
+    });
+  });
+
+  it('accepts the strings `cdk -c key=value` passes', () => {
+    const c = parseConfig({
+      ...BASE,
+      fixedEgressIp: 'true',
+      reportBatchSize: '7',
+      throttleShareThreshold: '0.05',
+      logLevel: 'warn',
+      logRetentionDays: '365',
+      scheduleCron: 'cron(0 6 ? * MON-FRI *)',
+      fullRefreshCron: ' 0  3  1  *  ?  * ',
+      dataPrefix: 'a/b',
+    });
+    expect(c).toMatchObject({
+      fixedEgressIp: true,
+      reportBatchSize: 7,
+      throttleShareThreshold: 0.05,
+      logLevel: 'WARN',
+      logRetentionDays: 365,
+      scheduleCron: '0 6 ? * MON-FRI *',
+      fullRefreshCron: '0 3 1 * ? *',
+      dataPrefix: 'a/b/',
+    });
+  });
+
+  it('treats empty strings as unset', () => {
+    const c = parseConfig({ ...BASE, alarmEmail: '', fullRefreshCron: '', reportBatchSize: '' });
+    expect(c.alarmEmail).toBeUndefined();
+    expect(c.fullRefreshCron).toBeUndefined();
+    expect(c.reportBatchSize).toBe(2);
+  });
+
+  it('strips a trailing slash from the base URL', () => {
+    expect(parseConfig({ apiBaseUrl: 'https://api.acme.test/v/' }).apiBaseUrl).toBe(
+      'https://api.acme.test/v',
+    );
+  });
+
+  it.each([
+    [{}, 'apiBaseUrl', /required/],
+    [{ apiBaseUrl: 'http://api.acme.test' }, 'apiBaseUrl', /https/],
+    [{ apiBaseUrl: 'not a url' }, 'apiBaseUrl', /https/],
+    [{ ...BASE, scheduleCron: '0 2 * * *' }, 'scheduleCron', /6 fields/],
+    [{ ...BASE, scheduleCron: '0 2 * * MON *' }, 'scheduleCron', /"\?"/],
+    [{ ...BASE, fullRefreshCron: 'weekly' }, 'fullRefreshCron', /6 fields/],
+    [{ ...BASE, scheduleTimeZone: 'Mars/Olympus' }, 'scheduleTimeZone', /IANA/],
+    [{ ...BASE, alarmEmail: 'ops' }, 'alarmEmail', /e-mail/],
+    [{ ...BASE, fixedEgressIp: 'yes' }, 'fixedEgressIp', /true or false/],
+    [{ ...BASE, reportBatchSize: 11 }, 'reportBatchSize', /integer from 1 to 10/],
+    [{ ...BASE, reportBatchSize: '2.5' }, 'reportBatchSize', /integer/],
+    [{ ...BASE, reportMaxConcurrency: 1 }, 'reportMaxConcurrency', /from 2 to 1000/],
+    [{ ...BASE, unitSize: 0 }, 'unitSize', /integer/],
+    [{ ...BASE, rawRetentionDays: -1 }, 'rawRetentionDays', /integer/],
+    [{ ...BASE, athenaResultsRetentionDays: 'soon' }, 'athenaResultsRetentionDays', /integer/],
+    [{ ...BASE, logRetentionDays: 31 }, 'logRetentionDays', /one of 1, 3, 5/],
+    [{ ...BASE, logLevel: 'LOUD' }, 'logLevel', /DEBUG, INFO, WARN, ERROR/],
+    [{ ...BASE, bytesScannedCutoffMb: 9 }, 'bytesScannedCutoffMb', /integer from 10/],
+    [{ ...BASE, maxReceiveCount: 0 }, 'maxReceiveCount', /integer/],
+    [{ ...BASE, projectionStartDate: '2025-02-30' }, 'projectionStartDate', /calendar date/],
+    [{ ...BASE, projectionStartDate: '1/2/2025' }, 'projectionStartDate', /YYYY-MM-DD/],
+    [{ ...BASE, dataPrefix: '/abs' }, 'dataPrefix', /path segments/],
+    [{ ...BASE, dataPrefix: 'a/../b' }, 'dataPrefix', /"\.\."/],
+    [{ ...BASE, databaseName: 'Acme-Reports' }, 'databaseName', /lowercase/],
+    [{ ...BASE, throttleShareThreshold: 1 }, 'throttleShareThreshold', /less than 1/],
+    [{ ...BASE, missedRunAlarmHours: 200 }, 'missedRunAlarmHours', /integer/],
+    [{ ...BASE, existingSecretArn: 'acme/key' }, 'existingSecretArn', /secret ARN/],
+    [{ ...BASE, existingSecretName: 'a b' }, 'existingSecretName', /secret name/],
+    [
+      {
+        ...BASE,
+        existingSecretName: 'k',
+        existingSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:k',
+      },
+      'existingSecretArn',
+      /not both/,
+    ],
+  ])('rejects %j naming context "%s"', (raw, key, detail) => {
+    const message = errorOf(raw);
+    expect(message).toContain(`context "${key}"`);
+    expect(message).toMatch(detail);
+  });
+
+  it('lists every bad key at once, with the value given', () => {
+    const message = errorOf({ ...BASE, unitSize: 'many', logLevel: 'x' });
+    expect(message).toContain('context "unitSize"');
+    expect(message).toContain('(got "many")');
+    expect(message).toContain('context "logLevel"');
+  });
+});
+
+describe('readConfig', () => {
+  it('reads every key from the app context', () => {
+    const app = new App({ context: { ...BASE, unitSize: '25', alarmEmail: 'ops@acme.test' } });
+    expect(readConfig(app)).toMatchObject({
+      unitSize: 25,
+      alarmEmail: 'ops@acme.test',
+      apiBaseUrl: BASE.apiBaseUrl,
+    });
+  });
+
+  it('CONTEXT_KEYS holds every configuration key', () => {
+    expect([...CONTEXT_KEYS].sort()).toEqual(
+      [
+        ...Object.keys(parseConfig(BASE)),
+        'fullRefreshCron',
+        'existingSecretName',
+        'existingSecretArn',
+        'alarmEmail',
+      ].sort(),
+    );
+  });
+
+  it('cdk.json holds the documented example base URL so an offline synth works', () => {
+    expect(cdkJsonContext().apiBaseUrl).toBe(EXAMPLE_API_BASE_URL);
+    expect(readConfig(new App({ context: cdkJsonContext() })).apiBaseUrl).toBe(EXAMPLE_API_BASE_URL);
+  });
+});

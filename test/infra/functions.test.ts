@@ -1,0 +1,312 @@
+/**
+ * The functions as `npx cdk synth` builds them from cdk.json (the one real synth with esbuild
+ * bundling): runtime, bundles, environment, event sources, the secret and every permission.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { Match } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_API_BASE_URL } from '../../infra/config.js';
+import { DATA_ROOTS } from '../../infra/constructs/data-lake.js';
+import {
+  API_FUNCTIONS,
+  FUNCTION_NAMES,
+  FUNCTION_SETTINGS,
+  type FunctionName,
+  SERVICE_NAME,
+} from '../../infra/constructs/functions.js';
+import { METRICS_NAMESPACE } from '../../shared/metrics.js';
+import {
+  actionsOf,
+  allowStatements,
+  type FunctionIds,
+  functionIds,
+  logicalIdOf,
+  referencedIds,
+  removeSynthOutputs,
+  resourcesOf,
+  type Synthesized,
+  synthExporter,
+} from './helpers.js';
+
+const run = promisify(execFile);
+
+let s: Synthesized;
+let bucketId: string;
+let fnIds: FunctionIds;
+
+beforeAll(() => {
+  s = synthExporter({}, { bundle: true });
+  bucketId = logicalIdOf(s.template, 'AWS::S3::Bucket', 'DataLakeBucket');
+  fnIds = functionIds(s.template);
+});
+
+const fn = (name: FunctionName) => resourcesOf(s.template, 'AWS::Lambda::Function')[fnIds[name]]!;
+const envOf = (name: FunctionName) =>
+  (fn(name).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+const roleIdOf = (name: FunctionName) => [...referencedIds(fn(name).Properties.Role)][0]!;
+
+afterAll(removeSynthOutputs);
+
+describe('API key secret', () => {
+  it('is created without a value, with instructions to put the key', () => {
+    const secrets = resourcesOf(s.template, 'AWS::SecretsManager::Secret');
+    const [secret] = Object.values(secrets);
+    expect(Object.keys(secrets)).toHaveLength(1);
+    expect(secret!.Properties).not.toHaveProperty('GenerateSecretString');
+    expect(secret!.Properties).not.toHaveProperty('SecretString');
+    expect(secret!.Properties.Description).toMatch(/aws secretsmanager put-secret-value --secret-id \S+/);
+    expect(secret!.Properties.Name).toBe('CampaignReportExporter/integration-api-key');
+  });
+
+  it('outputs the command that puts the key', () => {
+    const outputs = s.template.findOutputs('*', {
+      Value: { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('put-secret-value')])] },
+    });
+    expect(Object.keys(outputs)).toHaveLength(1);
+  });
+});
+
+describe('functions', () => {
+  it('has the four functions, each Node 24 on ARM64 with its own handler module', () => {
+    expect(Object.keys(resourcesOf(s.template, 'AWS::Lambda::Function'))).toHaveLength(4);
+    for (const name of FUNCTION_NAMES) {
+      expect(fn(name).Properties).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        Timeout: FUNCTION_SETTINGS[name].timeout.toSeconds(),
+        MemorySize: FUNCTION_SETTINGS[name].memorySize,
+      });
+    }
+  });
+
+  it('logs JSON to its own log group with a retention', () => {
+    const groups = resourcesOf(s.template, 'AWS::Logs::LogGroup');
+    for (const name of FUNCTION_NAMES) {
+      const logging = fn(name).Properties.LoggingConfig as { LogFormat: string; LogGroup: unknown };
+      expect(logging).toMatchObject({ LogFormat: 'JSON', ApplicationLogLevel: 'INFO' });
+      const groupId = [...referencedIds(logging.LogGroup)][0]!;
+      expect(groups[groupId]!.Properties.RetentionInDays).toBe(90);
+    }
+  });
+
+  it('sets exactly the environment each handler reads', () => {
+    const common = {
+      DATA_BUCKET: { Ref: bucketId },
+      DATA_PREFIX: '',
+      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+    };
+    const secretId = Object.keys(resourcesOf(s.template, 'AWS::SecretsManager::Secret'))[0]!;
+    const api = {
+      API_BASE_URL: EXAMPLE_API_BASE_URL,
+      API_KEY_SECRET_ID: { Ref: secretId },
+      SECRET_CACHE_TTL_SECONDS: '300',
+    };
+    const planQueue = { Ref: expect.stringMatching(/^QueuesPlanQueue/) };
+    const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };
+    expect(envOf('start-run')).toEqual({ ...common, ...api, PLAN_QUEUE_URL: planQueue });
+    expect(envOf('plan-campaign')).toEqual({
+      ...common,
+      ...api,
+      REPORT_QUEUE_URL: reportQueue,
+      UNIT_SIZE: '50',
+    });
+    expect(envOf('export-reports')).toEqual({
+      ...common,
+      ...api,
+      REPORT_QUEUE_URL: reportQueue,
+      REPORT_CONCURRENCY: '8',
+      RATE_CEILING: '20',
+    });
+    expect(envOf('finish-run')).toEqual({
+      ...common,
+      EVENT_BUS_NAME: 'default',
+      RUN_DEADLINE_MINUTES: '360',
+      PLAN_QUEUE_URL: planQueue,
+      REPORT_QUEUE_URL: reportQueue,
+    });
+  });
+
+  it('consumes the plan queue one campaign at a time and the report queue in configured batches', () => {
+    s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: fnIds['plan-campaign'] },
+      EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesPlanQueue'), 'Arn'] },
+      BatchSize: 1,
+      ScalingConfig: { MaximumConcurrency: 2 },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: fnIds['export-reports'] },
+      EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesReportQueue'), 'Arn'] },
+      BatchSize: 2,
+      ScalingConfig: { MaximumConcurrency: 2 },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('does not let Lambda retry the scheduled functions on its own', () => {
+    for (const name of ['start-run', 'finish-run'] as const) {
+      s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: fnIds[name] },
+        MaximumRetryAttempts: 0,
+      });
+    }
+  });
+
+  it('bundles each entry into a minified ESM module with a source map and a require shim', () => {
+    for (const name of FUNCTION_NAMES) {
+      const assetPath = fn(name).Metadata?.['aws:asset:path'] as string;
+      const dir = join(s.outdir, assetPath);
+      const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
+      expect(code.startsWith("import { createRequire as __crx_createRequire } from 'node:module'")).toBe(
+        true,
+      );
+      expect(existsSync(join(dir, 'index.mjs.map'))).toBe(true);
+      // Minified: a bundle of the SDK and Powertools has few line breaks per byte.
+      expect(code.split('\n').length).toBeLessThan(statSync(join(dir, 'index.mjs')).size / 1000 + 50);
+      const map = JSON.parse(readFileSync(join(dir, 'index.mjs.map'), 'utf8')) as { sources: string[] };
+      expect(map.sources.some((src) => src.includes(`functions/aws/${name}.ts`))).toBe(true);
+    }
+  });
+
+  it('each bundle imports on Node 24 with its environment and exports handler', async () => {
+    const stand = (v: unknown, key: string): string => {
+      if (typeof v === 'string') return v;
+      if (key.endsWith('_QUEUE_URL')) return 'https://sqs.eu-west-1.amazonaws.com/123456789012/queue';
+      if (key === 'API_KEY_SECRET_ID') return 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:k-AbCdEf';
+      return 'placeholder';
+    };
+    await Promise.all(
+      FUNCTION_NAMES.map(async (name) => {
+        const env = Object.fromEntries(Object.entries(envOf(name)).map(([k, v]) => [k, stand(v, k)]));
+        const file = pathToFileURL(
+          join(s.outdir, fn(name).Metadata?.['aws:asset:path'] as string, 'index.mjs'),
+        );
+        // Handlers may prefetch the secret at init (middy): give the SDK fake credentials and a
+        // closed loopback endpoint, and let that prefetch fail quietly; the import is under test.
+        const script =
+          "process.on('unhandledRejection', () => {});" +
+          `const m = await import(${JSON.stringify(file.href)}); console.log(typeof m.handler); process.exit(0);`;
+        const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+          env: {
+            PATH: process.env.PATH,
+            AWS_REGION: 'eu-west-1',
+            AWS_ACCESS_KEY_ID: 'AKIDTEST',
+            AWS_SECRET_ACCESS_KEY: 'test',
+            AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+            AWS_EC2_METADATA_DISABLED: 'true',
+            ...env,
+          },
+          timeout: 20_000,
+        });
+        expect(stdout.trim(), name).toBe('function');
+      }),
+    );
+  });
+});
+
+describe('permissions', () => {
+  it('invariant: no wildcard action on the data bucket, and only layout roots', () => {
+    const onBucket = allowStatements(s.template).filter(({ statement }) =>
+      referencedIds(statement.Resource).has(bucketId),
+    );
+    expect(onBucket.length).toBeGreaterThan(0);
+    for (const { statement } of onBucket) {
+      for (const action of actionsOf(statement)) expect(action).not.toContain('*');
+    }
+    const objectResources = onBucket
+      .flatMap(({ statement }) =>
+        Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource],
+      )
+      .map((r) => JSON.stringify(r))
+      .filter((r) => r.includes('Fn::Join'));
+    for (const r of objectResources) {
+      expect(
+        DATA_ROOTS.some((root) => r.includes(`"/${root}/*"`)),
+        r,
+      ).toBe(true);
+    }
+  });
+
+  it('lets all four functions read and write under the layout roots, and nothing else does', () => {
+    const writers = new Set<string>();
+    for (const { roles, statement } of allowStatements(s.template)) {
+      if (actionsOf(statement).includes('s3:PutObject') && referencedIds(statement.Resource).has(bucketId)) {
+        for (const r of roles) writers.add(r);
+        expect(actionsOf(statement).sort()).toEqual(
+          ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'].sort(),
+        );
+      }
+    }
+    expect([...writers].sort()).toEqual(FUNCTION_NAMES.map(roleIdOf).sort());
+  });
+
+  it('invariant: the secret is readable by the three API functions only', () => {
+    const secretId = Object.keys(resourcesOf(s.template, 'AWS::SecretsManager::Secret'))[0]!;
+    const readers = new Set<string>();
+    for (const { roles, statement } of allowStatements(s.template)) {
+      if (referencedIds(statement.Resource).has(secretId)) {
+        expect(actionsOf(statement).sort()).toEqual([
+          'secretsmanager:DescribeSecret',
+          'secretsmanager:GetSecretValue',
+        ]);
+        for (const r of roles) readers.add(r);
+      }
+    }
+    expect([...readers].sort()).toEqual(API_FUNCTIONS.map(roleIdOf).sort());
+    expect(readers.has(roleIdOf('finish-run'))).toBe(false);
+  });
+
+  it('sends to a queue only where a function fans out, and PutEvents only from finish-run', () => {
+    const senders = new Map<string, Set<string>>();
+    let putEvents: Set<string> = new Set();
+    for (const { roles, statement } of allowStatements(s.template)) {
+      if (actionsOf(statement).includes('sqs:SendMessage')) {
+        for (const q of referencedIds(statement.Resource))
+          senders.set(q, new Set([...(senders.get(q) ?? []), ...roles]));
+      }
+      if (actionsOf(statement).includes('events:PutEvents')) {
+        putEvents = roles;
+        expect(JSON.stringify(statement.Resource)).toContain(':event-bus/default');
+      }
+    }
+    const plan = [...senders.keys()].find((q) => q.startsWith('QueuesPlanQueue'))!;
+    const report = [...senders.keys()].find((q) => q.startsWith('QueuesReportQueue'))!;
+    expect(senders.size).toBe(2);
+    expect([...senders.get(plan)!]).toEqual([roleIdOf('start-run')]);
+    expect([...senders.get(report)!]).toEqual([roleIdOf('plan-campaign')]);
+    expect([...putEvents]).toEqual([roleIdOf('finish-run')]);
+  });
+
+  it('lets finish-run read both work queues’ attributes', () => {
+    const finish = allowStatements(s.template).filter(({ roles }) => roles.has(roleIdOf('finish-run')));
+    const queues = finish
+      .filter(({ statement }) => actionsOf(statement).join() === 'sqs:GetQueueAttributes')
+      .flatMap(({ statement }) => [...referencedIds(statement.Resource)]);
+    expect(queues.sort()).toEqual([
+      expect.stringMatching(/^QueuesPlanQueue/),
+      expect.stringMatching(/^QueuesReportQueue/),
+    ]);
+  });
+
+  it('writes logs only to the function’s own group (no AWS managed policy)', () => {
+    for (const name of FUNCTION_NAMES) {
+      const role = resourcesOf(s.template, 'AWS::IAM::Role')[roleIdOf(name)]!;
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const logStatements = allowStatements(s.template).filter(
+        ({ roles, statement }) =>
+          roles.has(roleIdOf(name)) && actionsOf(statement).some((a) => a.startsWith('logs:')),
+      );
+      expect(logStatements).toHaveLength(1);
+      const logging = fn(name).Properties.LoggingConfig as { LogGroup: unknown };
+      expect(referencedIds(logStatements[0]!.statement.Resource)).toEqual(referencedIds(logging.LogGroup));
+    }
+  });
+});

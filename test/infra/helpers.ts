@@ -1,0 +1,127 @@
+/**
+ * Builders for the infra tests: the app as `infra/app.ts` builds it, with cdk.json's context
+ * plus overrides, and template lookups shared by the test files.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
+import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
+
+const CDK_JSON = new URL('../../cdk.json', import.meta.url);
+
+/** The context cdk.json gives `cdk synth`. */
+export function cdkJsonContext(): Record<string, unknown> {
+  const json = JSON.parse(readFileSync(CDK_JSON, 'utf8')) as { context?: Record<string, unknown> };
+  return json.context ?? {};
+}
+
+export interface Synthesized {
+  readonly app: App;
+  readonly stack: ExporterStack;
+  readonly template: Template;
+  /** The cloud assembly directory (bundled assets live there). */
+  readonly outdir: string;
+}
+
+/**
+ * Builds and synthesizes the app like `infra/app.ts` (cdk-nag registered: an unacknowledged
+ * finding throws). `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks` = []) for
+ * tests that look at anything but the code; one test file bundles for real and checks the code.
+ */
+const outdirs: string[] = [];
+
+/** Removes the cloud assemblies this test file synthesized (call in afterAll). */
+export function removeSynthOutputs(): void {
+  for (const dir of outdirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+export function synthExporter(
+  context: Record<string, unknown> = {},
+  options: { bundle?: boolean } = {},
+): Synthesized {
+  const outdir = mkdtempSync(join(tmpdir(), 'cre-cdk-'));
+  outdirs.push(outdir);
+  const app = new App({
+    outdir,
+    context: {
+      ...cdkJsonContext(),
+      'aws:cdk:enable-asset-metadata': true,
+      ...(options.bundle === true ? {} : { 'aws:cdk:bundling-stacks': [] }),
+      ...context,
+    },
+  });
+  const stack = addExporterStack(app);
+  app.synth();
+  return { app, stack, template: Template.fromStack(stack), outdir };
+}
+
+/** Template resources of one type, by logical id. */
+export type Resources = Record<
+  string,
+  { Type: string; Properties: Record<string, unknown>; Metadata?: Record<string, unknown> }
+>;
+
+export function resourcesOf(template: Template, type: string): Resources {
+  return template.findResources(type) as Resources;
+}
+
+/** The single resource of a type whose logical id starts with a construct path prefix (ids drop slashes). */
+export function logicalIdOf(template: Template, type: string, idPrefix: string): string {
+  const ids = Object.keys(resourcesOf(template, type)).filter((id) => id.startsWith(idPrefix));
+  if (ids.length !== 1)
+    throw new Error(`expected one ${type} with id ${idPrefix}*, found ${ids.join(', ') || 'none'}`);
+  return ids[0]!;
+}
+
+/** Logical ids a CloudFormation value refers to (Ref and Fn::GetAtt), anywhere inside it. */
+export function referencedIds(value: unknown): Set<string> {
+  const ids = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x);
+    } else if (v !== null && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      if (typeof o.Ref === 'string') ids.add(o.Ref);
+      const getAtt = o['Fn::GetAtt'];
+      if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') ids.add(getAtt[0]);
+      for (const x of Object.values(o)) walk(x);
+    }
+  };
+  walk(value);
+  return ids;
+}
+
+export interface Statement {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: unknown;
+}
+
+/** Every Allow statement of the stack's IAM policies, with the roles the policy is attached to. */
+export function allowStatements(template: Template): { roles: Set<string>; statement: Statement }[] {
+  const out: { roles: Set<string>; statement: Statement }[] = [];
+  for (const policy of Object.values(resourcesOf(template, 'AWS::IAM::Policy'))) {
+    const doc = policy.Properties.PolicyDocument as { Statement: Statement[] };
+    const roles = referencedIds(policy.Properties.Roles);
+    for (const statement of doc.Statement) if (statement.Effect === 'Allow') out.push({ roles, statement });
+  }
+  return out;
+}
+
+export const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+export type FunctionIds = Record<FunctionName, string>;
+
+/** Logical ids of the four functions. */
+export function functionIds(template: Template): FunctionIds {
+  return Object.fromEntries(
+    FUNCTION_NAMES.map((n) => [
+      n,
+      logicalIdOf(template, 'AWS::Lambda::Function', `Functions${FUNCTION_SETTINGS[n].id}`),
+    ]),
+  ) as FunctionIds;
+}
