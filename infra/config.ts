@@ -3,7 +3,7 @@
  * (`cdk.json` or `-c key=value`). Every error names the context key and says what is allowed.
  */
 import type { Construct } from 'constructs';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Bad deployment configuration: the message names the context key(s) to fix. */
 export class InfraConfigError extends Error {

@@ -2,7 +2,7 @@
  * The Lambda functions' configuration, read from the environment once per container and
  * validated (names set by infra/constructs/functions.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
 
 const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);

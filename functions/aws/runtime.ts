@@ -10,7 +10,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SQSClient } from '@aws-sdk/client-sqs';
 import secretsManager from '@middy/secrets-manager';
 import { clearCache } from '@middy/util';
-import { z } from 'zod';
+import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
 import { AdaptiveRateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';

@@ -6,7 +6,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { finishRun } from '../../shared/export/finish-run.js';
 import { DtSchema, ModeSchema } from '../../shared/export/records.js';
 import { startRun } from '../../shared/export/start-run.js';

@@ -2,7 +2,7 @@
  * The CLI's configuration: flags and environment, read once here at the edge and validated.
  */
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 import { DtSchema } from '../../shared/export/records.js';
 import { ConfigError } from '../../shared/errors.js';
 

@@ -3,7 +3,7 @@
  * derived from them. Objects are loose: fields the spec does not name are kept, so that the
  * raw JSON Lines stay lossless and a new field from the provider never fails a run.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const int = z.number().int();
 const str = z.string();

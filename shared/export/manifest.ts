@@ -2,7 +2,7 @@
  * The run manifest (CONTRACT.md, "Run manifest"): what a run did, counted so that every
  * listed job has exactly one outcome.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { type JobOutcome, ModeSchema, RequestCountsSchema, RunIdSchema, DtSchema } from './records.js';
 
 const count = z.number().int().nonnegative();

@@ -3,7 +3,7 @@
  * work between its steps (SQS bodies in AWS, in-process values in the CLI). Validated with
  * zod wherever they are read back.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { StorageError } from '../errors.js';
 import { DT_PATTERN } from './layout.js';
 

@@ -4,7 +4,7 @@
  * Reading costs one GET per campaign; updates are compare-and-swap (ETag), so two runs
  * finishing at once cannot lose each other's updates, and the later run always wins.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PreconditionFailedError } from '../errors.js';
 import type { Storage } from '../storage/storage.js';
 import { STATE_KEYS } from './layout.js';
