@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { buildManifest, isComplete, type RunRecords } from '../../../shared/export/finish-run.js';
+import type { PlanRecord, RunRecord, UnitSummary } from '../../../shared/export/records.js';
+
+const RUN = '20261122T031500Z-a1b2c3';
+const requests = (total: number, s429 = 0) => ({
+  total,
+  retried: s429,
+  by_status: s429 ? { '200': total - s429, '429': s429 } : { '200': total },
+});
+
+function records(overrides: { record?: Partial<RunRecord>; plans?: PlanRecord[]; units?: UnitSummary[] } = {}): RunRecords {
+  const record: RunRecord = {
+    run_id: RUN,
+    dt: '2026-11-22',
+    mode: 'incremental',
+    started_at: '2026-11-22T03:15:00.000Z',
+    campaign_ids: [1],
+    campaigns_invalid: 0,
+    requests: requests(2),
+    ...overrides.record,
+  };
+  const plans: PlanRecord[] = overrides.plans ?? [
+    {
+      campaign_id: 1,
+      jobs: 6,
+      units: ['c1-u0'],
+      unchanged: [{ job_id: 10, fp: 'f' }],
+      jobs_invalid: 1,
+      requests: requests(1),
+      campaign_gone: false,
+    },
+  ];
+  const units: UnitSummary[] = overrides.units ?? [
+    {
+      unit: 'c1-u0',
+      campaign_id: 1,
+      attempt: 1,
+      jobs: {
+        11: { fp: 'a', outcome: 'exported' },
+        12: { fp: 'b', outcome: 'not_ready', detail: 'not_published' },
+        13: { fp: 'c', outcome: 'not_found' },
+        14: { fp: 'd', outcome: 'invalid' },
+      },
+      requests: requests(5, 1),
+    },
+  ];
+  return {
+    record,
+    plans: new Map(plans.map((p) => [p.campaign_id, p])),
+    units: new Map(units.map((u) => [u.unit, u])),
+  };
+}
+
+describe('buildManifest', () => {
+  it('gives every listed job exactly one outcome and sums the requests of every step', () => {
+    const manifest = buildManifest(records(), new Date('2026-11-22T03:16:00Z'));
+    expect(manifest.counts).toEqual({
+      campaigns: 1,
+      jobs: 6,
+      reports_exported: 1,
+      reports_unchanged: 1,
+      reports_not_ready: 1,
+      reports_not_found: 1,
+      reports_invalid: 2,
+      reports_failed: 0,
+    });
+    expect(manifest.requests).toEqual({ total: 8, retried: 1, by_status: { '200': 7, '429': 1 } });
+    expect(manifest.status).toBe('partial');
+  });
+
+  it('counts the jobs of a missing unit as failed', () => {
+    const manifest = buildManifest(records({ units: [] }), new Date());
+    expect(manifest.counts.reports_failed).toBe(4);
+    expect(manifest.counts.jobs).toBe(6);
+  });
+
+  it('is failed with the error_code when the start was stopped', () => {
+    const fatal = { message: 'Invalid API key (INVALID_API_KEY)', error_code: 'INVALID_API_KEY', status: 401 };
+    const manifest = buildManifest(records({ record: { campaign_ids: [], fatal }, plans: [], units: [] }), new Date());
+    expect(manifest.status).toBe('failed');
+    expect(manifest.error).toEqual({ message: fatal.message, error_code: 'INVALID_API_KEY' });
+  });
+
+  it('is succeeded when nothing failed or was invalid', () => {
+    const clean = records({
+      plans: [
+        { campaign_id: 1, jobs: 1, units: ['c1-u0'], unchanged: [], jobs_invalid: 0, requests: requests(1), campaign_gone: false },
+      ],
+      units: [{ unit: 'c1-u0', campaign_id: 1, attempt: 1, jobs: { 11: { fp: 'a', outcome: 'exported' } }, requests: requests(1) }],
+    });
+    expect(buildManifest(clean, new Date()).status).toBe('succeeded');
+  });
+});
+
+describe('isComplete', () => {
+  it('waits for unplanned campaigns, missing units and pending jobs', () => {
+    expect(isComplete(records())).toBe(true);
+    expect(isComplete(records({ record: { campaign_ids: [1, 2] } }))).toBe(false);
+    expect(isComplete(records({ units: [] }))).toBe(false);
+    const pending = records();
+    const unit = pending.units.get('c1-u0')!;
+    unit.jobs[11] = { fp: 'a', outcome: 'pending' };
+    expect(isComplete(pending)).toBe(false);
+  });
+});

@@ -1,0 +1,331 @@
+import { zstdDecompressSync } from 'node:zlib';
+import fc from 'fast-check';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { parquetHeader } from 'hyparquet/src/column.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExporterError } from '../../../shared/errors.js';
+import { appendReportRows } from '../../../shared/export/flatten.js';
+import { encodeParquet, encodeParquetColumns } from '../../../shared/export/parquet.js';
+import { TableBuffer } from '../../../shared/export/table-buffer.js';
+import {
+  type Cell,
+  type Column,
+  type ColumnType,
+  REPORT_TABLES,
+  type Row,
+  TABLE_NAMES,
+  TABLES,
+  type TableDef,
+} from '../../../shared/export/tables.js';
+import {
+  type DuckDb,
+  type JsRow,
+  openDuckDb,
+  parquetCodecs,
+  parquetSchema,
+  readParquet,
+} from '../../helpers/duckdb.js';
+import { reportArb } from '../../helpers/reports.js';
+
+// ---- Rows of any table, built from TABLES: hard values for every column type -------------
+
+const HARD_STRINGS = [
+  'plain',
+  '',
+  'emoji 😀👍🏽 and CJK 漢字かな한국어',
+  'quotes \' " ` and \\ backslash',
+  'new\nline\r\ttab',
+  'null',
+  'NUL \u0000 and U+2028 \u2028',
+  'Ünïcödé ĉàfé',
+  '\uE000 private use, \u{10FFFF} last code point',
+  '😀 first: above U+E000 in UTF-8 order, below it in UTF-16',
+];
+const HARD_VALUES: Record<ColumnType, (row: number) => Cell[]> = {
+  string: (row) => [...HARD_STRINGS, `unique ${row}`],
+  int: () => [0, -1, 1, 2_147_483_647, -2_147_483_648, 42],
+  bigint: () => [0, 2 ** 31, 3_000_000_001, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, -1],
+  boolean: () => [true, false],
+  timestamp: () => [
+    new Date('2026-11-22T03:04:05.678Z'),
+    new Date(0),
+    new Date('1969-12-31T23:59:59.999Z'),
+    new Date('2999-01-01T00:00:00.000Z'),
+  ],
+  'array<string>': (row) => [[], ['one'], [null], ['a', null, '😀', ''], HARD_STRINGS, [`unique ${row}`]],
+};
+
+/** Row `i` of `table`: cycles through the hard values of each column (and NULL where allowed). */
+function hardRow(table: TableDef, i: number): Row {
+  const row: Row = {};
+  table.columns.forEach((column, c) => {
+    const values = HARD_VALUES[column.type](i);
+    if (column.nullable) values.push(null);
+    row[column.name] = values[(i * 7 + c) % values.length]!;
+  });
+  return row;
+}
+
+const hardRows = (table: TableDef, n: number) => Array.from({ length: n }, (_, i) => hardRow(table, i));
+
+/** What DuckDB's JS conversion gives back for a cell of `column`. */
+function expected(column: Column, cell: Cell): unknown {
+  if (cell === null) return null;
+  if (column.type === 'bigint') return BigInt(cell as number);
+  if (column.type === 'array<string>') return [...(cell as string[])];
+  return cell;
+}
+
+function expectRoundTrip(table: TableDef, rows: readonly Row[], back: readonly JsRow[]): void {
+  expect(back).toHaveLength(rows.length);
+  rows.forEach((row, i) => {
+    const want = Object.fromEntries(table.columns.map((c) => [c.name, expected(c, row[c.name] ?? null)]));
+    expect(back[i]).toEqual(want);
+  });
+}
+
+const DUCKDB_TYPES: Record<ColumnType, string> = {
+  string: 'VARCHAR',
+  int: 'INTEGER',
+  bigint: 'BIGINT',
+  boolean: 'BOOLEAN',
+  timestamp: 'TIMESTAMP WITH TIME ZONE',
+  'array<string>': 'VARCHAR[]',
+};
+
+let db: DuckDb;
+beforeAll(async () => {
+  db = await openDuckDb();
+});
+afterAll(async () => {
+  await db.close();
+});
+
+describe('encodeParquet', () => {
+  describe.each(TABLE_NAMES)('table %s', (name) => {
+    const table = TABLES[name];
+    const rows = hardRows(table, 120);
+    const bytes = encodeParquet(table, rows);
+
+    it('reads back in DuckDB with the same values', async () => {
+      expectRoundTrip(table, rows, await readParquet(db, bytes));
+    });
+
+    it('has the columns of TABLES, in order, with their contract types', async () => {
+      const columns = await db.columns(`SELECT * FROM read_parquet(${await db.file(bytes, 'parquet')})`);
+      expect(columns).toEqual(table.columns.map((c) => ({ name: c.name, type: DUCKDB_TYPES[c.type] })));
+    });
+
+    it('writes the Parquet types Athena reads: UTF8, INT32, INT64, BOOLEAN, UTC TIMESTAMP, 3-level LIST', async () => {
+      const schema = await parquetSchema(db, bytes);
+      expect(schema.map((e) => e.type)).not.toContain('INT96');
+      const leaves = schema.slice(1);
+      for (const column of table.columns) {
+        const at = leaves.findIndex((e) => e.name === column.name);
+        const element = leaves[at]!;
+        expect(element.repetition_type).toBe(column.nullable ? 'OPTIONAL' : 'REQUIRED');
+        switch (column.type) {
+          case 'string':
+            expect(element).toMatchObject({ type: 'BYTE_ARRAY', converted_type: 'UTF8' });
+            break;
+          case 'int':
+            expect(element.type).toBe('INT32');
+            break;
+          case 'bigint':
+            expect(element.type).toBe('INT64');
+            break;
+          case 'boolean':
+            expect(element.type).toBe('BOOLEAN');
+            break;
+          case 'timestamp':
+            expect(element).toMatchObject({ type: 'INT64', converted_type: 'TIMESTAMP_MILLIS' });
+            expect(element.logical_type).toContain('isAdjustedToUTC=1');
+            break;
+          case 'array<string>':
+            expect(element).toMatchObject({ type: null, converted_type: 'LIST', num_children: 1n });
+            expect(leaves[at + 1]).toMatchObject({
+              name: 'list',
+              repetition_type: 'REPEATED',
+              num_children: 1n,
+            });
+            expect(leaves[at + 2]).toMatchObject({
+              name: 'element',
+              type: 'BYTE_ARRAY',
+              converted_type: 'UTF8',
+              repetition_type: 'OPTIONAL',
+            });
+            break;
+        }
+      }
+    });
+
+    it('compresses with ZSTD', async () => {
+      expect(await parquetCodecs(db, bytes)).toEqual(['ZSTD']);
+    });
+  });
+
+  it('reads back in hyparquet too (a second, independent reader)', async () => {
+    const table = TABLES.questions;
+    const rows = hardRows(table, 50);
+    const bytes = encodeParquet(table, rows);
+    const back = await parquetReadObjects({
+      file: bytes.buffer as ArrayBuffer,
+      compressors: { ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)) },
+    });
+    expect(back.map((r) => r.photos)).toEqual(rows.map((r) => r.photos));
+    expect(back.map((r) => r.response)).toEqual(rows.map((r) => r.response));
+    expect(back.map((r) => r.job_id)).toEqual(rows.map((r) => BigInt(r.job_id as number)));
+  });
+
+  it('writes an empty table that reads as zero rows with the same columns', async () => {
+    const bytes = encodeParquet(TABLES.media_images, []);
+    expect(await readParquet(db, bytes)).toEqual([]);
+    const columns = await db.columns(`SELECT * FROM read_parquet(${await db.file(bytes, 'parquet')})`);
+    expect(columns.map((c) => c.name)).toEqual(TABLES.media_images.columns.map((c) => c.name));
+  });
+
+  it('splits many rows into row groups and pages, dictionary and PLAIN, and stays readable', async () => {
+    const table = TABLES.questions;
+    const rows = hardRows(table, 5000);
+    // item values: unique per row, so PLAIN is chosen for those columns
+    for (const [i, row] of rows.entries()) row.threads_json = `{"row":${i},"text":"${'x'.repeat(i % 50)}"}`;
+    const bytes = encodeParquet(table, rows, { rowGroupRows: 1200, pageBytes: 4096 });
+    expectRoundTrip(table, rows, await readParquet(db, bytes));
+
+    const file = await db.file(bytes, 'parquet');
+    const groups = await db.all(
+      `SELECT count(DISTINCT row_group_id)::INT AS n FROM parquet_metadata(${file})`,
+    );
+    expect(groups[0]?.n).toBe(5);
+    const encodings = await db.all(
+      `SELECT path_in_schema AS path, encodings FROM parquet_metadata(${file}) WHERE row_group_id = 0`,
+    );
+    const byPath = Object.fromEntries(encodings.map((e) => [String(e.path), String(e.encodings)]));
+    expect(byPath.threads_json).not.toContain('DICTIONARY');
+    expect(byPath.question).toContain('RLE_DICTIONARY');
+    // The footer's offsets and sizes lead exactly through each chunk's pages, whose value counts add up.
+    const metadata = parquetMetadata(bytes.buffer as ArrayBuffer);
+    let dataPages = 0;
+    for (const group of metadata.row_groups) {
+      for (const chunk of group.columns) {
+        const meta = chunk.meta_data!;
+        const start = Number(meta.dictionary_page_offset ?? meta.data_page_offset);
+        const end = start + Number(meta.total_compressed_size);
+        const reader = { view: new DataView(bytes.buffer, bytes.byteOffset), offset: start };
+        let values = 0;
+        while (reader.offset < end) {
+          const header = parquetHeader(reader);
+          reader.offset += header.compressed_page_size;
+          if (header.type === 'DATA_PAGE') {
+            dataPages++;
+            values += header.data_page_header!.num_values;
+          }
+        }
+        expect(reader.offset).toBe(end);
+        expect(BigInt(values)).toBe(meta.num_values);
+      }
+    }
+    const chunks = metadata.row_groups.length * metadata.row_groups[0]!.columns.length;
+    expect(dataPages).toBeGreaterThan(chunks);
+  });
+
+  it('writes min/max statistics that let DuckDB prune row groups without losing rows', async () => {
+    const table = TABLES.questions;
+    const rows = hardRows(table, 3000);
+    const bytes = encodeParquet(table, rows, { rowGroupRows: 500 });
+    const file = await db.file(bytes, 'parquet');
+    for (const column of [
+      'job_id',
+      'section_index',
+      'logic_index',
+      'question',
+      'response_is_list',
+      'exported_at',
+    ]) {
+      const distinct = [...new Set(rows.map((r) => r[column]).filter((v) => v !== null))];
+      for (const value of distinct) {
+        const literal =
+          value instanceof Date
+            ? `'${value.toISOString()}'::TIMESTAMPTZ`
+            : typeof value === 'string'
+              ? '$1'
+              : String(value);
+        const found = await db.all(
+          `SELECT count(*)::INT AS n FROM read_parquet(${file}) WHERE ${column} = ${literal}`,
+          typeof value === 'string' ? [value] : undefined,
+        );
+        const want = rows.filter((r) =>
+          value instanceof Date ? (r[column] as Date).getTime() === value.getTime() : r[column] === value,
+        ).length;
+        expect({ column, value, n: found[0]?.n }).toEqual({ column, value, n: want });
+      }
+    }
+    const stats = await db.all(
+      `SELECT row_group_id AS g, stats_min_value AS min, stats_max_value AS max, stats_null_count AS nulls
+       FROM parquet_metadata(${file}) WHERE path_in_schema = 'logic_index' ORDER BY g`,
+    );
+    stats.forEach((s, g) => {
+      const values = rows.slice(g * 500, (g + 1) * 500).map((r) => r.logic_index as number | null);
+      const present = values.filter((v) => v !== null);
+      expect(s).toEqual({
+        g: BigInt(g),
+        min: String(Math.min(...present)),
+        max: String(Math.max(...present)),
+        nulls: BigInt(values.length - present.length),
+      });
+    });
+  });
+
+  it('encodes the rows of any valid report, and DuckDB reads them back unchanged', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(reportArb, { minLength: 1, maxLength: 3 }), async (reports) => {
+        const buffer = new TableBuffer();
+        const rowsByTable = new Map<string, Row[]>();
+        const sink = {
+          add: (table: (typeof REPORT_TABLES)[number] | 'campaigns' | 'jobs', row: Row) => {
+            buffer.add(table, row);
+            rowsByTable.set(table, [...(rowsByTable.get(table) ?? []), row]);
+          },
+        };
+        for (const r of reports) appendReportRows(sink, r, { campaignId: 1, jobId: r.job.id }, ctxOf());
+        for (const name of REPORT_TABLES) {
+          const bytes = encodeParquetColumns(TABLES[name], buffer.columns(name));
+          expectRoundTrip(TABLES[name], rowsByTable.get(name) ?? [], await readParquet(db, bytes));
+        }
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  describe('refuses cells that do not fit the column', () => {
+    const table = TABLES.questions;
+    const good = hardRow(table, 0);
+    it.each<[string, Cell]>([
+      ['job_id', null],
+      ['section_id', null],
+      ['response_is_list', null],
+      ['question_index', undefined as unknown as Cell],
+      ['job_id', '42'],
+      ['job_id', 2 ** 60],
+      ['section_index', 1.5],
+      ['section_index', 2 ** 31],
+      ['response_is_list', 'true'],
+      ['exported_at', '2026-11-22'],
+      ['exported_at', new Date(Number.NaN)],
+      ['response', null],
+      ['response', [1 as unknown as string]],
+      ['question', 7],
+    ])('%s = %j', (column, value) => {
+      expect(() => encodeParquet(table, [good, { ...good, [column]: value }])).toThrow(ExporterError);
+    });
+
+    it('a row without a required column', () => {
+      const { run_id: _, ...missing } = good;
+      expect(() => encodeParquet(table, [missing])).toThrow(/run_id/);
+    });
+  });
+});
+
+function ctxOf() {
+  return { runId: 'prop-run', exportedAt: new Date('2026-01-02T03:04:05.006Z') };
+}
