@@ -1,0 +1,339 @@
+/**
+ * The Integration API client (spec sections 2, 4, 5, 7): bearer auth, pagination, error
+ * classification, retries with backoff, and adaptive rate limiting shared by the process.
+ */
+import type { z } from 'zod';
+import { ConfigError, TransientApiError } from '../errors.js';
+import { type Clock, systemClock } from './clock.js';
+import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
+import { type Classified, classify, httpGet } from './http.js';
+import { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
+import { issuesOf, type ListedItem, type ReportOutcome } from './outcome.js';
+import { type ItemSchema, paginate } from './pagination.js';
+import { decideRetry, parseRetryAfter, type RetryPolicy, resolveRetryPolicy } from './retry.js';
+import {
+  type CampaignItem,
+  CampaignItemSchema,
+  EXPORT_PER_PAGE,
+  type JobItem,
+  JobItemSchema,
+  type ListEnvelope,
+  ListEnvelopeSchema,
+  ReportResponseSchema,
+  VerifyResponseSchema,
+} from './schemas.js';
+import { commonStep, done, redactAnswer, refusalFields, type Step } from './steps.js';
+
+export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
+export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
+export type { RetryPolicy } from './retry.js';
+
+export interface ClientOptions {
+  /** The {base_url}; paths are /integration/v1/client/... */
+  baseUrl: string;
+  apiKey: string;
+  /** Called at most once per 401 to re-read the key (rotation); if it returns a different key the request is retried once. */
+  refreshApiKey?: () => Promise<string>;
+  /** Where the key comes from, named in the hints of auth errors (default "the configured API key"). */
+  keySource?: string;
+  /** Shared by every request of the process; default: a new AdaptiveRateLimiter(). */
+  limiter?: RateLimiter;
+  retry?: Partial<RetryPolicy>;
+  /** Per-request deadline (default 30_000). */
+  requestTimeoutMs?: number;
+  /** Log hook, called after every request; never contains the key. */
+  onEvent?: (e: RequestEvent) => void;
+  /** Time source for backoff sleeps; tests pass a fake one. */
+  clock?: Clock;
+  /** Randomness of the backoff jitter (default Math.random). */
+  random?: () => number;
+}
+
+/** One request sent, for logs. */
+export interface RequestEvent {
+  method: 'GET';
+  /** Path and query, e.g. `/integration/v1/client/campaigns?page=2&per_page=100`. */
+  path: string;
+  /** HTTP status, or 'error' when no (complete) answer came. */
+  status: number | 'error';
+  /** 1 for the first request of a call. */
+  attempt: number;
+  durationMs: number;
+  /** Set when the call will be retried after this many ms. */
+  retryInMs?: number;
+  /** Why the request failed or is retried: timeout, reset, HTTP 503, ... */
+  detail?: string;
+}
+
+/** Requests sent by a client: every one, retries included. byStatus keys: "200", "429", ..., "error". */
+export interface RequestStats {
+  total: number;
+  /** Requests that were retries of an earlier one. */
+  retried: number;
+  byStatus: Record<string, number>;
+}
+
+const API_PREFIX = '/integration/v1/client';
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_KEY_SOURCE = 'the configured API key';
+
+type Interpret<T> = (answer: Classified) => Step<T>;
+
+/**
+ * Reads the Integration API. Every request goes through the rate limiter; transient failures
+ * are retried within the policy; the key never appears in an error, an event or a log line.
+ *
+ * @example
+ * const client = new IntegrationApiClient({ baseUrl, apiKey, limiter });
+ * const { companyName } = await client.verify();
+ * for await (const campaign of client.campaigns()) if (campaign.valid) ...
+ */
+export class IntegrationApiClient {
+  private apiKey: string;
+  private readonly base: string;
+  private readonly limiter: RateLimiter;
+  private readonly policy: RetryPolicy;
+  private readonly timeoutMs: number;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly keySource: string;
+  private readonly redact: (text: string) => string;
+  private readonly counters: RequestStats = { total: 0, retried: 0, byStatus: {} };
+  private refreshing: Promise<string> | undefined;
+
+  constructor(private readonly options: ClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(options.baseUrl);
+    } catch (cause) {
+      throw new ConfigError(`the API base URL is not a URL: ${JSON.stringify(options.baseUrl)}`, { cause });
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+      throw new ConfigError(`the API base URL must be http(s), got ${base.protocol}`);
+    }
+    this.base = base.href.replace(/\/+$/, '');
+    this.apiKey = options.apiKey;
+    this.limiter = options.limiter ?? new AdaptiveRateLimiter();
+    this.policy = resolveRetryPolicy(options.retry);
+    this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.keySource = options.keySource ?? DEFAULT_KEY_SOURCE;
+    this.redact = redactor(() => this.apiKey);
+  }
+
+  /** Verify (4.1): confirms the key is active; returns the name of the company it belongs to. */
+  async verify(): Promise<{ companyName: string }> {
+    const path = `${API_PREFIX}/verify`;
+    return this.call(path, (answer) => {
+      if (answer.kind !== 'json') return commonStep(answer, path);
+      const parsed = VerifyResponseSchema.safeParse(answer.value);
+      if (!parsed.success)
+        return { kind: 'retry', detail: `invalid verify answer: ${summary(parsed.error)}` };
+      if (!parsed.data.data.verified) {
+        const fields = { status: answer.status, errorCode: undefined, apiMessage: undefined };
+        return { kind: 'throw', error: authFailure(path, fields, this.keySource) };
+      }
+      return done({ companyName: parsed.data.data.company.name });
+    });
+  }
+
+  /** List Campaigns (4.2): every page, per_page=100; an item repeated across pages comes once. */
+  campaigns(): AsyncIterable<ListedItem<CampaignItem>> {
+    return this.list(`${API_PREFIX}/campaigns`, CampaignItemSchema);
+  }
+
+  /** List Jobs (4.3) of a campaign, every page; a campaign gone (404) throws ApiError with status 404. */
+  async *jobs(campaignId: number): AsyncIterable<ListedItem<JobItem>> {
+    // A generator, so that a bad id fails where the items are read, like every other error.
+    yield* this.list(`${API_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`, JobItemSchema);
+  }
+
+  /**
+   * Get Report (4.4). Every answer about this one report is an outcome; only what stops a run
+   * throws: AuthError (401), AccessDeniedError (403 IP/domain), RequestValidationError (422).
+   */
+  async getReport(campaignId: number, jobId: number): Promise<ReportOutcome> {
+    const path = `${API_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs/${pathId('jobId', jobId)}/report`;
+    return this.call<ReportOutcome>(path, (answer) => {
+      switch (answer.kind) {
+        case 'json': {
+          const parsed = ReportResponseSchema.safeParse(answer.value);
+          if (!parsed.success)
+            return done({ kind: 'invalid', issues: issuesOf(parsed.error), body: answer.body });
+          // The parsed copy drops nothing (loose objects), but `raw` is the untouched JSON.parse output.
+          const raw = (answer.value as { data: unknown }).data;
+          return done({ kind: 'ok', report: parsed.data.data, raw });
+        }
+        case 'not_ready': {
+          const outcome: ReportOutcome = {
+            kind: 'not_ready',
+            reason: answer.reason,
+            message: answer.message,
+          };
+          if (answer.reason !== 'try_later') return done(outcome);
+          return { kind: 'retry', detail: 'HTTP 409 try again later', giveUp: () => outcome };
+        }
+        case 'refused':
+          if (answer.status === 404)
+            return done({ kind: 'not_found', message: answer.apiMessage ?? 'HTTP 404' });
+          if (answer.status === 403 && !isKeyRestriction(answer.errorCode)) {
+            return done({
+              kind: 'failed',
+              error: accessDenied(path, refusalFields(answer)),
+              retryable: false,
+            });
+          }
+          return commonStep(answer, path);
+        default: {
+          const step = commonStep<ReportOutcome>(answer, path);
+          if (step.kind !== 'retry') return step;
+          return { ...step, giveUp: (error) => ({ kind: 'failed', error, retryable: true }) };
+        }
+      }
+    });
+  }
+
+  /** A copy of the request counters. */
+  stats(): RequestStats {
+    return { ...this.counters, byStatus: { ...this.counters.byStatus } };
+  }
+
+  private list<T extends { id: number }>(
+    basePath: string,
+    schema: ItemSchema<T>,
+  ): AsyncIterable<ListedItem<T>> {
+    return paginate((page) => {
+      const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
+      return this.call<ListEnvelope>(path, (answer) => {
+        if (answer.kind !== 'json') return commonStep(answer, path);
+        const parsed = ListEnvelopeSchema.safeParse(answer.value);
+        // A cut or garbled page: worth another try, like a truncated body.
+        if (!parsed.success) return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
+        return done(parsed.data);
+      });
+    }, schema);
+  }
+
+  /**
+   * Sends GET `path` until `interpret` is done with an answer: through the limiter, within the
+   * retry policy, re-reading the key once on a 401. Counts and reports every request.
+   */
+  private async call<T>(path: string, interpret: Interpret<T>): Promise<T> {
+    const url = new URL(this.base + path);
+    const startedAt = this.clock.now();
+    let refreshed = false;
+    for (let attempt = 1; ; attempt += 1) {
+      const sentKey = this.apiKey;
+      const { answer, durationMs } = await this.send(url, sentKey, attempt);
+      const step = interpret(answer);
+      const status = answer.status;
+      const event: RequestEvent = { method: 'GET', path, status, attempt, durationMs };
+
+      if (step.kind === 'done' || step.kind === 'throw') {
+        this.emit(event);
+        if (step.kind === 'throw') throw step.error;
+        return step.value;
+      }
+      if (step.kind === 'unauthorized') {
+        const renewal = refreshed ? { key: undefined } : await this.newKey(sentKey);
+        refreshed = true;
+        if (renewal.key === undefined) {
+          this.emit(event);
+          throw authFailure(path, step.fields, this.keySource, renewal.cause);
+        }
+        this.emit({ ...event, retryInMs: 0, detail: 'API key re-read' });
+        continue;
+      }
+      const decision = decideRetry(
+        { attempts: attempt, elapsedMs: this.clock.now() - startedAt, retryAfterMs: step.retryAfterMs },
+        this.policy,
+        this.random,
+      );
+      if (!decision.retry) {
+        this.emit({ ...event, detail: step.detail });
+        const error = new TransientApiError(`GET ${path} failed: ${step.detail}; ${decision.why}`, {
+          status: typeof status === 'number' ? status : undefined,
+          path,
+          retryAfterMs: step.retryAfterMs,
+        });
+        if (step.giveUp) return step.giveUp(error);
+        throw error;
+      }
+      this.emit({ ...event, retryInMs: decision.delayMs, detail: step.detail });
+      if (decision.delayMs > 0) await this.clock.sleep(decision.delayMs);
+    }
+  }
+
+  /** One request through the limiter, counted. */
+  private async send(
+    url: URL,
+    key: string,
+    attempt: number,
+  ): Promise<{ answer: Classified; durationMs: number }> {
+    const release = await this.limiter.acquire();
+    const sentAt = this.clock.now();
+    let answer: Classified;
+    try {
+      const result = await httpGet(url, this.headers(key), this.timeoutMs);
+      answer = classify(result, (value) => parseRetryAfter(value, this.clock.wallNow()));
+      if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs);
+      else if (answer.status !== 'error') this.limiter.onSuccess();
+    } finally {
+      release();
+    }
+    const label = String(answer.status);
+    this.counters.total += 1;
+    if (attempt > 1) this.counters.retried += 1;
+    this.counters.byStatus[label] = (this.counters.byStatus[label] ?? 0) + 1;
+    return { answer: redactAnswer(answer, this.redact), durationMs: Math.round(this.clock.now() - sentAt) };
+  }
+
+  /** The key to retry a 401 with; none when there is no refresh, it gave the same key, or it failed (`cause`). */
+  private async newKey(sentKey: string): Promise<{ key: string | undefined; cause?: unknown }> {
+    // Another call already rotated the key since this request was sent.
+    if (this.apiKey !== sentKey) return { key: this.apiKey };
+    const refresh = this.options.refreshApiKey;
+    if (refresh === undefined) return { key: undefined };
+    // Concurrent 401s share one re-read.
+    this.refreshing ??= refresh().finally(() => {
+      this.refreshing = undefined;
+    });
+    let key: string;
+    try {
+      key = await this.refreshing;
+    } catch (cause) {
+      // The 401 stays the error to report; the failed re-read is its cause.
+      return { key: undefined, cause };
+    }
+    if (typeof key !== 'string' || key === '' || key === sentKey) return { key: undefined };
+    this.apiKey = key;
+    return { key };
+  }
+
+  private headers(key: string): Record<string, string> {
+    return {
+      Accept: 'application/json',
+      'Content-Type': 'application/json',
+      Authorization: `Bearer ${key}`,
+    };
+  }
+
+  private emit(event: RequestEvent): void {
+    this.options.onEvent?.(event);
+  }
+}
+
+/** Path parameters are integers (spec 4.3, 4.4). */
+function pathId(name: string, value: number): string {
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new ConfigError(`${name} must be a non-negative integer, got ${value}`);
+  return String(value);
+}
+
+function summary(error: z.ZodError): string {
+  return issuesOf(error)
+    .slice(0, 3)
+    .map((issue) => `${issue.path || '(root)'}: ${issue.message}`)
+    .join('; ');
+}

@@ -1,0 +1,82 @@
+/**
+ * What the client hands back for data it could read: a list item (valid or not, always with
+ * the raw JSON) and the outcome of one Get Report call. Also turns zod errors into the
+ * flat `ValidationIssue` list that quarantine files and logs carry.
+ */
+import type { z } from 'zod';
+import type { ApiError } from '../errors.js';
+import type { NotReadyReason, Report } from './schemas.js';
+
+/** One reason a value failed its schema. */
+export interface ValidationIssue {
+  /** Where, e.g. `data.sections[3].questions[0].response` (relative to the validated value). */
+  path: string;
+  message: string;
+  /** zod's issue code, e.g. `invalid_type`. */
+  code: string;
+}
+
+/** A list item: validated, or not (never dropped); `raw` is the item exactly as JSON.parse gave it. */
+export type ListedItem<T> =
+  | { valid: true; item: T; raw: unknown }
+  | { valid: false; raw: unknown; issues: ValidationIssue[] };
+
+/** The outcome of one Get Report call; only fatal errors (401, 403 IP/domain, 422) are thrown instead. */
+export type ReportOutcome =
+  /** `raw` = the response's `data` exactly as JSON.parse gave it (lossless). */
+  | { kind: 'ok'; report: Report; raw: unknown }
+  /** 409; `try_later` only after the retries ran out. */
+  | { kind: 'not_ready'; reason: NotReadyReason; message: string }
+  | { kind: 'not_found'; message: string }
+  /** A 200 whose body fails ReportResponseSchema; `body` is the raw text. */
+  | { kind: 'invalid'; issues: ValidationIssue[]; body: string }
+  /** 403 FORBIDDEN on this report (not retryable), or transient failures after the retry budget. */
+  | { kind: 'failed'; error: ApiError; retryable: boolean };
+
+/** `['data', 'sections', 3, 'id']` → `data.sections[3].id`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+/**
+ * The issues of a failed parse, flat. A union that matched no variant is reported through the
+ * variant that came closest (fewest issues, ignoring variants that fail on the value's type
+ * itself, such as `null`), so the path points at the field that broke rather than the item.
+ */
+export function issuesOf(error: z.ZodError): ValidationIssue[] {
+  return flatten(error.issues, []);
+}
+
+type RawIssue = z.core.$ZodIssue;
+
+function flatten(issues: readonly RawIssue[], prefix: readonly PropertyKey[]): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      const closest = closestVariant(issue.errors);
+      if (closest !== undefined) {
+        out.push(...flatten(closest, path));
+        continue;
+      }
+    }
+    out.push({ path: formatPath(path), message: issue.message, code: issue.code });
+  }
+  return out;
+}
+
+function closestVariant(variants: readonly (readonly RawIssue[])[]): readonly RawIssue[] | undefined {
+  let best: readonly RawIssue[] | undefined;
+  for (const variant of variants) {
+    const wrongKind =
+      variant.length === 1 && variant[0]?.path.length === 0 && variant[0]?.code === 'invalid_type';
+    if (wrongKind || variant.length === 0) continue;
+    if (best === undefined || variant.length < best.length) best = variant;
+  }
+  return best;
+}
