@@ -192,7 +192,7 @@ export const ExporterConfigSchema = z
     projectionStartDate: z.preprocess((v) => emptyToUndefined(v) ?? '2025-01-01', isoDate),
     dataPrefix: z.preprocess((v) => emptyToUndefined(v) ?? '', dataPrefix),
     databaseName: z.preprocess((v) => emptyToUndefined(v) ?? 'campaign_report_exporter', glueName),
-    throttleShareThreshold: decimal(0, 1, 0.2),
+    throttleShareThreshold: decimal(0, 1, 0.05),
     missedRunAlarmHours: integer(2, 168, 26),
   })
   .superRefine((c, ctx) => {

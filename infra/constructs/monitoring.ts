@@ -12,8 +12,11 @@ import type { ExporterQueues } from './queues.js';
 
 /** Period of the alarms that react to single events (a dead letter, an error, a failed run). */
 const EVENT_PERIOD = Duration.minutes(5);
-/** The 429 share must stay high this many periods in a row: the adaptive limiter probes the limit on purpose. */
-const THROTTLE_PERIODS = 3;
+/**
+ * finish-run puts ApiRequests and ApiRequestsThrottled once per finished run, so one datapoint
+ * is one run's 429 share; the limiter keeps it near 1%, so one high run is worth a look.
+ */
+const THROTTLE_PERIODS = 1;
 
 export interface ExporterMonitoringProps {
   readonly functions: ExporterFunctions;
@@ -156,7 +159,7 @@ export class ExporterMonitoring extends Construct {
     });
     add(
       new cw.Alarm(this, 'HighThrottleShare', {
-        alarmDescription: `More than ${props.throttleShareThreshold * 100}% of API requests got 429 for ${THROTTLE_PERIODS} periods in a row: lower reportMaxConcurrency or rateCeiling.`,
+        alarmDescription: `More than ${props.throttleShareThreshold * 100}% of API requests got 429 in a run: lower reportMaxConcurrency or rateCeiling.`,
         metric: throttleShare,
         threshold: props.throttleShareThreshold,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,

@@ -6,7 +6,7 @@
 import { ExporterError } from '../errors.js';
 import type { ExportDeps } from './context.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
-import { finishRun } from './finish-run.js';
+import { finishRun, type RunRecords } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { DEFAULT_UNIT_SIZE, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
@@ -43,11 +43,14 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
 
   // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.
   let stopped = Boolean(started.record.fatal);
+  // The run's records, kept as written: finishing needs no second read of them.
+  const records: RunRecords = { record: started.record, plans: new Map(), units: new Map() };
   if (!stopped) {
     const units: Unit[] = [];
     await mapPool(started.record.campaign_ids, options.planConcurrency ?? DEFAULTS.planConcurrency, async (id) => {
       const planned = await planCampaign(deps, { ...started.run, campaign_id: id }, options.unitSize ?? DEFAULT_UNIT_SIZE);
       units.push(...planned.units);
+      records.plans.set(id, planned.record);
       const toFetch = planned.units.reduce((n, u) => n + u.jobs.length, 0);
       emit({ type: 'planned', campaignId: id, jobs: planned.record.jobs, toFetch });
       if (planned.record.fatal) stopped = true;
@@ -62,6 +65,7 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
           resume: attempt > 0,
           concurrency: options.fetchConcurrency ?? DEFAULT_FETCH_CONCURRENCY,
         });
+        records.units.set(unit.unit, summary);
         const exported = Object.values(summary.jobs).filter((r) => r.outcome === 'exported').length;
         emit({ type: 'unit', unit: unit.unit, jobs: unit.jobs.length, exported });
         if (summary.fatal) stopped = true;
@@ -70,7 +74,7 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
       round = again;
     }
   }
-  const manifest = await finishRun(deps, started.run.run_id, { force: true });
+  const manifest = await finishRun(deps, started.run.run_id, { force: true, records });
   if (!manifest) throw new ExporterError(`run ${started.run.run_id} has no records to finish`);
   return manifest;
 }

@@ -47,7 +47,7 @@ describe('parseConfig', () => {
       projectionStartDate: '2025-01-01',
       dataPrefix: '',
       databaseName: 'campaign_report_exporter',
-      throttleShareThreshold: 0.2,
+      throttleShareThreshold: 0.05,
       missedRunAlarmHours: 26,
     });
   });

@@ -138,7 +138,7 @@ describe('monitoring', () => {
   it('alarms on a 429 share above the threshold (throttled / requests)', () => {
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       ComparisonOperator: 'GreaterThanThreshold',
-      Threshold: 0.2,
+      Threshold: 0.05,
       Metrics: Match.arrayWith([
         Match.objectLike({ Expression: 'FILL(throttled, 0) / requests' }),
         Match.objectLike({

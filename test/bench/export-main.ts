@@ -1,0 +1,60 @@
+/**
+ * End-to-end export at 5,000 and 20,000 reports with no rate limit: reports/s, the exporter's
+ * peak RSS (measured in a child process, the simulator stays here), and storage requests per
+ * 1,000 reports. Targets: RSS(20k) ≤ 1.1 × RSS(5k) and ≤ 300 MB; ≤ 100 requests per 1,000.
+ */
+import { execFile } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { tempDir } from '../helpers/export.js';
+import { startSimulator } from '../simulator/index.js';
+
+const run = promisify(execFile);
+const JOBS_PER_CAMPAIGN = 500;
+
+interface ChildFigures {
+  reports_exported: number;
+  reports_per_s: number;
+  peak_rss_mb: number;
+  storage_requests_per_1000_reports: number;
+}
+
+async function exportReports(reports: number): Promise<ChildFigures> {
+  const simulator = await startSimulator({
+    seed: 5,
+    campaigns: reports / JOBS_PER_CAMPAIGN,
+    jobsPerCampaign: JOBS_PER_CAMPAIGN,
+    reportSize: 'mixed',
+    unpublishedShare: 0,
+    surveyMissingJobs: 0,
+    noSectionsJobs: 0,
+    tryLaterJobs: 0,
+  });
+  const out = await tempDir('bench-export');
+  try {
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', 'test/bench/export.ts', simulator.url, simulator.keys.valid, out],
+      { maxBuffer: 1 << 20 },
+    );
+    return JSON.parse(stdout) as ChildFigures;
+  } finally {
+    await simulator.close();
+    await rm(out, { recursive: true, force: true });
+  }
+}
+
+export async function benchExport(): Promise<Record<string, number>> {
+  const small = await exportReports(5_000);
+  const large = await exportReports(20_000);
+  return {
+    reports_5k: small.reports_exported,
+    reports_per_s_5k: small.reports_per_s,
+    peak_rss_mb_5k: small.peak_rss_mb,
+    reports_20k: large.reports_exported,
+    reports_per_s_20k: large.reports_per_s,
+    peak_rss_mb_20k: large.peak_rss_mb,
+    rss_ratio_20k_over_5k: large.peak_rss_mb / small.peak_rss_mb,
+    storage_requests_per_1000_reports_20k: large.storage_requests_per_1000_reports,
+  };
+}

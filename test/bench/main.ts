@@ -1,0 +1,47 @@
+/**
+ * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
+ * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, topology.
+ * Targets are compared as ratios measured within one run: these machines are shared and noisy.
+ */
+import { benchClient } from './client.js';
+import { benchCost } from './cost.js';
+import { benchEncode } from './encode.js';
+import { benchExport } from './export-main.js';
+import { benchLambda } from './lambda.js';
+import { benchTopology } from './topology.js';
+
+const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
+  client: benchClient,
+  encode: () => benchEncode(),
+  export: benchExport,
+  cost: benchCost,
+  lambda: benchLambda,
+  topology: benchTopology,
+};
+
+function print(name: string, figures: Record<string, number>): void {
+  const width = Math.max(...Object.keys(figures).map((k) => k.length));
+  process.stdout.write(`\n== ${name}\n`);
+  for (const [key, value] of Object.entries(figures)) {
+    const shown = Number.isInteger(value) ? String(value) : value.toFixed(3);
+    process.stdout.write(`  ${key.padEnd(width)}  ${shown}\n`);
+  }
+}
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2);
+  const unknown = asked.filter((s) => !(s in SECTIONS));
+  if (unknown.length > 0) throw new Error(`unknown section(s) ${unknown.join(', ')}; have ${Object.keys(SECTIONS).join(', ')}`);
+  const all: Record<string, Record<string, number>> = {};
+  for (const name of asked.length > 0 ? asked : Object.keys(SECTIONS)) {
+    const figures = await SECTIONS[name]!();
+    all[name] = figures;
+    print(name, figures);
+  }
+  process.stdout.write(`\n${JSON.stringify({ date: new Date().toISOString(), results: all })}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});
