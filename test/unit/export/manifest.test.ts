@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { buildManifest, isComplete, type RunRecords } from '../../../shared/export/finish-run.js';
-import type { PlanRecord, RunRecord, UnitSummary } from '../../../shared/export/records.js';
+import type { PlanRecord, RequestCounts, RunRecord, UnitSummary } from '../../../shared/export/records.js';
 
 const RUN = '20261122T031500Z-a1b2c3';
-const requests = (total: number, s429 = 0) => ({
+const requests = (total: number, s429 = 0): RequestCounts => ({
   total,
   retried: s429,
   by_status: s429 ? { '200': total - s429, '429': s429 } : { '200': total },
