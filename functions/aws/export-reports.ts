@@ -31,7 +31,9 @@ export async function exportReportsHandler(event: SQSEvent, context: Context & {
         if (pending > 0) {
           const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? '1');
           await retryLater(sqs, required(env, 'REPORT_QUEUE_URL'), record.receiptHandle, receiveCount);
-          throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, { retryable: true });
+          throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
+            retryable: true,
+          });
         }
       }, record),
     );

@@ -4,8 +4,8 @@
  * manifest, puts its metrics, and announces it with an `ExportRunFinished` event.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
@@ -69,7 +69,9 @@ async function announce(manifest: Manifest): Promise<void> {
     }),
   );
   if (answer.FailedEntryCount) {
-    throw new ExporterError(`EventBridge refused the ExportRunFinished event of ${manifest.run_id}`, { retryable: true });
+    throw new ExporterError(`EventBridge refused the ExportRunFinished event of ${manifest.run_id}`, {
+      retryable: true,
+    });
   }
 }
 

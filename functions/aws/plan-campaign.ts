@@ -23,7 +23,11 @@ export async function planCampaignHandler(event: SQSEvent, context: Context & { 
         const planned = await planCampaign(deps, message, env.UNIT_SIZE);
         countFatal(planned.record.fatal);
         await sendAll(sqs, required(env, 'REPORT_QUEUE_URL'), planned.units);
-        logger.info('campaign planned', { run_id: message.run_id, campaign_id: message.campaign_id, units: planned.units.length });
+        logger.info('campaign planned', {
+          run_id: message.run_id,
+          campaign_id: message.campaign_id,
+          units: planned.units.length,
+        });
       }, record),
     );
   }
@@ -31,7 +35,10 @@ export async function planCampaignHandler(event: SQSEvent, context: Context & { 
 }
 
 /** One record's work as a settled result (the partial-batch middleware reads these). */
-export async function settle(work: () => Promise<void>, record: SQSRecord): Promise<PromiseSettledResult<void>> {
+export async function settle(
+  work: () => Promise<void>,
+  record: SQSRecord,
+): Promise<PromiseSettledResult<void>> {
   try {
     await work();
     return { status: 'fulfilled', value: undefined };

@@ -25,9 +25,12 @@ export async function sendAll(sqs: SQSClient, queueUrl: string, bodies: readonly
     requests++;
     if (answer.Failed?.length) {
       const first = answer.Failed[0];
-      throw new ExporterError(`SQS refused ${answer.Failed.length} message(s): ${first?.Code} ${first?.Message ?? ''}`, {
-        retryable: true,
-      });
+      throw new ExporterError(
+        `SQS refused ${answer.Failed.length} message(s): ${first?.Code} ${first?.Message ?? ''}`,
+        {
+          retryable: true,
+        },
+      );
     }
   }
   return requests;
@@ -40,7 +43,12 @@ export function visibilityBackoff(receiveCount: number): number {
 }
 
 /** Hands a message back to the queue to be delivered again after a backoff, instead of sleeping in the Lambda. */
-export async function retryLater(sqs: SQSClient, queueUrl: string, receiptHandle: string, receiveCount: number) {
+export async function retryLater(
+  sqs: SQSClient,
+  queueUrl: string,
+  receiptHandle: string,
+  receiveCount: number,
+) {
   await sqs.send(
     new ChangeMessageVisibilityCommand({
       QueueUrl: queueUrl,

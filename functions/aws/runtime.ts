@@ -9,7 +9,6 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import secretsManager from '@middy/secrets-manager';
-import { clearCache } from '@middy/util';
 import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
 import { AdaptiveRateLimiter } from '../../shared/api/limiter.js';
@@ -50,10 +49,9 @@ const SecretValueSchema = z.union([
 function keyFrom(value: unknown): string {
   const parsed = SecretValueSchema.safeParse(value);
   if (!parsed.success) {
-    throw new ConfigError(
-      `the secret ${env.API_KEY_SECRET_ID} holds no API key`,
-      { hint: 'put the key as the secret string, or as JSON {"apiKey": "..."} (README: "Put the API key")' },
-    );
+    throw new ConfigError(`the secret ${env.API_KEY_SECRET_ID} holds no API key`, {
+      hint: 'put the key as the secret string, or as JSON {"apiKey": "..."} (README: "Put the API key")',
+    });
   }
   return parsed.data;
 }
@@ -68,29 +66,44 @@ export const apiKeySecret = () =>
     AwsClient: SecretsManagerClient,
   });
 
+/**
+ * The key re-read after a 401 and the cached key it replaces. middy's cache serves the old key
+ * until its TTL ends, and cannot be cleared from here: @middy/secrets-manager 6 keeps it in its
+ * own @middy/util 6, not the @middy/util 7 of @middy/core. So the container remembers the rotation.
+ */
+let rotation: { stale: string; fresh: string } | undefined;
+
 /** Re-reads the secret past the cache: the key may have been rotated (called once on a 401). */
-async function refreshApiKey(): Promise<string> {
-  clearCache([SECRET_CACHE_KEY]);
-  const answer = await secrets.send(new GetSecretValueCommand({ SecretId: required(env, 'API_KEY_SECRET_ID') }));
-  let value: unknown = answer.SecretString;
-  try {
-    value = JSON.parse(answer.SecretString ?? '');
-  } catch {
-    // A plain-text key: keep the string as it is.
+async function refreshApiKey(stale: string): Promise<string> {
+  const answer = await secrets.send(
+    new GetSecretValueCommand({ SecretId: required(env, 'API_KEY_SECRET_ID') }),
+  );
+  const text = answer.SecretString ?? '';
+  let value: unknown = text;
+  // JSON only when it looks like an object, as middy reads it: a key of digits stays text.
+  if (text.trimStart().startsWith('{')) {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      // Not JSON after all: keep the text.
+    }
   }
-  return keyFrom(value);
+  const fresh = keyFrom(value);
+  rotation = { stale, fresh };
+  return fresh;
 }
 
 /** The core's dependencies for one invocation; `context.apiKey` is set by `apiKeySecret()`. */
 export function exportDeps(context: { apiKey?: unknown }, withApi = true): ExportDeps {
-  const apiKey = withApi ? keyFrom(context.apiKey) : '';
+  const cached = withApi ? keyFrom(context.apiKey) : '';
+  const apiKey = rotation?.stale === cached ? rotation.fresh : cached;
   return {
     api: () => {
       if (!withApi) throw new ConfigError('this function does not call the Integration API');
       return new IntegrationApiClient({
         baseUrl: required(env, 'API_BASE_URL'),
         apiKey,
-        refreshApiKey,
+        refreshApiKey: () => refreshApiKey(cached),
         limiter,
         // A Lambda does not sleep through long waits: the message comes back later instead.
         retry: { maxRetryAfterMs: 5_000, maxElapsedMs: 30_000 },
@@ -104,13 +117,18 @@ export function exportDeps(context: { apiKey?: unknown }, withApi = true): Expor
 
 /** Counts a fatal 401/403 so the AuthFailures alarm tells a person. */
 export function countFatal(fatal: { status?: number | undefined } | undefined): void {
-  if (fatal?.status === 401 || fatal?.status === 403) metrics.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
+  if (fatal?.status === 401 || fatal?.status === 403)
+    metrics.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
 }
 
 /** Puts a finished run's metrics (the alarms and the dashboard watch them). */
 export function putRunMetrics(manifest: Manifest): void {
   const c = manifest.counts;
-  const status = { succeeded: METRIC.runsSucceeded, partial: METRIC.runsPartial, failed: METRIC.runsFailed } as const;
+  const status = {
+    succeeded: METRIC.runsSucceeded,
+    partial: METRIC.runsPartial,
+    failed: METRIC.runsFailed,
+  } as const;
   metrics.addMetric(status[manifest.status], MetricUnit.Count, 1);
   metrics.addMetric(METRIC.reportsExported, MetricUnit.Count, c.reports_exported);
   metrics.addMetric(METRIC.reportsUnchanged, MetricUnit.Count, c.reports_unchanged);

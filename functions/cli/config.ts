@@ -3,8 +3,8 @@
  */
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
-import { DtSchema } from '../../shared/export/records.js';
 import { ConfigError } from '../../shared/errors.js';
+import { DtSchema } from '../../shared/export/records.js';
 
 export const USAGE = `Usage: npm run --silent export -- --out <DIR | s3://bucket/prefix> [options]
 
@@ -30,7 +30,11 @@ Exit code 0 when the run finished (reports not ready or not found are counted, n
 1 with a one-line reason on a fatal error; 2 on a usage error.`;
 
 const positiveInt = (flag: string, max: number) =>
-  z.coerce.number({ error: `${flag} takes a whole number` }).int(`${flag} takes a whole number`).min(1).max(max);
+  z.coerce
+    .number({ error: `${flag} takes a whole number` })
+    .int(`${flag} takes a whole number`)
+    .min(1)
+    .max(max);
 
 export const CliConfigSchema = z.object({
   out: z.string({ error: '--out is required' }).min(1, '--out is required'),

@@ -22,7 +22,9 @@ async function main(): Promise<void> {
   const simulator = await startSimulator(DEMO_DATASET);
   const out = process.stdout;
   try {
-    out.write(`Integration API simulator on ${simulator.url} (${DEMO_DATASET.campaigns} campaigns × ${DEMO_DATASET.jobsPerCampaign} jobs)\n\n`);
+    out.write(
+      `Integration API simulator on ${simulator.url} (${DEMO_DATASET.campaigns} campaigns × ${DEMO_DATASET.jobsPerCampaign} jobs)\n\n`,
+    );
     const deps = cliDeps({
       baseUrl: simulator.url,
       apiKey: simulator.keys.valid,
@@ -36,7 +38,9 @@ async function main(): Promise<void> {
       const progress = new Progress();
       const manifest = await runExport(deps, { mode, onProgress: progress.onEvent });
       progress.finish();
-      out.write(`${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n\n`);
+      out.write(
+        `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n\n`,
+      );
     }
   } finally {
     await simulator.close();
@@ -51,10 +55,14 @@ async function main(): Promise<void> {
   } finally {
     sql.close();
   }
-  out.write(`Files: ${OUT}/{parquet,raw,runs}/…  — query them with DuckDB, or deploy with 'npx cdk deploy' for Athena.\n`);
+  out.write(
+    `Files: ${OUT}/{parquet,raw,runs}/…  — query them with DuckDB, or deploy with 'npx cdk deploy' for Athena.\n`,
+  );
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 });

@@ -30,7 +30,9 @@ async function main(): Promise<number> {
     onProgress: progress.onEvent,
   });
   progress.finish();
-  process.stdout.write(`${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`);
+  process.stdout.write(
+    `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`,
+  );
   if (manifest.status === 'failed') {
     process.stderr.write(`error: ${manifest.error?.message ?? 'the run failed'}\n`);
     return 1;

@@ -44,7 +44,9 @@ export class Progress {
       const share = this.toFetch > 0 ? Math.min(1, this.done / this.toFetch) : 0;
       const filled = Math.round(share * BAR_WIDTH);
       const bar = `[${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}]`;
-      this.stream.write(`\r${bar} ${(share * 100).toFixed(0).padStart(3)}%  ${this.line()}\x1b[K${final ? '\n' : ''}`);
+      this.stream.write(
+        `\r${bar} ${(share * 100).toFixed(0).padStart(3)}%  ${this.line()}\x1b[K${final ? '\n' : ''}`,
+      );
     } else if (final || Date.now() - this.lastPlain >= PLAIN_INTERVAL_MS) {
       this.lastPlain = Date.now();
       this.stream.write(`${this.line()}\n`);
@@ -83,7 +85,10 @@ export function formatSummary(manifest: Manifest, location: string, manifestKey:
     ['  invalid', String(c.reports_invalid)],
     ['  failed', String(c.reports_failed)],
     ['requests', `${manifest.requests.total} (${statuses || 'none'})`],
-    ['429s', `${throttled} (${manifest.requests.total ? ((100 * throttled) / manifest.requests.total).toFixed(2) : '0.00'}%)`],
+    [
+      '429s',
+      `${throttled} (${manifest.requests.total ? ((100 * throttled) / manifest.requests.total).toFixed(2) : '0.00'}%)`,
+    ],
     ['retries', String(manifest.requests.retried)],
     ['duration', `${seconds.toFixed(1)} s`],
     ['throughput', `${seconds > 0 ? (c.reports_exported / seconds).toFixed(1) : '0'} reports/s`],

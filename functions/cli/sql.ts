@@ -42,7 +42,9 @@ export async function openLakeSql(root: string): Promise<LakeSql> {
 /** A query result as an aligned text table. */
 export function formatResult({ columns, rows }: QueryResult): string {
   const cells = rows.map((row) => row.map((v) => (v === null || v === undefined ? 'NULL' : String(v))));
-  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => Math.min(40, r[i]?.length ?? 0))));
+  const widths = columns.map((c, i) =>
+    Math.max(c.length, ...cells.map((r) => Math.min(40, r[i]?.length ?? 0))),
+  );
   const fmt = (values: string[]) =>
     values.map((v, i) => (v.length > 40 ? `${v.slice(0, 39)}…` : v).padEnd(widths[i] ?? 0)).join(' │ ');
   const rule = widths.map((w) => '─'.repeat(w)).join('─┼─');

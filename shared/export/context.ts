@@ -24,7 +24,10 @@ export interface ExportDeps {
 
 /** A run id: sortable by start time, unique across concurrent starts (`20261122T031500Z-a1b2c3`). */
 export function newRunId(startedAt: Date): string {
-  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  const stamp = startedAt
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}Z$/, 'Z');
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 

@@ -21,7 +21,8 @@ import {
   UnitSummarySchema,
 } from './records.js';
 import { fatalOf } from './start-run.js';
-import { TableRows, writeRaw, writeTables } from './writer.js';
+import { TableBuffer } from './table-buffer.js';
+import { writeRaw, writeTables } from './writer.js';
 
 /** Reports fetched at once within a unit; the client's limiter bounds the process as a whole. */
 export const DEFAULT_FETCH_CONCURRENCY = 8;
@@ -58,7 +59,27 @@ function resultOf(outcome: ReportOutcome, fp: string): UnitJobResult {
   }
 }
 
-export async function exportUnit(deps: ExportDeps, unit: Unit, options: ExportUnitOptions): Promise<UnitSummary> {
+/** A report that names another job than the one asked for is a provider bug: invalid, not data. */
+function sameJob(outcome: ReportOutcome, jobId: number): ReportOutcome {
+  if (outcome.kind !== 'ok' || outcome.report.job.id === jobId) return outcome;
+  return {
+    kind: 'invalid',
+    issues: [
+      {
+        path: 'data.job.id',
+        code: 'custom',
+        message: `names job ${outcome.report.job.id}, asked for job ${jobId}`,
+      },
+    ],
+    body: JSON.stringify({ data: outcome.raw }),
+  };
+}
+
+export async function exportUnit(
+  deps: ExportDeps,
+  unit: Unit,
+  options: ExportUnitOptions,
+): Promise<UnitSummary> {
   const previous = options.resume ? await readUnitSummary(deps, unit) : undefined;
   const attempt = (previous?.attempt ?? 0) + 1;
   const results: Record<string, UnitJobResult> = { ...previous?.jobs };
@@ -68,12 +89,12 @@ export async function exportUnit(deps: ExportDeps, unit: Unit, options: ExportUn
   });
 
   const api = deps.api();
-  const rows = new TableRows();
+  const rows = new TableBuffer();
   const rawLines: unknown[] = [];
   let fatal: UnitSummary['fatal'];
   try {
     await mapPool(todo, options.concurrency ?? DEFAULT_FETCH_CONCURRENCY, async (job) => {
-      const outcome = await api.getReport(unit.campaign_id, job.job_id);
+      const outcome = sameJob(await api.getReport(unit.campaign_id, job.job_id), job.job_id);
       const fetchedAt = deps.now();
       results[job.job_id] = resultOf(outcome, job.fp);
       if (outcome.kind === 'ok') {

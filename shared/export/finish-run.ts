@@ -12,9 +12,9 @@ import {
   addRequestCounts,
   encodeRecord,
   type Fatal,
-  parseRecord,
   type PlanRecord,
   PlanRecordSchema,
+  parseRecord,
   type RunRecord,
   RunRecordSchema,
   type UnitSummary,
@@ -123,7 +123,9 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     finished_at: finishedAt.toISOString(),
     counts,
     requests,
-    ...(fatal ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } } : {}),
+    ...(fatal
+      ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
+      : {}),
   });
 }
 
@@ -136,7 +138,11 @@ function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome
     for (const name of plan.units) {
       for (const [jobId, result] of Object.entries(units.get(name)?.jobs ?? {})) {
         const outcome = result.outcome === 'pending' ? 'failed' : result.outcome;
-        outcomes.push({ job_id: Number(jobId), fp: result.fp, outcome: outcome === 'unchanged' ? 'exported' : outcome });
+        outcomes.push({
+          job_id: Number(jobId),
+          fp: result.fp,
+          outcome: outcome === 'unchanged' ? 'exported' : outcome,
+        });
       }
     }
     updates.set(plan.campaign_id, outcomes);
@@ -149,7 +155,11 @@ function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome
  * the outcomes in the incremental state, and deletes the run's working records.
  * Returns the manifest, or `undefined` when the run is not complete and not forced.
  */
-export async function finishRun(deps: ExportDeps, runId: string, options: FinishOptions): Promise<Manifest | undefined> {
+export async function finishRun(
+  deps: ExportDeps,
+  runId: string,
+  options: FinishOptions,
+): Promise<Manifest | undefined> {
   const records = options.records ?? (await readRunRecords(deps, runId));
   if (!records || (!options.force && !isComplete(records))) return undefined;
   const manifest = buildManifest(records, deps.now());

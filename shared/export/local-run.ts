@@ -47,17 +47,29 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
   const records: RunRecords = { record: started.record, plans: new Map(), units: new Map() };
   if (!stopped) {
     const units: Unit[] = [];
-    await mapPool(started.record.campaign_ids, options.planConcurrency ?? DEFAULTS.planConcurrency, async (id) => {
-      const planned = await planCampaign(deps, { ...started.run, campaign_id: id }, options.unitSize ?? DEFAULT_UNIT_SIZE);
-      units.push(...planned.units);
-      records.plans.set(id, planned.record);
-      const toFetch = planned.units.reduce((n, u) => n + u.jobs.length, 0);
-      emit({ type: 'planned', campaignId: id, jobs: planned.record.jobs, toFetch });
-      if (planned.record.fatal) stopped = true;
-    });
+    await mapPool(
+      started.record.campaign_ids,
+      options.planConcurrency ?? DEFAULTS.planConcurrency,
+      async (id) => {
+        const planned = await planCampaign(
+          deps,
+          { ...started.run, campaign_id: id },
+          options.unitSize ?? DEFAULT_UNIT_SIZE,
+        );
+        units.push(...planned.units);
+        records.plans.set(id, planned.record);
+        const toFetch = planned.units.reduce((n, u) => n + u.jobs.length, 0);
+        emit({ type: 'planned', campaignId: id, jobs: planned.record.jobs, toFetch });
+        if (planned.record.fatal) stopped = true;
+      },
+    );
 
     let round: Unit[] = units;
-    for (let attempt = 0; !stopped && round.length > 0 && attempt <= (options.retryRounds ?? DEFAULTS.retryRounds); attempt++) {
+    for (
+      let attempt = 0;
+      !stopped && round.length > 0 && attempt <= (options.retryRounds ?? DEFAULTS.retryRounds);
+      attempt++
+    ) {
       const again: Unit[] = [];
       await mapPool(round, options.unitConcurrency ?? DEFAULTS.unitConcurrency, async (unit) => {
         if (stopped) return; // Its jobs are counted failed.

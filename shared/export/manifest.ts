@@ -3,7 +3,7 @@
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';
-import { type JobOutcome, ModeSchema, RequestCountsSchema, RunIdSchema, DtSchema } from './records.js';
+import { DtSchema, type JobOutcome, ModeSchema, RequestCountsSchema, RunIdSchema } from './records.js';
 
 const count = z.number().int().nonnegative();
 

@@ -8,10 +8,18 @@ import { fingerprint } from './fingerprint.js';
 import { jobRow } from './flatten.js';
 import { STATE_KEYS } from './layout.js';
 import { quarantine } from './quarantine.js';
-import { encodeRecord, type Fatal, type PlanMessage, type PlanRecord, type Unit, type UnitJob } from './records.js';
+import {
+  encodeRecord,
+  type Fatal,
+  type PlanMessage,
+  type PlanRecord,
+  type Unit,
+  type UnitJob,
+} from './records.js';
 import { fatalOf } from './start-run.js';
 import { loadCampaignState, planJobs } from './state.js';
-import { TableRows, writeRaw, writeTables } from './writer.js';
+import { TableBuffer } from './table-buffer.js';
+import { writeRaw, writeTables } from './writer.js';
 
 /** Reports per unit of work by default: one file per table per unit (CONTRACT: batches of 100). */
 export const DEFAULT_UNIT_SIZE = 100;
@@ -29,7 +37,7 @@ export async function planCampaign(
   const { campaign_id: campaignId, ...run } = message;
   const api = deps.api();
   const listed: UnitJob[] = [];
-  const rows = new TableRows();
+  const rows = new TableBuffer();
   const rawLines: unknown[] = [];
   let jobs = 0;
   let invalid = 0;

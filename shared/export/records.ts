@@ -12,7 +12,9 @@ const int = z.number().int();
 export const ModeSchema = z.enum(['incremental', 'full']);
 export type Mode = z.infer<typeof ModeSchema>;
 
-export const RunIdSchema = z.string().regex(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/, 'a run id like 20261122T031500Z-a1b2c3');
+export const RunIdSchema = z
+  .string()
+  .regex(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/, 'a run id like 20261122T031500Z-a1b2c3');
 export const DtSchema = z.string().regex(DT_PATTERN, 'a date like 2026-11-22');
 
 /** Requests sent to the API (contract: manifest `requests`). */
@@ -64,7 +66,14 @@ export const UnitSchema = RunRefSchema.extend({
 export type Unit = z.infer<typeof UnitSchema>;
 
 /** What happened to one listed job in a run (contract: manifest `counts`). */
-export const JobOutcomeSchema = z.enum(['exported', 'unchanged', 'not_ready', 'not_found', 'invalid', 'failed']);
+export const JobOutcomeSchema = z.enum([
+  'exported',
+  'unchanged',
+  'not_ready',
+  'not_found',
+  'invalid',
+  'failed',
+]);
 export type JobOutcome = z.infer<typeof JobOutcomeSchema>;
 
 /** Written by plan-campaign. */
@@ -120,7 +129,8 @@ export function parseRecord<T>(schema: z.ZodType<T>, body: Uint8Array, key: stri
     throw new StorageError(`${key} is not JSON`, key, { cause });
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new StorageError(`${key} is not a valid record: ${z.prettifyError(parsed.error)}`, key);
+  if (!parsed.success)
+    throw new StorageError(`${key} is not a valid record: ${z.prettifyError(parsed.error)}`, key);
   return parsed.data;
 }
 

@@ -2,14 +2,16 @@
  * Step 1 of a run: verify the key, list every campaign, write the campaigns snapshot, and
  * record the run. A fatal API error is recorded (the run then ends as failed), not thrown.
  */
-import { ApiError } from '../errors.js';
+
 import type { CampaignItem } from '../api/schemas.js';
+import { ApiError } from '../errors.js';
 import { type ExportDeps, newRunId, requestCounts } from './context.js';
 import { campaignRow } from './flatten.js';
 import { dtOf, STATE_KEYS } from './layout.js';
 import { quarantine } from './quarantine.js';
 import { encodeRecord, type Fatal, type Mode, type RunRecord, type RunRef } from './records.js';
-import { TableRows, writeRaw, writeTables } from './writer.js';
+import { TableBuffer } from './table-buffer.js';
+import { writeRaw, writeTables } from './writer.js';
 
 export interface StartRunInput {
   mode: Mode;
@@ -66,7 +68,7 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   }
 
   if (!fatal) {
-    const rows = new TableRows();
+    const rows = new TableBuffer();
     const ctx = { runId: run.run_id, exportedAt: deps.now() };
     for (const item of campaigns) rows.add('campaigns', campaignRow(item, ctx));
     const stem = `${run.run_id}-campaigns`;

@@ -5,29 +5,22 @@
 import type { Storage } from '../storage/storage.js';
 import { encodeJsonLinesGzip } from './jsonl.js';
 import { parquetKey, rawKey } from './layout.js';
-import { encodeParquet } from './parquet.js';
-import { type RawEntity, type Row, type TableName, TABLES } from './tables.js';
-import type { RowSink } from './flatten.js';
+import type { TableBuffer } from './table-buffer.js';
+import { type RawEntity, TABLE_NAMES } from './tables.js';
 
 const PARQUET_TYPE = 'application/vnd.apache.parquet';
 const JSONL_GZ_TYPE = 'application/gzip';
 
-/** Rows of a batch, grouped by table. */
-export class TableRows implements RowSink {
-  readonly byTable = new Map<TableName, Row[]>();
-
-  add(table: TableName, row: Row): void {
-    const rows = this.byTable.get(table);
-    if (rows) rows.push(row);
-    else this.byTable.set(table, [row]);
-  }
-}
-
 /** Writes one Parquet file per table that has rows (an empty table gets no file). Returns the keys. */
-export async function writeTables(storage: Storage, dt: string, stem: string, rows: TableRows): Promise<string[]> {
-  const writes = [...rows.byTable].map(async ([table, tableRows]) => {
+export async function writeTables(
+  storage: Storage,
+  dt: string,
+  stem: string,
+  rows: TableBuffer,
+): Promise<string[]> {
+  const writes = TABLE_NAMES.filter((table) => rows.rowCount(table) > 0).map(async (table) => {
     const key = parquetKey(table, dt, stem);
-    await storage.put(key, encodeParquet(TABLES[table], tableRows), { contentType: PARQUET_TYPE });
+    await storage.put(key, rows.encode(table), { contentType: PARQUET_TYPE });
     return key;
   });
   return Promise.all(writes);

@@ -70,7 +70,8 @@ export async function benchCost(): Promise<Record<string, number>> {
     const secondsPerUnit = unitSeconds / units + (UNIT_SIZE * ASSUMED_API_LATENCY_S) / REPORT_CONCURRENCY;
     const invocations = unitsPer / REPORT_BATCH_SIZE;
     const lambda =
-      unitsPer * secondsPerUnit * EXPORT_MEMORY_GB * PRICE.lambdaGbSecondArm + invocations * PRICE.lambdaRequest;
+      unitsPer * secondsPerUnit * EXPORT_MEMORY_GB * PRICE.lambdaGbSecondArm +
+      invocations * PRICE.lambdaRequest;
     return {
       units_measured: units,
       cpu_seconds_per_unit_measured: unitSeconds / units,

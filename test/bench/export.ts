@@ -3,9 +3,10 @@
  * `tsx test/bench/export.ts <base_url> <api_key> <out_dir>` prints one JSON line of figures.
  * The simulator runs in the parent (test/bench/main.ts).
  */
+
+import { cliDeps } from '../../functions/cli/deps.js';
 import { runExport } from '../../shared/export/local-run.js';
 import { silentLog } from '../../shared/log.js';
-import { cliDeps } from '../../functions/cli/deps.js';
 
 async function main(): Promise<void> {
   const [baseUrl, apiKey, out] = process.argv.slice(2);

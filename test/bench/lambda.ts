@@ -37,9 +37,13 @@ process.stdout.write(String(performance.now() - t));
 process.exit(0);`;
   const samples: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
-    const out = execFileSync(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', script], {
-      env: LAMBDA_ENV,
-    });
+    const out = execFileSync(
+      process.execPath,
+      ['--enable-source-maps', '--input-type=module', '-e', script],
+      {
+        env: LAMBDA_ENV,
+      },
+    );
     samples.push(Number(out.toString()));
   }
   samples.sort((a, b) => a - b);

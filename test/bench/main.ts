@@ -31,7 +31,8 @@ function print(name: string, figures: Record<string, number>): void {
 async function main(): Promise<void> {
   const asked = process.argv.slice(2);
   const unknown = asked.filter((s) => !(s in SECTIONS));
-  if (unknown.length > 0) throw new Error(`unknown section(s) ${unknown.join(', ')}; have ${Object.keys(SECTIONS).join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`unknown section(s) ${unknown.join(', ')}; have ${Object.keys(SECTIONS).join(', ')}`);
   const all: Record<string, Record<string, number>> = {};
   for (const name of asked.length > 0 ? asked : Object.keys(SECTIONS)) {
     const figures = await SECTIONS[name]!();

@@ -62,7 +62,8 @@ export function expectedRowCounts(report: unknown): Record<ReportTableName, numb
     }
     counts.text_entries += items(section.text_entries).length;
     counts.inputs += nonNull(section.inputs).length;
-    for (const gallery of nonNull(section.media_galleries)) counts.media_images += nonNull(gallery.images).length;
+    for (const gallery of nonNull(section.media_galleries))
+      counts.media_images += nonNull(gallery.images).length;
   }
   return counts;
 }

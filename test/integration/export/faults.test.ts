@@ -8,7 +8,13 @@ import { exporter, tempDir } from '../../helpers/export.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
 
 const run = promisify(execFile);
-const DATASET: SimulatorOptions = { seed: 11, campaigns: 2, jobsPerCampaign: 30, reportSize: 'tiny', unpublishedShare: 0.1 };
+const DATASET: SimulatorOptions = {
+  seed: 11,
+  campaigns: 2,
+  jobsPerCampaign: 30,
+  reportSize: 'tiny',
+  unpublishedShare: 0.1,
+};
 
 describe('a run under faults', () => {
   let simulator: Simulator | undefined;
@@ -28,7 +34,10 @@ describe('a run under faults', () => {
 
   it('loses nothing to 5xx answers, resets and truncated bodies', async () => {
     const expected = await baseline();
-    simulator = await startSimulator({ ...DATASET, faults: { serverError: 0.08, reset: 0.03, truncate: 0.03 } });
+    simulator = await startSimulator({
+      ...DATASET,
+      faults: { serverError: 0.08, reset: 0.03, truncate: 0.03 },
+    });
     const manifest = await exporter(simulator, await tempDir('faults')).run();
     expect(manifest.counts.reports_exported).toBe(expected);
     expect(manifest.counts.reports_failed).toBe(0);
@@ -58,7 +67,14 @@ describe('a run under faults', () => {
     expect(manifest.status).toBe('failed');
     expect(manifest.error?.error_code).toBe('INVALID_API_KEY');
     const c = manifest.counts;
-    expect(c.reports_exported + c.reports_unchanged + c.reports_not_ready + c.reports_not_found + c.reports_invalid + c.reports_failed).toBe(c.jobs);
+    expect(
+      c.reports_exported +
+        c.reports_unchanged +
+        c.reports_not_ready +
+        c.reports_not_found +
+        c.reports_invalid +
+        c.reports_failed,
+    ).toBe(c.jobs);
     const written = await target.deps.storage.get(manifestKey(manifest.dt, manifest.run_id));
     expect(written).toBeDefined();
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReportSchema } from '../../../shared/api/schemas.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { expectedRowCounts, exporter, tempDir } from '../../helpers/export.js';
@@ -87,19 +88,25 @@ describe('a run against the simulator', () => {
   it('copies the report header fields into the reports table', async () => {
     const rows = await db.all(`SELECT * FROM read_parquet(${glob(out, 'parquet/reports/*/*.parquet')})`);
     for (const row of rows) {
-      const truth = simulator.dataset.reportOf(Number(row.job_id)) as { job: Record<string, any> };
+      const truth = ReportSchema.parse(simulator.dataset.reportOf(Number(row.job_id)));
       expect(row.job_status).toBe(truth.job.job_status);
       expect(row.job_score_percentage).toBe(truth.job.job_score_percentage);
       expect(row.location_code).toBe(truth.job.location.location_code);
       expect(row.is_competitor).toBe(truth.job.location.is_competitor);
       expect(row.survey_name).toBe(truth.job.report.survey_name);
-      expect(row.report_campaign_id === null ? null : Number(row.report_campaign_id)).toBe(truth.job.campaign.id);
+      expect(row.report_campaign_id === null ? null : Number(row.report_campaign_id)).toBe(
+        truth.job.campaign.id,
+      );
     }
   });
 
   it('writes the campaigns and jobs snapshots and quarantines the invalid body', async () => {
-    const [campaigns] = await db.all(`SELECT count(*) AS n FROM read_parquet(${glob(out, 'parquet/campaigns/*/*.parquet')})`);
-    const [listed] = await db.all(`SELECT count(*) AS n FROM read_parquet(${glob(out, 'parquet/jobs/*/*.parquet')})`);
+    const [campaigns] = await db.all(
+      `SELECT count(*) AS n FROM read_parquet(${glob(out, 'parquet/campaigns/*/*.parquet')})`,
+    );
+    const [listed] = await db.all(
+      `SELECT count(*) AS n FROM read_parquet(${glob(out, 'parquet/jobs/*/*.parquet')})`,
+    );
     expect(Number(campaigns?.n)).toBe(3);
     expect(Number(listed?.n)).toBe(60);
     const quarantined = await db.all(`SELECT * FROM read_json(${glob(out, 'quarantine/*/*/*.json')})`);
@@ -117,7 +124,10 @@ describe('a run against the simulator', () => {
   });
 
   it('fetches a job again when its list item changed or it got published', async () => {
-    const [touched, unpublished] = [jobs().find((j) => j.state === 'published' && !j.invalid && !j.forbidden)!, jobs().find((j) => j.state === 'unpublished')!];
+    const [touched, unpublished] = [
+      jobs().find((j) => j.state === 'published' && !j.invalid && !j.forbidden)!,
+      jobs().find((j) => j.state === 'unpublished')!,
+    ];
     simulator.dataset.touch(touched.id);
     simulator.dataset.publish(unpublished.id);
     simulator.resetStats();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Report } from '../../../shared/api/schemas.js';
+import type { ListQuestion, Report } from '../../../shared/api/schemas.js';
 import { ExporterError } from '../../../shared/errors.js';
 import { appendReportRows, campaignRow, jobRow, type RowContext } from '../../../shared/export/flatten.js';
 import { REPORT_TABLES, type Row, TABLES, type TableName } from '../../../shared/export/tables.js';
@@ -238,6 +238,14 @@ describe('appendReportRows', () => {
       logic,
       { ...logic, logic_index: 1, reference_code: 'Q2.2', response: [], threads_json: '[]' },
     ]);
+  });
+
+  it.each<[ListQuestion['threads'], string]>([
+    [{}, '{}'],
+    [{ t: ['a', null], n: 1 }, '{"t":["a",null],"n":1}'],
+  ])('writes threads %j as the JSON text %s', (threads, json) => {
+    const rows = flatten(report({ sections: [section({ questions: [listQuestion({ threads })] })] }));
+    expect(rows.questions[0]?.threads_json).toBe(json);
   });
 
   it('writes Q4 text entries of questions[] and text_entries[] with their source and position', () => {

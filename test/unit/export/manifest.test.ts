@@ -9,7 +9,9 @@ const requests = (total: number, s429 = 0): RequestCounts => ({
   by_status: s429 ? { '200': total - s429, '429': s429 } : { '200': total },
 });
 
-function records(overrides: { record?: Partial<RunRecord>; plans?: PlanRecord[]; units?: UnitSummary[] } = {}): RunRecords {
+function records(
+  overrides: { record?: Partial<RunRecord>; plans?: PlanRecord[]; units?: UnitSummary[] } = {},
+): RunRecords {
   const record: RunRecord = {
     run_id: RUN,
     dt: '2026-11-22',
@@ -76,8 +78,15 @@ describe('buildManifest', () => {
   });
 
   it('is failed with the error_code when the start was stopped', () => {
-    const fatal = { message: 'Invalid API key (INVALID_API_KEY)', error_code: 'INVALID_API_KEY', status: 401 };
-    const manifest = buildManifest(records({ record: { campaign_ids: [], fatal }, plans: [], units: [] }), new Date());
+    const fatal = {
+      message: 'Invalid API key (INVALID_API_KEY)',
+      error_code: 'INVALID_API_KEY',
+      status: 401,
+    };
+    const manifest = buildManifest(
+      records({ record: { campaign_ids: [], fatal }, plans: [], units: [] }),
+      new Date(),
+    );
     expect(manifest.status).toBe('failed');
     expect(manifest.error).toEqual({ message: fatal.message, error_code: 'INVALID_API_KEY' });
   });
@@ -85,9 +94,25 @@ describe('buildManifest', () => {
   it('is succeeded when nothing failed or was invalid', () => {
     const clean = records({
       plans: [
-        { campaign_id: 1, jobs: 1, units: ['c1-u0'], unchanged: [], jobs_invalid: 0, requests: requests(1), campaign_gone: false },
+        {
+          campaign_id: 1,
+          jobs: 1,
+          units: ['c1-u0'],
+          unchanged: [],
+          jobs_invalid: 0,
+          requests: requests(1),
+          campaign_gone: false,
+        },
       ],
-      units: [{ unit: 'c1-u0', campaign_id: 1, attempt: 1, jobs: { 11: { fp: 'a', outcome: 'exported' } }, requests: requests(1) }],
+      units: [
+        {
+          unit: 'c1-u0',
+          campaign_id: 1,
+          attempt: 1,
+          jobs: { 11: { fp: 'a', outcome: 'exported' } },
+          requests: requests(1),
+        },
+      ],
     });
     expect(buildManifest(clean, new Date()).status).toBe('succeeded');
   });

@@ -87,6 +87,9 @@ describe('saveOutcomes', () => {
 
   it('starts from an empty state when the campaign has none', async () => {
     const storage = new LocalStorage(await mkdtemp(join(tmpdir(), 'state-')));
-    expect(await loadCampaignState(storage, 3)).toEqual({ state: { campaign_id: 3, jobs: {} }, etag: undefined });
+    expect(await loadCampaignState(storage, 3)).toEqual({
+      state: { campaign_id: 3, jobs: {} },
+      etag: undefined,
+    });
   });
 });

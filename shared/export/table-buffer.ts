@@ -1,0 +1,40 @@
+/**
+ * The rows of a batch, every table at once: the {@link RowSink} list items and reports are
+ * flattened into, kept column by column for the Parquet encoder.
+ */
+import type { RowSink } from './flatten.js';
+import { ColumnBuffer, encodeParquetColumns } from './parquet.js';
+import { type Cell, type Row, TABLE_NAMES, TABLES, type TableName } from './tables.js';
+
+/**
+ * Collects rows of every table: the {@link RowSink} a batch of reports is flattened into.
+ *
+ * @example
+ * const buffer = new TableBuffer();
+ * for (const r of fetched) appendReportRows(buffer, r.report, r.ids, ctx);
+ * for (const t of REPORT_TABLES) await put(t, buffer.encode(t));
+ */
+export class TableBuffer implements RowSink {
+  readonly #tables = new Map<TableName, ColumnBuffer>(
+    TABLE_NAMES.map((name) => [name, new ColumnBuffer(TABLES[name])]),
+  );
+
+  add(table: TableName, row: Row): void {
+    this.#tables.get(table)!.add(row);
+  }
+
+  /** Rows collected for `table`. */
+  rowCount(table: TableName): number {
+    return this.#tables.get(table)!.rowCount;
+  }
+
+  /** The cells of `table`, one array per column in `TABLES` order. */
+  columns(table: TableName): readonly (readonly Cell[])[] {
+    return this.#tables.get(table)!.columns;
+  }
+
+  /** The rows collected for `table` as one Parquet file. */
+  encode(table: TableName): Uint8Array {
+    return encodeParquetColumns(TABLES[table], this.columns(table));
+  }
+}
