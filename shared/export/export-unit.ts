@@ -7,6 +7,7 @@
 import type { ReportOutcome } from '../api/client.js';
 import { type ExportDeps, requestCounts } from './context.js';
 import { appendReportRows } from './flatten.js';
+import { JsonLinesBuffer } from './jsonl.js';
 import { STATE_KEYS } from './layout.js';
 import { mapPool } from './pool.js';
 import { quarantine } from './quarantine.js';
@@ -90,7 +91,7 @@ export async function exportUnit(
 
   const api = deps.api();
   const rows = new TableBuffer();
-  const rawLines: unknown[] = [];
+  const rawLines = new JsonLinesBuffer();
   let fatal: UnitSummary['fatal'];
   try {
     await mapPool(todo, options.concurrency ?? DEFAULT_FETCH_CONCURRENCY, async (job) => {
@@ -98,7 +99,7 @@ export async function exportUnit(
       const fetchedAt = deps.now();
       results[job.job_id] = resultOf(outcome, job.fp);
       if (outcome.kind === 'ok') {
-        rawLines.push({
+        rawLines.add({
           run_id: unit.run_id,
           fetched_at: fetchedAt.toISOString(),
           campaign_id: unit.campaign_id,

@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js';
 import { type ExportDeps, requestCounts } from './context.js';
 import { fingerprint } from './fingerprint.js';
 import { jobRow } from './flatten.js';
+import { JsonLinesBuffer } from './jsonl.js';
 import { STATE_KEYS } from './layout.js';
 import { quarantine } from './quarantine.js';
 import {
@@ -38,7 +39,7 @@ export async function planCampaign(
   const api = deps.api();
   const listed: UnitJob[] = [];
   const rows = new TableBuffer();
-  const rawLines: unknown[] = [];
+  const rawLines = new JsonLinesBuffer();
   let jobs = 0;
   let invalid = 0;
   let gone = false;
@@ -47,7 +48,7 @@ export async function planCampaign(
   try {
     for await (const item of api.jobs(campaignId)) {
       const fetchedAt = deps.now().toISOString();
-      rawLines.push({ run_id: run.run_id, fetched_at: fetchedAt, campaign_id: campaignId, data: item.raw });
+      rawLines.add({ run_id: run.run_id, fetched_at: fetchedAt, campaign_id: campaignId, data: item.raw });
       if (item.valid) {
         listed.push({ job_id: item.item.id, fp: fingerprint(item.raw) });
         rows.add('jobs', jobRow(item.item, campaignId, ctx));

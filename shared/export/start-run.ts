@@ -7,6 +7,7 @@ import type { CampaignItem } from '../api/schemas.js';
 import { ApiError } from '../errors.js';
 import { type ExportDeps, newRunId, requestCounts } from './context.js';
 import { campaignRow } from './flatten.js';
+import { JsonLinesBuffer } from './jsonl.js';
 import { dtOf, STATE_KEYS } from './layout.js';
 import { quarantine } from './quarantine.js';
 import { encodeRecord, type Fatal, type Mode, type RunRecord, type RunRef } from './records.js';
@@ -40,7 +41,7 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   const run: RunRef = { run_id: newRunId(startedAt), dt: input.dt ?? dtOf(startedAt), mode: input.mode };
   const api = deps.api();
   const campaigns: CampaignItem[] = [];
-  const rawLines: unknown[] = [];
+  const rawLines = new JsonLinesBuffer();
   let invalid = 0;
   let fatal: Fatal | undefined;
   try {
@@ -49,7 +50,7 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     let position = 0;
     for await (const listed of api.campaigns()) {
       const fetchedAt = deps.now().toISOString();
-      rawLines.push({ run_id: run.run_id, fetched_at: fetchedAt, data: listed.raw });
+      rawLines.add({ run_id: run.run_id, fetched_at: fetchedAt, data: listed.raw });
       if (listed.valid) campaigns.push(listed.item);
       else {
         invalid++;

@@ -3,7 +3,7 @@
  * named by a stem that is unique per batch, so a retried batch overwrites its own files.
  */
 import type { Storage } from '../storage/storage.js';
-import { encodeJsonLinesGzip } from './jsonl.js';
+import type { JsonLinesBuffer } from './jsonl.js';
 import { parquetKey, rawKey } from './layout.js';
 import type { TableBuffer } from './table-buffer.js';
 import { type RawEntity, TABLE_NAMES } from './tables.js';
@@ -32,10 +32,10 @@ export async function writeRaw(
   entity: RawEntity,
   dt: string,
   stem: string,
-  lines: readonly unknown[],
+  lines: JsonLinesBuffer,
 ): Promise<string | undefined> {
   if (lines.length === 0) return undefined;
   const key = rawKey(entity, dt, stem);
-  await storage.put(key, encodeJsonLinesGzip(lines), { contentType: JSONL_GZ_TYPE });
+  await storage.put(key, lines.encodeGzip(), { contentType: JSONL_GZ_TYPE });
   return key;
 }

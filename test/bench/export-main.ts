@@ -4,6 +4,7 @@
  * 1,000 reports. Targets: RSS(20k) ≤ 1.1 × RSS(5k) and ≤ 300 MB; ≤ 100 requests per 1,000.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { tempDir } from '../helpers/export.js';
@@ -11,6 +12,14 @@ import { startSimulator } from '../simulator/index.js';
 
 const run = promisify(execFile);
 const JOBS_PER_CAMPAIGN = 500;
+
+/** The V8 flags `npm run export` gives the CLI (package.json), so the benchmark measures the same process. */
+function cliNodeFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  return (pkg.scripts.export ?? '').split(/\s+/).filter((token) => token.startsWith('--'));
+}
 
 interface ChildFigures {
   reports_exported: number;
@@ -34,7 +43,15 @@ async function exportReports(reports: number): Promise<ChildFigures> {
   try {
     const { stdout } = await run(
       process.execPath,
-      ['--import', 'tsx', 'test/bench/export.ts', simulator.url, simulator.keys.valid, out],
+      [
+        ...cliNodeFlags(),
+        '--import',
+        'tsx',
+        'test/bench/export.ts',
+        simulator.url,
+        simulator.keys.valid,
+        out,
+      ],
       { maxBuffer: 1 << 20 },
     );
     return JSON.parse(stdout) as ChildFigures;
