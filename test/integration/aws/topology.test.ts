@@ -1,0 +1,258 @@
+/**
+ * The AWS topology end to end on loopback: the simulator as the API, fauxqs as S3 and SQS with
+ * the stack's queue settings (DLQ, maxReceiveCount, visibility scaled down), and the real
+ * handlers fed by a poller that behaves like Lambda's SQS event source mapping. Secrets Manager
+ * and EventBridge, which have no local server, are mocked.
+ */
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Manifest } from '../../../shared/export/manifest.js';
+import { REPORT_TABLES } from '../../../shared/export/tables.js';
+import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
+import { exporter, tempDir } from '../../helpers/export.js';
+import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
+import {
+  asContainer,
+  type Container,
+  type Containers,
+  LoopbackTopology,
+  type OutputSnapshot,
+  quietMetricsWarnings,
+  snapshotOutput,
+  stackSettings,
+  type TopologyRun,
+} from './loopback.js';
+
+/** Small units, so that a small dataset still makes many units and batches. */
+const SETTINGS = stackSettings({ unitSize: 5 });
+const REPORT_WORKERS = 2;
+const BUCKET = 'data-lake';
+
+/** Every kind of outcome: exported, not ready (3 reasons), try later then exported, invalid, forbidden. */
+const DATA: SimulatorOptions = {
+  seed: 11,
+  campaigns: 3,
+  jobsPerCampaign: 12,
+  reportSize: 'small',
+  unpublishedShare: 0.1,
+  surveyMissingJobs: 1,
+  noSectionsJobs: 1,
+  tryLaterJobs: 1,
+  tryLaterAttempts: 1,
+  invalidReportJobs: 1,
+  forbiddenReportJobs: 1,
+};
+
+const outcomes = (m: Manifest) =>
+  m.counts.reports_exported +
+  m.counts.reports_unchanged +
+  m.counts.reports_not_ready +
+  m.counts.reports_not_found +
+  m.counts.reports_invalid +
+  m.counts.reports_failed;
+
+describe('the AWS topology on loopback', () => {
+  const secrets = mockClient(SecretsManagerClient);
+  const events = mockClient(EventBridgeClient);
+  let aws: LocalAws;
+  let db: DuckDb;
+  const simulators: Simulator[] = [];
+  let baseline: { run: TopologyRun; manifest: Manifest; output: OutputSnapshot };
+  let restoreWarn: () => void;
+
+  /**
+   * A fresh module registry per container: its own rate limiter and clients, as in AWS. (middy's
+   * secret cache lives in node_modules, which vitest does not reload: the containers share it.)
+   */
+  const loadContainer = async (): Promise<Container> => {
+    vi.resetModules();
+    return asContainer(await import('./container.js'));
+  };
+
+  async function simulator(options: SimulatorOptions = {}): Promise<Simulator> {
+    const sim = await startSimulator({ ...DATA, ...options });
+    simulators.push(sim);
+    return sim;
+  }
+
+  /** Queues and containers of one topology; the key in the (mocked) secret is the simulator's. */
+  async function topology(
+    name: string,
+    sim: Simulator,
+  ): Promise<{ topo: LoopbackTopology; containers: Containers }> {
+    secrets.on(GetSecretValueCommand).resolves({ SecretString: sim.keys.valid });
+    const topo = await LoopbackTopology.create({
+      aws,
+      apiBaseUrl: sim.url,
+      bucket: BUCKET,
+      name,
+      settings: SETTINGS,
+    });
+    topo.applyEnv();
+    // One at a time: concurrent imports after resetModules would share one module instance.
+    const start = await loadContainer();
+    const plan = [await loadContainer(), await loadContainer()];
+    const report: Container[] = [];
+    for (let i = 0; i < REPORT_WORKERS; i++) report.push(await loadContainer());
+    const containers: Containers = { start, plan, report, finish: await loadContainer() };
+    topo.attachAll(containers);
+    return { topo, containers };
+  }
+
+  beforeAll(async () => {
+    restoreWarn = quietMetricsWarnings();
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
+    aws = await startLocalAws();
+    db = await openDuckDb();
+    const sim = await simulator();
+    const { topo, containers } = await topology('baseline', sim);
+    const run = await topo.run(containers);
+    if (!run.manifest) throw new Error('the baseline run wrote no manifest');
+    baseline = { run, manifest: run.manifest, output: await snapshotOutput(topo.storage(), db) };
+  });
+
+  afterAll(async () => {
+    await Promise.all(simulators.map((s) => s.close()));
+    await aws?.close();
+    await db?.close();
+    secrets.restore();
+    events.restore();
+    restoreWarn?.();
+  });
+
+  it('closes the run with every listed job counted once and announces it on EventBridge', () => {
+    const { manifest, run } = baseline;
+    expect(manifest.status).toBe('partial'); // the invalid and the forbidden report
+    expect(manifest.counts.campaigns).toBe(3);
+    expect(manifest.counts.jobs).toBe(36);
+    expect(outcomes(manifest)).toBe(36);
+    expect(manifest.counts.reports_invalid).toBe(1);
+    expect(manifest.counts.reports_failed).toBe(1);
+    expect(run.finished).toEqual({ finished: [run.runId] });
+    const announced = events
+      .commandCalls(PutEventsCommand)
+      .map((c) => JSON.parse(c.args[0].input.Entries?.[0]?.Detail ?? '{}'));
+    expect(announced).toContainEqual(
+      expect.objectContaining({ run_id: run.runId, counts: manifest.counts, status: 'partial' }),
+    );
+    // 36 jobs in units of 5: 3 per campaign, 9 messages, in batches of the stack's batch size.
+    const reportDeliveries = run.poll.deliveries.filter((d) => d.functionName === 'export-reports');
+    expect(reportDeliveries).toHaveLength(9);
+    expect(reportDeliveries.every((d) => d.result === 'deleted')).toBe(true);
+  });
+
+  it('writes to S3 what the CLI writes to a folder for the same data', async () => {
+    const sim = await simulator();
+    const cli = exporter(sim, await tempDir('cli'));
+    const manifest = await cli.run();
+    const output = await snapshotOutput(cli.deps.storage, db);
+
+    expect(baseline.manifest.counts).toEqual(manifest.counts);
+    expect(baseline.manifest.status).toBe(manifest.status);
+    for (const [table, rows] of Object.entries(output)) {
+      expect(baseline.output[table], `${table} rows`).toEqual(rows);
+    }
+    for (const table of [...REPORT_TABLES, 'campaigns', 'jobs'])
+      expect(output[table], table).not.toHaveLength(0);
+  });
+
+  it('moves a poison message to the DLQ after maxReceiveCount deliveries and loses nothing else', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('poison', sim);
+    const sqs = aws.sqsClient();
+    const poison = await sqs.send(
+      new SendMessageCommand({ QueueUrl: topo.report.url, MessageBody: '{"unit": not json' }),
+    );
+
+    const run = await topo.run(containers);
+
+    const deliveries = run.poll.deliveries.filter((d) => d.messageId === poison.MessageId);
+    expect(deliveries.map((d) => d.result)).toEqual(Array(SETTINGS.maxReceiveCount).fill('failed'));
+    const dead = await topo.deadLetters(topo.report);
+    expect(dead.map((m) => m.Body)).toEqual(['{"unit": not json']);
+    expect(await topo.deadLetters(topo.plan)).toEqual([]);
+    expect(run.manifest?.counts).toEqual(baseline.manifest.counts);
+    expect(await snapshotOutput(topo.storage(), db)).toEqual(baseline.output);
+  }, 45_000);
+
+  it('loses nothing to 429s from a tight rate limit and to 5xx and resets', async () => {
+    const sim = await simulator({
+      rateLimit: { ratePerSecond: 10, burst: 2 },
+      faults: { serverError: 0.05, reset: 0.02 },
+    });
+    // One report refused eight times in a row: the client gives up, the unit goes back to the queue.
+    const job = sim.dataset.campaigns[1]?.jobs.find(
+      (j) => j.state === 'published' && !j.invalid && !j.forbidden && j.tryLaterAttempts === 0,
+    );
+    if (!job) throw new Error('dataset has no plain published job');
+    sim.failNext(new RegExp(`/jobs/${job.id}/report$`), '429', 8);
+    const { topo, containers } = await topology('faults', sim);
+
+    const run = await topo.run(containers);
+
+    expect(sim.stats.byStatus['429']).toBeGreaterThan(8);
+    expect(
+      (sim.stats.byStatus['500'] ?? 0) + (sim.stats.byStatus['502'] ?? 0) + (sim.stats.byStatus['503'] ?? 0),
+    ).toBeGreaterThan(0);
+    expect(topo.handBacks.length).toBeGreaterThan(0);
+    expect(run.poll.deliveries.some((d) => d.functionName === 'export-reports' && d.receiveCount > 1)).toBe(
+      true,
+    );
+    expect(run.manifest?.counts).toEqual(baseline.manifest.counts);
+    expect(outcomes(run.manifest as Manifest)).toBe(36);
+    expect(await snapshotOutput(topo.storage(), db)).toEqual(baseline.output);
+    expect(await topo.deadLetters(topo.report)).toEqual([]);
+  }, 45_000);
+
+  it('never duplicates rows for a (job_id, run_id) when a unit is delivered again after writing', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('redelivery', sim);
+    // Delivery 1 dies after writing the unit's files, before its summary; delivery 2 writes both and
+    // dies before the message is deleted; delivery 3 finds the unit done.
+    const summaryFailed = new Set<string>();
+    for (const c of containers.report) {
+      c.s3.middlewareStack.add(
+        (next, context) => async (args) => {
+          const key = String((args.input as { Key?: string }).Key ?? '');
+          if (
+            context.commandName === 'PutObjectCommand' &&
+            key.includes('/units/') &&
+            !summaryFailed.has(key)
+          ) {
+            summaryFailed.add(key);
+            throw new Error('injected: the container died before writing the unit summary');
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'dieBeforeSummary' },
+      );
+    }
+    const crashedOnce = new Set<string>();
+    const run = await topo.run(
+      containers,
+      { mode: 'incremental' },
+      {
+        crashAfter: (mapping, event) => {
+          if (mapping.functionName !== 'export-reports') return false;
+          const fresh = event.Records.filter(
+            (r) => r.attributes.ApproximateReceiveCount === '2' && !crashedOnce.has(r.messageId),
+          );
+          for (const r of fresh) crashedOnce.add(r.messageId);
+          return fresh.length > 0;
+        },
+      },
+    );
+
+    expect(summaryFailed.size).toBe(9);
+    expect(crashedOnce.size).toBe(9);
+    const output = await snapshotOutput(topo.storage(), db);
+    const jobIds = output.reports?.map((row) => (JSON.parse(row) as { job_id: string }).job_id) ?? [];
+    expect(new Set(jobIds).size).toBe(jobIds.length);
+    expect(output).toEqual(baseline.output);
+    expect(run.manifest?.counts).toEqual(baseline.manifest.counts);
+  }, 45_000);
+});

@@ -1,0 +1,173 @@
+/**
+ * export-reports, one unit through its deliveries: exported at once, or handed back with a
+ * longer visibility when reports are rate limited, resumed on redelivery without fetching or
+ * writing a report twice; poison messages and a revoked key. The tests run in order.
+ */
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
+import { type Unit, UnitSummarySchema } from '../../../shared/export/records.js';
+import { METRIC } from '../../../shared/metrics.js';
+import { type DuckDb, openDuckDb, readParquet } from '../../helpers/duckdb.js';
+import type { SimJob } from '../../simulator/index.js';
+import { context, dataFiles, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
+
+type ExportReports = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;
+
+describe('export-reports', () => {
+  const secrets = mockClient(SecretsManagerClient);
+  const sqs = mockClient(SQSClient);
+  let bed: Testbed;
+  let db: DuckDb;
+  let exportReports: ExportReports;
+  let addMetric: ReturnType<typeof vi.spyOn>;
+  let published: SimJob[];
+
+  const unit = (name: string, jobs: readonly SimJob[]): Unit => ({
+    run_id: RUN_ID,
+    dt: '2026-11-22',
+    mode: 'full',
+    campaign_id: jobs[0]?.campaignId ?? 0,
+    unit: name,
+    jobs: jobs.map((j) => ({ job_id: j.id, fp: `fp-${j.id}` })),
+  });
+  const summaryOf = async (name: string) => {
+    const found = await bed.storage.get(STATE_KEYS.unit(RUN_ID, name));
+    return found ? UnitSummarySchema.parse(JSON.parse(Buffer.from(found.body).toString())) : undefined;
+  };
+  const handBacks = () => sqs.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input);
+  const requestsFor = (job: SimJob | undefined) => bed.sim.stats.reportRequestsByJob.get(job?.id ?? -1) ?? 0;
+
+  beforeAll(async () => {
+    bed = await startTestbed({
+      simulator: { campaigns: 1, jobsPerCampaign: 12, unpublishedShare: 0, tryLaterJobs: 0 },
+    });
+    db = await openDuckDb();
+    secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
+    sqs.on(ChangeMessageVisibilityCommand).resolves({});
+    exportReports = (await import('../../../functions/aws/export-reports.js'))
+      .handler as unknown as ExportReports;
+    const runtime = await import('../../../functions/aws/runtime.js');
+    addMetric = vi.spyOn(runtime.metrics, 'addMetric');
+    published = bed.sim.dataset.campaigns[0]?.jobs.filter((j) => j.state === 'published') ?? [];
+  });
+
+  afterEach(() => {
+    sqs.resetHistory();
+    addMetric.mockClear();
+  });
+
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    secrets.restore();
+    sqs.restore();
+    await db?.close();
+    await bed?.close();
+  });
+
+  it('writes one raw file and one Parquet file per table for a unit, and lets the message go', async () => {
+    const response = await exportReports(
+      sqsEvent([{ body: unit('c1-u0', published.slice(0, 3)) }]),
+      context('export-reports'),
+    );
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(handBacks()).toEqual([]);
+    const files = await dataFiles(bed.storage);
+    expect(files).toContain(`parquet/reports/dt=2026-11-22/${RUN_ID}-c1-u0-a1.parquet`);
+    expect(files).toContain(`raw/reports/dt=2026-11-22/${RUN_ID}-c1-u0-a1.jsonl.gz`);
+    const summary = await summaryOf('c1-u0');
+    expect(Object.values(summary?.jobs ?? {}).map((r) => r.outcome)).toEqual([
+      'exported',
+      'exported',
+      'exported',
+    ]);
+  });
+
+  it('hands a unit with a rate-limited report back with a longer visibility instead of sleeping', async () => {
+    // One token, then 429 with a Retry-After of 10 s: longer than a Lambda waits (5 s).
+    bed.sim.setRateLimit({ ratePerSecond: 0.1, burst: 1 });
+    const jobs = published.slice(3, 5);
+
+    const response = await exportReports(
+      sqsEvent([{ body: unit('c1-u1', jobs), receiveCount: 3 }]),
+      context('export-reports'),
+    );
+
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }] });
+    const [handBack, ...more] = handBacks();
+    expect(more).toEqual([]);
+    expect(handBack).toMatchObject({ QueueUrl: QUEUE_URLS.report, ReceiptHandle: 'rh0' });
+    // The third delivery: 30 s × 2², jittered between half and all of it.
+    expect(handBack?.VisibilityTimeout).toBeGreaterThanOrEqual(60);
+    expect(handBack?.VisibilityTimeout).toBeLessThanOrEqual(120);
+    const outcomes = Object.values((await summaryOf('c1-u1'))?.jobs ?? {}).map((r) => r.outcome);
+    expect(outcomes.sort()).toEqual(['exported', 'pending']);
+    expect(requestsFor(jobs[0]) + requestsFor(jobs[1])).toBe(2); // the 429 was not retried in the Lambda
+  });
+
+  it('fetches only the pending report when the unit comes back, and writes no row twice', async () => {
+    bed.sim.setRateLimit(null);
+    const jobs = published.slice(3, 5);
+    const before = jobs.map(requestsFor);
+
+    const response = await exportReports(
+      sqsEvent([{ body: unit('c1-u1', jobs), receiveCount: 4 }]),
+      context('export-reports'),
+    );
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(jobs.map(requestsFor).reduce((a, b) => a + b) - before.reduce((a, b) => a + b)).toBe(1);
+    const ids: bigint[] = [];
+    for (const attempt of ['a1', 'a2']) {
+      const file = await bed.storage.get(`parquet/reports/dt=2026-11-22/${RUN_ID}-c1-u1-${attempt}.parquet`);
+      for (const row of await readParquet(db, file?.body ?? new Uint8Array())) ids.push(row.job_id as bigint);
+    }
+    expect(ids.map(Number).sort()).toEqual(jobs.map((j) => j.id).sort());
+  });
+
+  it('sends no request and writes no file for a unit delivered again after it was done', async () => {
+    const filesBefore = await dataFiles(bed.storage);
+    const requestsBefore = bed.sim.stats.total;
+
+    const response = await exportReports(
+      sqsEvent([{ body: unit('c1-u0', published.slice(0, 3)), receiveCount: 2 }]),
+      context('export-reports'),
+    );
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(bed.sim.stats.total).toBe(requestsBefore);
+    expect(await dataFiles(bed.storage)).toEqual(filesBefore);
+  });
+
+  it('fails only the poison records of a batch', async () => {
+    const event = sqsEvent([
+      { body: 'not json at all' },
+      { body: unit('c1-u2', published.slice(5, 6)) },
+      { body: { ...unit('c1-u3', published.slice(6, 7)), jobs: [] } },
+    ]);
+
+    const response = await exportReports(event, context('export-reports'));
+
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }, { itemIdentifier: 'm2' }] });
+    expect(await summaryOf('c1-u2')).toBeDefined();
+    expect(handBacks()).toEqual([]);
+  });
+
+  it('stops a unit on a revoked key, counts an auth failure, and does not hand it back', async () => {
+    bed.sim.revokeKey(bed.sim.keys.valid);
+
+    const response = await exportReports(
+      sqsEvent([{ body: unit('c1-u4', published.slice(7, 9)) }]),
+      context('export-reports'),
+    );
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(handBacks()).toEqual([]);
+    expect(addMetric).toHaveBeenCalledWith(METRIC.authFailures, 'Count', 1);
+    expect((await summaryOf('c1-u4'))?.fatal).toMatchObject({ status: 401, error_code: 'INVALID_API_KEY' });
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * finish-run: which open runs it closes (complete; drained and past the grace period; overdue)
+ * and which it leaves open, and the ExportRunFinished event it puts for a closed run. Runs are
+ * made by the core's steps against the simulator and the local S3; the queues' depth is mocked.
+ */
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ExportDeps } from '../../../shared/export/context.js';
+import { exportUnit } from '../../../shared/export/export-unit.js';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
+import { ManifestSchema } from '../../../shared/export/manifest.js';
+import { planCampaign } from '../../../shared/export/plan-campaign.js';
+import { startRun } from '../../../shared/export/start-run.js';
+import { METRIC } from '../../../shared/metrics.js';
+import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
+
+type FinishRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<{ finished: string[] }>;
+
+const MINUTE = 60_000;
+const DT = '2026-11-22';
+
+describe('finish-run', () => {
+  const sqs = mockClient(SQSClient);
+  const events = mockClient(EventBridgeClient);
+  let bed: Testbed;
+  let finishRun: FinishRun;
+  let addMetric: ReturnType<typeof vi.spyOn>;
+  let depsAt: (ageMs: number) => ExportDeps;
+
+  /** Queue depth as GetQueueAttributes reports it, for both queues. */
+  const queuesHold = (visible: number) =>
+    sqs.on(GetQueueAttributesCommand).resolves({
+      Attributes: {
+        ApproximateNumberOfMessages: String(visible),
+        ApproximateNumberOfMessagesNotVisible: '0',
+        ApproximateNumberOfMessagesDelayed: '0',
+      },
+    });
+
+  /** A run started `ageMs` ago, planned; `exported` says whether its units ran. */
+  async function makeRun(ageMs: number, exported: boolean): Promise<string> {
+    const deps = depsAt(ageMs);
+    const started = await startRun(deps, { mode: 'full', dt: DT });
+    for (const campaignId of started.record.campaign_ids) {
+      const planned = await planCampaign(deps, { ...started.run, campaign_id: campaignId }, 5);
+      if (exported) for (const unit of planned.units) await exportUnit(deps, unit, { resume: true });
+    }
+    return started.run.run_id;
+  }
+
+  const openRunIds = async () =>
+    new Set((await keysUnder(bed.storage, STATE_KEYS.runsPrefix)).map((k) => k.split('/')[2]));
+  const announced = () => events.commandCalls(PutEventsCommand).flatMap((c) => c.args[0].input.Entries ?? []);
+
+  beforeAll(async () => {
+    bed = await startTestbed({
+      simulator: { campaigns: 2, jobsPerCampaign: 6 },
+      env: { RUN_DEADLINE_MINUTES: '10' },
+    });
+    finishRun = (await import('../../../functions/aws/finish-run.js')).handler as unknown as FinishRun;
+    const runtime = await import('../../../functions/aws/runtime.js');
+    addMetric = vi.spyOn(runtime.metrics, 'addMetric');
+    depsAt = (ageMs) => ({
+      ...runtime.exportDeps({ apiKey: bed.sim.keys.valid }),
+      now: () => new Date(Date.now() - ageMs),
+    });
+  });
+
+  afterEach(() => {
+    sqs.reset();
+    events.reset();
+    addMetric.mockClear();
+  });
+
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    sqs.restore();
+    events.restore();
+    await bed?.close();
+  });
+
+  it('closes a complete run: manifest, metrics, and an ExportRunFinished event naming the manifest', async () => {
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
+    const runId = await makeRun(0, true);
+
+    const result = await finishRun({}, context('finish-run'));
+
+    expect(result).toEqual({ finished: [runId] });
+    expect(sqs.commandCalls(GetQueueAttributesCommand)).toHaveLength(0); // complete: no need to look
+    const [entry, ...more] = announced();
+    expect(more).toEqual([]);
+    expect(entry).toMatchObject({
+      Source: 'campaign-report-exporter',
+      DetailType: 'ExportRunFinished',
+      EventBusName: 'exporter-bus',
+    });
+    const detail = JSON.parse(entry?.Detail ?? '{}');
+    const manifestKey = `runs/dt=${DT}/${runId}.json`;
+    const stored = await bed.storage.get(manifestKey);
+    const manifest = ManifestSchema.parse(JSON.parse(Buffer.from(stored?.body ?? []).toString()));
+    expect(detail).toEqual({
+      run_id: runId,
+      dt: DT,
+      mode: 'full',
+      status: manifest.status,
+      bucket: BUCKET,
+      manifest_key: `${PREFIX}${manifestKey}`,
+      counts: manifest.counts,
+    });
+    expect(manifest.counts.jobs).toBe(12);
+    expect(addMetric).toHaveBeenCalledWith(METRIC.reportsExported, 'Count', manifest.counts.reports_exported);
+    expect(await openRunIds()).not.toContain(runId);
+  });
+
+  it('leaves an incomplete run open while its queues still hold messages', async () => {
+    queuesHold(3);
+    const runId = await makeRun(3 * MINUTE, false);
+
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [] });
+    expect(sqs.commandCalls(GetQueueAttributesCommand)[0]?.args[0].input.QueueUrl).toBe(QUEUE_URLS.plan);
+    expect(announced()).toEqual([]);
+    expect(await openRunIds()).toContain(runId);
+  });
+
+  it('closes a drained run after the grace period, counting the jobs it never reached as failed', async () => {
+    queuesHold(0);
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-2' }] });
+    const young = await makeRun(0, false);
+    const [old] = [...(await openRunIds())].filter((id) => id !== young);
+
+    const result = await finishRun({}, context('finish-run'));
+
+    expect(result).toEqual({ finished: [old] });
+    const detail = JSON.parse(announced()[0]?.Detail ?? '{}');
+    expect(detail).toMatchObject({
+      run_id: old,
+      status: 'partial',
+      counts: { jobs: 12, reports_failed: 12 },
+    });
+    expect(await openRunIds()).toEqual(new Set([young]));
+  });
+
+  it('closes an overdue run even while its queues hold messages, and counts it unfinished', async () => {
+    queuesHold(5);
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-3' }] });
+    const overdue = await makeRun(11 * MINUTE, false);
+
+    const result = await finishRun({}, context('finish-run'));
+
+    expect(result).toEqual({ finished: [overdue] });
+    expect(addMetric).toHaveBeenCalledWith(METRIC.runsUnfinished, 'Count', 1);
+  });
+
+  it('fails the invocation when EventBridge refuses the event', async () => {
+    queuesHold(1); // the young run of an earlier test stays open
+    events
+      .on(PutEventsCommand)
+      .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'InternalFailure' }] });
+    await makeRun(0, true);
+
+    await expect(finishRun({}, context('finish-run'))).rejects.toThrow(
+      /EventBridge refused the ExportRunFinished event/,
+    );
+  });
+});

@@ -1,0 +1,95 @@
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PlanMessageSchema } from '../../../shared/export/records.js';
+import { context, keysUnder, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
+
+type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;
+
+const CAMPAIGNS = 23;
+
+describe('start-run', () => {
+  const secrets = mockClient(SecretsManagerClient);
+  const sqs = mockClient(SQSClient);
+  let bed: Testbed;
+  let startRun: StartRun;
+
+  const planMessages = () =>
+    sqs
+      .commandCalls(SendMessageBatchCommand)
+      .flatMap((c) => c.args[0].input.Entries ?? [])
+      .map((e) => PlanMessageSchema.parse(JSON.parse(e.MessageBody ?? '')));
+
+  beforeAll(async () => {
+    bed = await startTestbed({ simulator: { campaigns: CAMPAIGNS, jobsPerCampaign: 1 } });
+    // The key as the secret's plain text (the other form, JSON, is in secret.test.ts).
+    secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
+    startRun = (await import('../../../functions/aws/start-run.js')).handler as unknown as StartRun;
+  });
+
+  afterEach(() => {
+    sqs.reset();
+    bed.sim.resetStats();
+  });
+
+  afterAll(async () => {
+    secrets.restore();
+    sqs.restore();
+    await bed?.close();
+  });
+
+  it('verifies a plain-text key and sends one plan message per campaign, ten per batch', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+
+    const result = await startRun({ mode: 'full', date: '2026-11-22' }, context('start-run'));
+
+    expect(result).toMatchObject({ status: 'started', campaigns: CAMPAIGNS });
+    const batches = sqs.commandCalls(SendMessageBatchCommand).map((c) => c.args[0].input);
+    expect(batches.map((b) => b.Entries?.length)).toEqual([10, 10, 3]);
+    expect(batches.every((b) => b.QueueUrl === QUEUE_URLS.plan)).toBe(true);
+    const messages = planMessages();
+    expect(messages.map((m) => m.campaign_id).sort((a, b) => a - b)).toEqual(
+      bed.sim.dataset.campaigns.map((c) => c.id).sort((a, b) => a - b),
+    );
+    expect(new Set(messages.map((m) => JSON.stringify({ run: m.run_id, dt: m.dt, mode: m.mode })))).toEqual(
+      new Set([JSON.stringify({ run: result.run_id, dt: '2026-11-22', mode: 'full' })]),
+    );
+    expect(await keysUnder(bed.storage, 'parquet/campaigns/dt=2026-11-22/')).toHaveLength(1);
+  });
+
+  it('starts an incremental run dated today on an empty event', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+
+    const before = new Date().toISOString().slice(0, 10);
+    await startRun({}, context('start-run'));
+    const after = new Date().toISOString().slice(0, 10);
+
+    const [first] = planMessages();
+    expect(first?.mode).toBe('incremental');
+    expect([before, after]).toContain(first?.dt);
+  });
+
+  it.each([
+    ['an unknown mode', { mode: 'sometimes' }, /mode/],
+    ['a date not in YYYY-MM-DD', { date: '22/11/2026' }, /date/],
+    ['a date of the wrong type', { date: 20261122 }, /date/],
+  ])('rejects %s before it calls the API or sends anything', async (_what, event, field) => {
+    const before = await keysUnder(bed.storage, '');
+
+    await expect(startRun(event, context('start-run'))).rejects.toThrow(field);
+
+    expect(bed.sim.stats.total).toBe(0);
+    expect(sqs.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
+    expect(await keysUnder(bed.storage, '')).toEqual(before);
+  });
+
+  it('fails the invocation when SQS refuses a plan message, so the schedule retries it', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({
+      Successful: [],
+      Failed: [{ Id: '0', Code: 'InternalError', SenderFault: false }],
+    });
+
+    await expect(startRun({ mode: 'incremental' }, context('start-run'))).rejects.toThrow(/SQS refused/);
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * A testbed for the Lambda handlers: the simulator as the API, fauxqs as S3 (a real local
+ * server), and the handlers' environment. SQS, Secrets Manager and EventBridge are mocked by
+ * the test files (aws-sdk-client-mock) so that they can assert on the commands sent.
+ *
+ * The handlers read their environment and prefetch the secret when their module loads: call
+ * `startTestbed()` and set up the mocks first, then `await import()` the handler.
+ */
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { PARQUET_ROOT, RAW_ROOT } from '../../../shared/export/layout.js';
+import { S3Storage } from '../../../shared/storage/s3.js';
+import type { Storage } from '../../../shared/storage/storage.js';
+import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
+import { fakeContext } from '../../integration/aws/poller.js';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
+
+export const QUEUE_URLS = {
+  plan: 'https://sqs.us-east-1.amazonaws.com/000000000000/exporter-plan',
+  report: 'https://sqs.us-east-1.amazonaws.com/000000000000/exporter-report',
+} as const;
+export const SECRET_ID = 'campaign-report-exporter/api-key';
+export const BUCKET = 'handler-tests';
+export const PREFIX = 'lake/';
+
+export interface Testbed {
+  aws: LocalAws;
+  sim: Simulator;
+  /** The data root the handlers write to, read with a client of the test's own. */
+  storage: Storage;
+  close(): Promise<void>;
+}
+
+/** Starts the simulator and fauxqs and sets the handlers' environment (`env` overrides). */
+export async function startTestbed(
+  options: { simulator?: SimulatorOptions; env?: Record<string, string> } = {},
+): Promise<Testbed> {
+  const sim = await startSimulator({
+    seed: 5,
+    campaigns: 2,
+    jobsPerCampaign: 6,
+    reportSize: 'tiny',
+    ...options.simulator,
+  });
+  const aws = await startLocalAws();
+  await aws.createBucket(BUCKET);
+  Object.assign(process.env, {
+    AWS_REGION: aws.region,
+    AWS_ACCESS_KEY_ID: aws.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: aws.credentials.secretAccessKey,
+    AWS_ENDPOINT_URL_S3: aws.endpoint,
+    DATA_BUCKET: BUCKET,
+    DATA_PREFIX: PREFIX,
+    API_BASE_URL: sim.url,
+    API_KEY_SECRET_ID: SECRET_ID,
+    PLAN_QUEUE_URL: QUEUE_URLS.plan,
+    REPORT_QUEUE_URL: QUEUE_URLS.report,
+    UNIT_SIZE: '5',
+    EVENT_BUS_NAME: 'exporter-bus',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    POWERTOOLS_DEV: 'true',
+    ...options.env,
+  });
+  const storage = new S3Storage({ bucket: BUCKET, prefix: PREFIX, client: aws.s3Client() });
+  return {
+    aws,
+    sim,
+    storage,
+    async close() {
+      await sim.close();
+      await aws.close();
+    },
+  };
+}
+
+/** A Lambda context for a handler call. */
+export const context = (functionName: string): Context => fakeContext({ functionName, timeoutMs: 300_000 });
+
+/** An SQS event as Lambda delivers it: message ids `m0`, `m1`…, receipt handles `rh0`, `rh1`…. */
+export function sqsEvent(
+  messages: ReadonlyArray<{ body: unknown; receiveCount?: number }>,
+  queueUrl: string = QUEUE_URLS.report,
+): SQSEvent {
+  const arn = `arn:aws:sqs:us-east-1:000000000000:${queueUrl.split('/').pop()}`;
+  const records = messages.map(
+    (m, i): SQSRecord => ({
+      messageId: `m${i}`,
+      receiptHandle: `rh${i}`,
+      body: typeof m.body === 'string' ? m.body : JSON.stringify(m.body),
+      attributes: {
+        ApproximateReceiveCount: String(m.receiveCount ?? 1),
+        SentTimestamp: String(Date.now()),
+        SenderId: '000000000000',
+        ApproximateFirstReceiveTimestamp: String(Date.now()),
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: arn,
+      awsRegion: 'us-east-1',
+    }),
+  );
+  return { Records: records };
+}
+
+/** Keys under the data root, relative to it. */
+export async function keysUnder(storage: Storage, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const key of storage.list(prefix)) keys.push(key);
+  return keys;
+}
+
+/** The Parquet and raw files written so far. */
+export async function dataFiles(storage: Storage): Promise<string[]> {
+  return [...(await keysUnder(storage, `${PARQUET_ROOT}/`)), ...(await keysUnder(storage, `${RAW_ROOT}/`))];
+}
+
+/** A run id in the core's format. */
+export const RUN_ID = '20261122T031500Z-a1b2c3';
