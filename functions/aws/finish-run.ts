@@ -90,11 +90,10 @@ export async function finishRunHandler() {
       drained ??= await queuesDrained();
       if (!drained || age < DRAIN_GRACE_MS) continue;
     }
-    const manifest = await finishRun(deps, runId, { force: true, records });
+    const manifest = await finishRun(deps, runId, { force: true, records, announce });
     if (!manifest) continue;
     if (!complete && overdue) metrics.addMetric(METRIC.runsUnfinished, MetricUnit.Count, 1);
     putRunMetrics(manifest);
-    await announce(manifest);
     finished.push(runId);
   }
   return { finished };

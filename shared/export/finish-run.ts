@@ -30,6 +30,12 @@ export interface FinishOptions {
   force: boolean;
   /** The run's records, when the caller has just read them. */
   records?: RunRecords | undefined;
+  /**
+   * Tells the world the run finished (AWS: the ExportRunFinished event). Called after the
+   * manifest is written and before the run's records are cleared, so a failed announcement is
+   * made again by the next finisher instead of being lost.
+   */
+  announce?: ((manifest: Manifest) => Promise<void>) | undefined;
 }
 
 export interface RunRecords {
@@ -93,6 +99,8 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
   let requests = record.requests;
   let fatal: Fatal | undefined = record.fatal;
   counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
+  // A campaign whose jobs were never listed (its plan kept failing): its jobs are unknown.
+  const unlisted = record.fatal ? [] : record.campaign_ids.filter((id) => !plans.has(id));
   for (const plan of plans.values()) {
     requests = addRequestCounts(requests, plan.requests);
     fatal ??= plan.fatal;
@@ -118,11 +126,12 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     run_id: record.run_id,
     dt: record.dt,
     mode: record.mode,
-    status: runStatus(counts, fatal !== undefined),
+    status: runStatus(counts, fatal !== undefined, unlisted.length),
     started_at: record.started_at,
     finished_at: finishedAt.toISOString(),
     counts,
     requests,
+    ...(unlisted.length > 0 ? { unlisted_campaigns: unlisted } : {}),
     ...(fatal
       ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
       : {}),
@@ -151,8 +160,8 @@ function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome
 }
 
 /**
- * Finishes a run: writes its manifest (once: a second finisher finds it and stops), records
- * the outcomes in the incremental state, and deletes the run's working records.
+ * Finishes a run: records the outcomes in the incremental state, writes its manifest (once:
+ * a second finisher keeps the first), announces it, and deletes the run's working records.
  * Returns the manifest, or `undefined` when the run is not complete and not forced.
  */
 export async function finishRun(
@@ -177,6 +186,7 @@ export async function finishRun(
     if (!(error instanceof PreconditionFailedError)) throw error;
     deps.log.warn('run already finished by another finisher', { run_id: runId });
   }
+  await options.announce?.(manifest);
   const keys: string[] = [];
   for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
   await deps.storage.delete(keys);

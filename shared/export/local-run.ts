@@ -3,12 +3,12 @@
  * in-process concurrency instead of SQS between them. Units with retryable failures get
  * further rounds, as an SQS redelivery would give them.
  */
-import { ExporterError } from '../errors.js';
+import { describeError, ExporterError } from '../errors.js';
 import type { ExportDeps } from './context.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun, type RunRecords } from './finish-run.js';
 import type { Manifest } from './manifest.js';
-import { DEFAULT_UNIT_SIZE, planCampaign } from './plan-campaign.js';
+import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
 import type { Mode, Unit } from './records.js';
 import { startRun } from './start-run.js';
@@ -51,11 +51,22 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
       started.record.campaign_ids,
       options.planConcurrency ?? DEFAULTS.planConcurrency,
       async (id) => {
-        const planned = await planCampaign(
-          deps,
-          { ...started.run, campaign_id: id },
-          options.unitSize ?? DEFAULT_UNIT_SIZE,
-        );
+        let planned: PlannedCampaign;
+        try {
+          planned = await planCampaign(
+            deps,
+            { ...started.run, campaign_id: id },
+            options.unitSize ?? DEFAULT_UNIT_SIZE,
+          );
+        } catch (error) {
+          if (!(error instanceof ExporterError && error.retryable)) throw error;
+          // The client's retry budget is spent: the campaign ends the run unlisted (status partial).
+          deps.log.warn('could not list the jobs of a campaign', {
+            campaign_id: id,
+            error: describeError(error),
+          });
+          return;
+        }
         units.push(...planned.units);
         records.plans.set(id, planned.record);
         const toFetch = planned.units.reduce((n, u) => n + u.jobs.length, 0);

@@ -31,6 +31,8 @@ export const ManifestSchema = z.object({
   finished_at: z.string(),
   counts: ManifestCountsSchema,
   requests: RequestCountsSchema,
+  /** Campaigns whose jobs could not be listed in this run (their jobs are not counted); status is then partial. */
+  unlisted_campaigns: z.array(z.number().int()).optional(),
   /** Present when status is "failed": the one-line reason, with the API's error_code. */
   error: z.object({ message: z.string(), error_code: z.string().optional() }).optional(),
 });
@@ -57,8 +59,11 @@ export const emptyCounts = (): ManifestCounts => ({
   reports_failed: 0,
 });
 
-/** The contract's status rule: failed on a fatal error, partial when reports failed or were invalid. */
-export function runStatus(counts: ManifestCounts, fatal: boolean): RunStatus {
+/**
+ * The contract's status rule: failed on a fatal error; partial when reports failed or were
+ * invalid, or when campaigns could not be listed; succeeded otherwise.
+ */
+export function runStatus(counts: ManifestCounts, fatal: boolean, unlistedCampaigns = 0): RunStatus {
   if (fatal) return 'failed';
-  return counts.reports_failed + counts.reports_invalid > 0 ? 'partial' : 'succeeded';
+  return counts.reports_failed + counts.reports_invalid + unlistedCampaigns > 0 ? 'partial' : 'succeeded';
 }

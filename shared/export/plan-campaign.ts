@@ -64,6 +64,9 @@ export async function planCampaign(
       jobs++;
     }
   } catch (error) {
+    // Retries ran out on 5xx/429/timeouts: throw, so the plan is tried again (an SQS redelivery);
+    // a campaign that never gets listed shows in the manifest as unlisted.
+    if (error instanceof ApiError && error.retryable) throw error;
     if (error instanceof ApiError && error.status === 404) {
       gone = true; // Listed a moment ago, gone now: no jobs to account for.
       deps.log.warn('campaign not found while listing its jobs', { campaign_id: campaignId });

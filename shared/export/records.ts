@@ -15,7 +15,13 @@ export type Mode = z.infer<typeof ModeSchema>;
 export const RunIdSchema = z
   .string()
   .regex(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/, 'a run id like 20261122T031500Z-a1b2c3');
-export const DtSchema = z.string().regex(DT_PATTERN, 'a date like 2026-11-22');
+export const DtSchema = z
+  .string()
+  .regex(DT_PATTERN, 'a date like 2026-11-22')
+  .refine((dt) => {
+    const instant = Date.parse(`${dt}T00:00:00Z`);
+    return !Number.isNaN(instant) && new Date(instant).toISOString().startsWith(dt);
+  }, 'a real calendar date');
 
 /** Requests sent to the API (contract: manifest `requests`). */
 export const RequestCountsSchema = z.object({

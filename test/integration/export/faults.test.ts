@@ -3,7 +3,12 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { IntegrationApiClient } from '../../../shared/api/client.js';
+import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
 import { manifestKey } from '../../../shared/export/layout.js';
+import { runExport } from '../../../shared/export/local-run.js';
+import { silentLog } from '../../../shared/log.js';
+import { LocalStorage } from '../../../shared/storage/local.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
 
@@ -133,6 +138,38 @@ describe('the CLI', () => {
       expect(manifest).toMatch(/\.json$/);
       expect(r.stdout).toContain(`runs/dt=2026-01-02/${manifest}`);
       expect(r.stdout + r.stderr).not.toContain(simulator.keys.valid);
+    } finally {
+      await simulator.close();
+    }
+  });
+});
+
+describe('a campaign whose job listing keeps failing', () => {
+  it('ends the run partial, naming the campaign, and exports the others', async () => {
+    const simulator = await startSimulator(DATASET);
+    try {
+      const [first, second] = simulator.dataset.campaigns;
+      simulator.failNext(new RegExp(`/campaigns/${first!.id}/jobs`), '503', 50);
+      const storage = new LocalStorage(await tempDir('unlisted'));
+      const limiter = new AdaptiveRateLimiter({ maxRate: 10_000 });
+      const manifest = await runExport(
+        {
+          api: () =>
+            new IntegrationApiClient({
+              baseUrl: simulator.url,
+              apiKey: simulator.keys.valid,
+              limiter,
+              retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+            }),
+          storage,
+          log: silentLog,
+          now: () => new Date(),
+        },
+        { mode: 'incremental' },
+      );
+      expect(manifest.status).toBe('partial');
+      expect(manifest.unlisted_campaigns).toEqual([first!.id]);
+      expect(manifest.counts.jobs).toBe(second!.jobs.length);
     } finally {
       await simulator.close();
     }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { buildManifest, isComplete, type RunRecords } from '../../../shared/export/finish-run.js';
-import type { PlanRecord, RequestCounts, RunRecord, UnitSummary } from '../../../shared/export/records.js';
+import {
+  DtSchema,
+  type PlanRecord,
+  type RequestCounts,
+  type RunRecord,
+  type UnitSummary,
+} from '../../../shared/export/records.js';
 
 const RUN = '20261122T031500Z-a1b2c3';
 const requests = (total: number, s429 = 0): RequestCounts => ({
@@ -127,5 +133,24 @@ describe('isComplete', () => {
     const unit = pending.units.get('c1-u0')!;
     unit.jobs[11] = { fp: 'a', outcome: 'pending' };
     expect(isComplete(pending)).toBe(false);
+  });
+});
+
+describe('buildManifest with unlisted campaigns', () => {
+  it('is partial and names the campaigns whose jobs were never listed', () => {
+    const manifest = buildManifest(records({ record: { campaign_ids: [1, 2] } }), new Date());
+    expect(manifest.unlisted_campaigns).toEqual([2]);
+    expect(manifest.status).toBe('partial');
+    expect(manifest.counts.campaigns).toBe(2);
+  });
+});
+
+describe('DtSchema', () => {
+  it('takes real calendar dates only', () => {
+    expect(DtSchema.safeParse('2026-02-28').success).toBe(true);
+    expect(DtSchema.safeParse('2024-02-29').success).toBe(true);
+    expect(DtSchema.safeParse('2026-02-31').success).toBe(false);
+    expect(DtSchema.safeParse('2026-13-01').success).toBe(false);
+    expect(DtSchema.safeParse('2026-1-01').success).toBe(false);
   });
 });

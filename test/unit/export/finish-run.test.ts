@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { finishRun } from '../../../shared/export/finish-run.js';
+import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
+import {
+  encodeRecord,
+  type PlanRecord,
+  type RunRecord,
+  type UnitSummary,
+} from '../../../shared/export/records.js';
+import { loadCampaignState } from '../../../shared/export/state.js';
+import { silentLog } from '../../../shared/log.js';
+import { LocalStorage } from '../../../shared/storage/local.js';
+import { tempDir } from '../../helpers/export.js';
+
+const RUN = '20261122T031500Z-a1b2c3';
+const none = { total: 1, retried: 0, by_status: { '200': 1 } };
+
+async function storageWithRun(): Promise<LocalStorage> {
+  const storage = new LocalStorage(await tempDir('finish'));
+  const record: RunRecord = {
+    run_id: RUN,
+    dt: '2026-11-22',
+    mode: 'incremental',
+    started_at: '2026-11-22T03:15:00.000Z',
+    campaign_ids: [1],
+    campaigns_invalid: 0,
+    requests: none,
+  };
+  const plan: PlanRecord = {
+    campaign_id: 1,
+    jobs: 2,
+    units: ['c1-u0'],
+    unchanged: [],
+    jobs_invalid: 0,
+    requests: none,
+    campaign_gone: false,
+  };
+  const unit: UnitSummary = {
+    unit: 'c1-u0',
+    campaign_id: 1,
+    attempt: 1,
+    jobs: { 11: { fp: 'a', outcome: 'exported' }, 12: { fp: 'b', outcome: 'not_ready' } },
+    requests: none,
+  };
+  await storage.put(STATE_KEYS.runRecord(RUN), encodeRecord(record));
+  await storage.put(STATE_KEYS.plan(RUN, 1), encodeRecord(plan));
+  await storage.put(STATE_KEYS.unit(RUN, 'c1-u0'), encodeRecord(unit));
+  return storage;
+}
+
+const depsOf = (storage: LocalStorage) => ({
+  api: () => {
+    throw new Error('finishing a run sends no API request');
+  },
+  storage,
+  log: silentLog,
+  now: () => new Date('2026-11-22T03:20:00Z'),
+});
+
+describe('finishRun', () => {
+  it('records the outcomes, writes the manifest and clears the run', async () => {
+    const storage = await storageWithRun();
+    const manifest = await finishRun(depsOf(storage), RUN, { force: false });
+    expect(manifest?.status).toBe('succeeded');
+    expect(await storage.get(manifestKey('2026-11-22', RUN))).toBeDefined();
+    const { state } = await loadCampaignState(storage, 1);
+    expect(state.jobs[11]).toEqual({ fp: 'a', outcome: 'exported', run_id: RUN });
+    expect(state.jobs[12]?.outcome).toBe('not_ready');
+    const left: string[] = [];
+    for await (const key of storage.list(STATE_KEYS.runPrefix(RUN))) left.push(key);
+    expect(left).toEqual([]);
+  });
+
+  it('keeps the run open when the announcement fails, so the next finisher announces it', async () => {
+    const storage = await storageWithRun();
+    const refused = finishRun(depsOf(storage), RUN, {
+      force: false,
+      announce: async () => {
+        throw new Error('EventBridge refused the event');
+      },
+    });
+    await expect(refused).rejects.toThrow('EventBridge refused');
+    expect(await storage.get(STATE_KEYS.runRecord(RUN))).toBeDefined();
+
+    const announced: string[] = [];
+    const manifest = await finishRun(depsOf(storage), RUN, {
+      force: false,
+      announce: async (m) => {
+        announced.push(m.run_id);
+      },
+    });
+    expect(announced).toEqual([RUN]);
+    expect(manifest?.counts.reports_exported).toBe(1);
+    expect(await storage.get(STATE_KEYS.runRecord(RUN))).toBeUndefined();
+  });
+});
