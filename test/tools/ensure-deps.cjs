@@ -14,7 +14,8 @@ const installed = join(root, 'node_modules', '.package-lock.json');
 const lock = join(root, 'package-lock.json');
 const node24 = join(root, 'node_modules', '.bin', 'node');
 
-const stale = !existsSync(installed) || !existsSync(node24) || statSync(installed).mtimeMs < statSync(lock).mtimeMs;
+const stale =
+  !existsSync(installed) || !existsSync(node24) || statSync(installed).mtimeMs < statSync(lock).mtimeMs;
 if (stale) {
   process.stderr.write('Installing dependencies from package-lock.json (Node 24 included)…\n');
   execSync('npm install --no-audit --no-fund', { cwd: root, stdio: 'inherit' });
