@@ -15,13 +15,13 @@ import {
   addRequestCounts,
   emptyRequestCounts,
   encodeRecord,
+  fatalOf,
   parseRecord,
   type Unit,
   type UnitJobResult,
   type UnitSummary,
   UnitSummarySchema,
 } from './records.js';
-import { fatalOf } from './start-run.js';
 import { TableBuffer } from './table-buffer.js';
 import { writeRaw, writeTables } from './writer.js';
 

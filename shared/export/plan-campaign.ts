@@ -12,12 +12,12 @@ import { quarantine } from './quarantine.js';
 import {
   encodeRecord,
   type Fatal,
+  fatalOf,
   type PlanMessage,
   type PlanRecord,
   type Unit,
   type UnitJob,
 } from './records.js';
-import { fatalOf } from './start-run.js';
 import { loadCampaignState, planJobs } from './state.js';
 import { TableBuffer } from './table-buffer.js';
 import { writeRaw, writeTables } from './writer.js';

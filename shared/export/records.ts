@@ -4,7 +4,7 @@
  * zod wherever they are read back.
  */
 import * as z from 'zod';
-import { StorageError } from '../errors.js';
+import { ApiError, StorageError } from '../errors.js';
 import { DT_PATTERN } from './layout.js';
 
 const int = z.number().int();
@@ -38,6 +38,16 @@ export const FatalSchema = z.object({
   status: z.number().int().optional(),
 });
 export type Fatal = z.infer<typeof FatalSchema>;
+
+/** The fatal-error fields of an API error; anything else is not the API's and is rethrown. */
+export function fatalOf(error: unknown): Fatal {
+  if (!(error instanceof ApiError)) throw error;
+  return {
+    message: error.hint ? `${error.message}. ${error.hint}` : error.message,
+    ...(error.errorCode ? { error_code: error.errorCode } : {}),
+    ...(error.status ? { status: error.status } : {}),
+  };
+}
 
 /** Where a run is going: shared by every step of it. */
 export const RunRefSchema = z.object({ run_id: RunIdSchema, dt: DtSchema, mode: ModeSchema });

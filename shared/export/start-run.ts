@@ -4,13 +4,12 @@
  */
 
 import type { CampaignItem } from '../api/schemas.js';
-import { ApiError } from '../errors.js';
 import { type ExportDeps, newRunId, requestCounts } from './context.js';
 import { campaignRow } from './flatten.js';
 import { JsonLinesBuffer } from './jsonl.js';
 import { dtOf, STATE_KEYS } from './layout.js';
 import { quarantine } from './quarantine.js';
-import { encodeRecord, type Fatal, type Mode, type RunRecord, type RunRef } from './records.js';
+import { encodeRecord, type Fatal, fatalOf, type Mode, type RunRecord, type RunRef } from './records.js';
 import { TableBuffer } from './table-buffer.js';
 import { writeRaw, writeTables } from './writer.js';
 
@@ -24,16 +23,6 @@ export interface StartedRun {
   run: RunRef;
   record: RunRecord;
   campaigns: CampaignItem[];
-}
-
-/** The fatal-error fields of an API error; anything else is not the API's and is rethrown. */
-export function fatalOf(error: unknown): Fatal {
-  if (!(error instanceof ApiError)) throw error;
-  return {
-    message: error.hint ? `${error.message}. ${error.hint}` : error.message,
-    ...(error.errorCode ? { error_code: error.errorCode } : {}),
-    ...(error.status ? { status: error.status } : {}),
-  };
 }
 
 export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<StartedRun> {
