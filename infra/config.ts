@@ -162,7 +162,7 @@ export const ExporterConfigSchema = z
     reportBatchSize: integer(1, 10, 2),
     reportMaxConcurrency: integer(2, 1000, 2),
     planMaxConcurrency: integer(2, 1000, 2),
-    unitSize: integer(1, 500, 50),
+    unitSize: integer(1, 500, 100),
     reportConcurrency: integer(1, 64, 8),
     rateCeiling: integer(1, 1000, 20),
     secretCacheTtlSeconds: integer(1, 86_400, 300),

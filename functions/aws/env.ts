@@ -15,7 +15,7 @@ const EnvSchema = z.object({
   SECRET_CACHE_TTL_SECONDS: int(300),
   PLAN_QUEUE_URL: z.string().optional(),
   REPORT_QUEUE_URL: z.string().optional(),
-  UNIT_SIZE: int(50),
+  UNIT_SIZE: int(100),
   REPORT_CONCURRENCY: int(8),
   RATE_CEILING: int(20),
   EVENT_BUS_NAME: z.string().default('default'),

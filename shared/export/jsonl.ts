@@ -9,8 +9,14 @@ import { ExporterError } from '../errors.js';
 const GZIP_LEVEL = zlibConstants.Z_DEFAULT_COMPRESSION;
 
 /**
- * Lines of one file, serialised as they are added: a batch holds compact JSON text instead
- * of the object graphs it came from, which can be several times larger.
+ * Text compressed into one gzip member at a time. A file of several members is one valid gzip
+ * stream (RFC 1952; gunzip, Node, DuckDB and Athena's readers take it), and a batch then holds
+ * its raw lines compressed, about a seventh of their text, instead of all of it.
+ */
+const MEMBER_TEXT_CHARS = 1 << 20;
+
+/**
+ * Lines of one file, serialised and compressed as they are added.
  *
  * @example
  * const raw = new JsonLinesBuffer();
@@ -18,29 +24,42 @@ const GZIP_LEVEL = zlibConstants.Z_DEFAULT_COMPRESSION;
  * const bytes = raw.encodeGzip();
  */
 export class JsonLinesBuffer {
-  readonly #texts: string[] = [];
+  readonly #members: Buffer[] = [];
+  #pending: string[] = [];
+  #pendingChars = 0;
+  #count = 0;
 
   /** Serialises one line now; throws an `ExporterError` for a value JSON cannot represent. */
   add(line: unknown): void {
-    const index = this.#texts.length;
     let text: string | undefined;
     try {
       text = JSON.stringify(line);
     } catch (cause) {
-      throw new ExporterError(`JSON Lines: line ${index} cannot be written as JSON`, { cause });
+      throw new ExporterError(`JSON Lines: line ${this.#count} cannot be written as JSON`, { cause });
     }
-    if (text === undefined) throw new ExporterError(`JSON Lines: line ${index} is not a JSON value`);
-    this.#texts.push(text);
+    if (text === undefined) throw new ExporterError(`JSON Lines: line ${this.#count} is not a JSON value`);
+    this.#pending.push(text);
+    this.#pendingChars += text.length + 1;
+    this.#count++;
+    if (this.#pendingChars >= MEMBER_TEXT_CHARS) this.#flush();
   }
 
   get length(): number {
-    return this.#texts.length;
+    return this.#count;
   }
 
-  /** `line + '\n'` for each line, compressed as one gzip member. */
+  /** `line + '\n'` for each line, gzip (one member per ~1 MiB of text). */
   encodeGzip(): Uint8Array {
-    const body = this.#texts.length === 0 ? '' : `${this.#texts.join('\n')}\n`;
-    return gzipSync(body, { level: GZIP_LEVEL });
+    this.#flush();
+    if (this.#members.length === 0) return gzipSync('', { level: GZIP_LEVEL });
+    return this.#members.length === 1 ? this.#members[0]! : Buffer.concat(this.#members);
+  }
+
+  #flush(): void {
+    if (this.#pending.length === 0) return;
+    this.#members.push(gzipSync(`${this.#pending.join('\n')}\n`, { level: GZIP_LEVEL }));
+    this.#pending = [];
+    this.#pendingChars = 0;
   }
 }
 

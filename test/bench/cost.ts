@@ -5,6 +5,8 @@
  * assumed API latency (the simulator answers in microseconds; a real API does not).
  */
 import { rm } from 'node:fs/promises';
+import { EXAMPLE_API_BASE_URL, parseConfig } from '../../infra/config.js';
+import { FUNCTION_SETTINGS } from '../../infra/constructs/functions.js';
 import { exportUnit } from '../../shared/export/export-unit.js';
 import { finishRun } from '../../shared/export/finish-run.js';
 import { planCampaign } from '../../shared/export/plan-campaign.js';
@@ -12,11 +14,12 @@ import { startRun } from '../../shared/export/start-run.js';
 import { exporter, tempDir } from '../helpers/export.js';
 import { startSimulator } from '../simulator/index.js';
 
-/** Defaults of the stack (infra/config.ts): reports per message, messages per Lambda batch, memory. */
-const UNIT_SIZE = 50;
-const REPORT_BATCH_SIZE = 2;
-const EXPORT_MEMORY_GB = 1;
-const REPORT_CONCURRENCY = 8;
+/** The stack's defaults (infra/config.ts, infra/constructs/functions.ts). */
+const STACK = parseConfig({ apiBaseUrl: EXAMPLE_API_BASE_URL });
+const UNIT_SIZE = STACK.unitSize;
+const REPORT_BATCH_SIZE = STACK.reportBatchSize;
+const REPORT_CONCURRENCY = STACK.reportConcurrency;
+const EXPORT_MEMORY_GB = FUNCTION_SETTINGS['export-reports'].memorySize / 1024;
 /** Assumed API latency per report request in AWS (not measurable here). */
 const ASSUMED_API_LATENCY_S = 0.2;
 
@@ -73,6 +76,7 @@ export async function benchCost(): Promise<Record<string, number>> {
       unitsPer * secondsPerUnit * EXPORT_MEMORY_GB * PRICE.lambdaGbSecondArm +
       invocations * PRICE.lambdaRequest;
     return {
+      unit_size: UNIT_SIZE,
       units_measured: units,
       cpu_seconds_per_unit_measured: unitSeconds / units,
       s3_requests_per_100k: (s.reads + s.writes + s.lists + s.deletes) * scale,

@@ -56,7 +56,9 @@ export async function benchLambda(): Promise<Record<string, number>> {
   const results: Record<string, number> = {};
   try {
     for (const name of FUNCTION_NAMES) {
-      const id = Object.keys(functions).find((logicalId) => logicalId.startsWith(FUNCTION_SETTINGS[name].id));
+      const id = Object.keys(functions).find((logicalId) =>
+        logicalId.startsWith(`Functions${FUNCTION_SETTINGS[name].id}`),
+      );
       const asset = id ? functions[id]?.Metadata?.['aws:asset:path'] : undefined;
       if (typeof asset !== 'string') throw new Error(`no bundled asset for ${name}`);
       const file = join(outdir, asset, 'index.mjs');

@@ -1,6 +1,6 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
- * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, topology.
+ * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory, topology.
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
 import { benchClient } from './client.js';
@@ -9,6 +9,7 @@ import { benchEncode } from './encode.js';
 import { benchExport } from './export-main.js';
 import { benchLambda } from './lambda.js';
 import { benchTopology } from './topology.js';
+import { benchUnitMemory } from './unit-memory.js';
 
 const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   client: benchClient,
@@ -16,6 +17,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   export: benchExport,
   cost: benchCost,
   lambda: benchLambda,
+  'unit-memory': benchUnitMemory,
   topology: benchTopology,
 };
 

@@ -33,7 +33,7 @@ describe('parseConfig', () => {
       reportBatchSize: 2,
       reportMaxConcurrency: 2,
       planMaxConcurrency: 2,
-      unitSize: 50,
+      unitSize: 100,
       reportConcurrency: 8,
       rateCeiling: 20,
       secretCacheTtlSeconds: 300,

@@ -116,7 +116,7 @@ describe('functions', () => {
       ...common,
       ...api,
       REPORT_QUEUE_URL: reportQueue,
-      UNIT_SIZE: '50',
+      UNIT_SIZE: '100',
     });
     expect(envOf('export-reports')).toEqual({
       ...common,

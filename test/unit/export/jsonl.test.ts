@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExporterError } from '../../../shared/errors.js';
-import { encodeJsonLinesGzip } from '../../../shared/export/jsonl.js';
+import { encodeJsonLinesGzip, JsonLinesBuffer } from '../../../shared/export/jsonl.js';
 import { type DuckDb, openDuckDb, readJsonLines } from '../../helpers/duckdb.js';
 import { report } from '../../helpers/reports.js';
 
@@ -58,5 +58,21 @@ describe('encodeJsonLinesGzip', () => {
 
   it.each([[undefined], [10n], [() => 1]])('refuses a line JSON cannot hold: %s', (line) => {
     expect(() => encodeJsonLinesGzip([{ ok: 1 }, line])).toThrow(ExporterError);
+  });
+});
+
+describe('JsonLinesBuffer', () => {
+  it('compresses a large file as several gzip members that gunzip and DuckDB read whole', async () => {
+    const many = Array.from({ length: 600 }, (_, i) => ({ job_id: i, text: `${i} ${'x'.repeat(4_000)} 😀` }));
+    const buffer = new JsonLinesBuffer();
+    for (const line of many) buffer.add(line);
+    const bytes = buffer.encodeGzip();
+    const members = Buffer.from(bytes).toString('latin1').split('\x1f\x8b\x08').length - 1;
+    expect(members).toBeGreaterThan(1);
+    const text = gunzipSync(bytes).toString('utf8');
+    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line))).toEqual(many);
+    const rows = await readJsonLines(db, bytes);
+    expect(rows).toHaveLength(many.length);
+    expect(buffer.length).toBe(many.length);
   });
 });
