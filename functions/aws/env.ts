@@ -20,6 +20,7 @@ const EnvSchema = z.object({
   RATE_CEILING: int(20),
   EVENT_BUS_NAME: z.string().default('default'),
   RUN_DEADLINE_MINUTES: int(360),
+  MAX_RECEIVE_COUNT: int(5),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

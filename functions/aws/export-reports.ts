@@ -1,7 +1,8 @@
 /**
  * export-reports (report queue): each message is a unit of up to UNIT_SIZE reports of one
  * campaign. A unit with jobs still pending (429 storm, 5xx) goes back to the queue with a
- * growing visibility timeout and resumes from its summary on the next delivery.
+ * growing visibility timeout and resumes from its summary on the next delivery; on the last
+ * delivery its pending jobs are left to end the run as failed (the next run asks again).
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
@@ -10,39 +11,48 @@ import sqsPartialBatchFailure from '@middy/sqs-partial-batch-failure';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
 import { exportUnit, pendingJobs } from '../../shared/export/export-unit.js';
+import { runIsOpen } from '../../shared/export/finish-run.js';
 import { UnitSchema } from '../../shared/export/records.js';
 import { required } from './env.js';
-import { settle } from './plan-campaign.js';
-import { retryLater } from './queue.js';
-import { apiKeySecret, countFatal, env, exportDeps, logger, metrics, sqs } from './runtime.js';
+import { receiveCountOf, retryLater, settle } from './queue.js';
+import { apiKeySecret, coreLog, countFatal, env, exportDeps, logger, metrics, sqs } from './runtime.js';
 
 export async function exportReportsHandler(event: SQSEvent, context: Context & { apiKey?: unknown }) {
   const deps = exportDeps(context);
   const results: PromiseSettledResult<void>[] = [];
   // One unit at a time: each fetches its reports concurrently, and memory stays one unit's worth.
   for (const record of event.Records) {
-    results.push(
-      await settle(async () => {
-        const unit = UnitSchema.parse(JSON.parse(record.body));
-        // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
-        const summary = await exportUnit(deps, unit, { resume: true, concurrency: env.REPORT_CONCURRENCY });
-        countFatal(summary.fatal);
-        const pending = summary.fatal ? 0 : pendingJobs(summary);
-        if (pending > 0) {
-          const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? '1');
-          await retryLater(sqs, required(env, 'REPORT_QUEUE_URL'), record.receiptHandle, receiveCount);
-          throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
-            retryable: true,
-          });
-        }
-      }, record),
-    );
+    const work = async () => {
+      const unit = UnitSchema.parse(JSON.parse(record.body));
+      // A unit of a run already finished (late, or redriven from the DLQ) must not write rows
+      // the manifest does not count; the next run fetches its jobs again.
+      if (!(await runIsOpen(deps, unit.run_id))) {
+        logger.warn('unit of a finished run dropped', { run_id: unit.run_id, unit: unit.unit });
+        return;
+      }
+      const receiveCount = receiveCountOf(record);
+      // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
+      const summary = await exportUnit(deps, unit, {
+        resume: true,
+        redelivered: receiveCount > 1,
+        concurrency: env.REPORT_CONCURRENCY,
+      });
+      countFatal(summary.fatal);
+      const pending = summary.fatal ? 0 : pendingJobs(summary);
+      if (pending > 0 && receiveCount < env.MAX_RECEIVE_COUNT) {
+        await retryLater(sqs, required(env, 'REPORT_QUEUE_URL'), record.receiptHandle, receiveCount);
+        throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
+          retryable: true,
+        });
+      }
+    };
+    results.push(await settle(work, record, coreLog));
   }
   return results;
 }
 
 export const handler = middy(exportReportsHandler)
-  .use(injectLambdaContext(logger))
+  .use(injectLambdaContext(logger, { resetKeys: true }))
   .use(logMetrics(metrics))
   .use(apiKeySecret())
   .use(sqsPartialBatchFailure({ logger: () => {} }));

@@ -10,17 +10,17 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import { ExporterError } from '../../shared/errors.js';
+import type { ExportDeps } from '../../shared/export/context.js';
 import { finishRun, isComplete, openRuns, readRunRecords } from '../../shared/export/finish-run.js';
-import { manifestKey } from '../../shared/export/layout.js';
+import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import type { Manifest } from '../../shared/export/manifest.js';
+import { encodeRecord } from '../../shared/export/records.js';
 import { METRIC } from '../../shared/metrics.js';
 import { required } from './env.js';
 import { env, exportDeps, logger, metrics, putRunMetrics, sqs } from './runtime.js';
 
 export const EVENT_SOURCE = 'campaign-report-exporter';
 export const EVENT_DETAIL_TYPE = 'ExportRunFinished';
-/** A run younger than this is not closed on an empty queue: its messages may not be sent yet. */
-const DRAIN_GRACE_MS = 2 * 60_000;
 
 const events = new EventBridgeClient({});
 
@@ -75,28 +75,60 @@ async function announce(manifest: Manifest): Promise<void> {
   }
 }
 
+/**
+ * Whether a run still in progress may be closed because its queues are empty. SQS counts are
+ * approximate and lag, so one empty look only marks the run; it is closed when the next look
+ * (a schedule period later) still finds the queues empty.
+ */
+async function drainedTwice(deps: ExportDeps, runId: string, drained: boolean): Promise<boolean> {
+  const mark = STATE_KEYS.drainMark(runId);
+  const marked = (await deps.storage.get(mark)) !== undefined;
+  if (!drained) {
+    if (marked) await deps.storage.delete([mark]);
+    return false;
+  }
+  if (!marked) await deps.storage.put(mark, encodeRecord({ first_seen_empty_at: new Date().toISOString() }));
+  return marked;
+}
+
 export async function finishRunHandler() {
   const deps = exportDeps({}, false);
   const now = Date.now();
   let drained: boolean | undefined;
   const finished: string[] = [];
+  const failures: unknown[] = [];
   for (const runId of await openRuns(deps)) {
-    const records = await readRunRecords(deps, runId);
-    if (!records) continue; // Records without a run record: a start that failed before writing it.
-    const age = now - Date.parse(records.record.started_at);
-    const complete = isComplete(records);
-    const overdue = age > env.RUN_DEADLINE_MINUTES * 60_000;
-    if (!complete && !overdue) {
-      drained ??= await queuesDrained();
-      if (!drained || age < DRAIN_GRACE_MS) continue;
+    try {
+      const records = await readRunRecords(deps, runId);
+      if (!records) continue; // Finished meanwhile, or a start that failed before writing its record.
+      const age = now - Date.parse(records.record.started_at);
+      const complete = isComplete(records);
+      const overdue = age > env.RUN_DEADLINE_MINUTES * 60_000;
+      // A CLI run into this bucket finishes itself; only one abandoned past its deadline is closed here.
+      if (records.record.driver === 'local' && !overdue) continue;
+      if (!complete && !overdue) {
+        drained ??= await queuesDrained();
+        if (!(await drainedTwice(deps, runId, drained))) continue;
+      }
+      const manifest = await finishRun(deps, runId, { force: true, records, announce });
+      if (!manifest) continue;
+      if (!complete && overdue) metrics.addMetric(METRIC.runsUnfinished, MetricUnit.Count, 1);
+      putRunMetrics(manifest);
+      finished.push(runId);
+    } catch (error) {
+      // One run's trouble (a refused event, a storage error) must not hold back the others.
+      logger.error('could not finish run', { run_id: runId, error: String(error) });
+      failures.push(error);
     }
-    const manifest = await finishRun(deps, runId, { force: true, records, announce });
-    if (!manifest) continue;
-    if (!complete && overdue) metrics.addMetric(METRIC.runsUnfinished, MetricUnit.Count, 1);
-    putRunMetrics(manifest);
-    finished.push(runId);
+  }
+  if (failures.length > 0) {
+    throw new ExporterError(`${failures.length} run(s) could not be finished; see the log`, {
+      cause: failures[0],
+    });
   }
   return { finished };
 }
 
-export const handler = middy(finishRunHandler).use(injectLambdaContext(logger)).use(logMetrics(metrics));
+export const handler = middy(finishRunHandler)
+  .use(injectLambdaContext(logger, { resetKeys: true }))
+  .use(logMetrics(metrics));

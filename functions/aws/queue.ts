@@ -3,7 +3,9 @@
  * in AWS (the CLI runs the same steps in-process).
  */
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
+import type { Log } from '../../shared/log.js';
 
 /** SendMessageBatch takes at most ten entries. */
 const SQS_BATCH_LIMIT = 10;
@@ -57,3 +59,22 @@ export async function retryLater(
     }),
   );
 }
+
+/** One record's work as a settled result (the partial-batch middleware reads these). */
+export async function settle(
+  work: () => Promise<void>,
+  record: SQSRecord,
+  log: Log,
+): Promise<PromiseSettledResult<void>> {
+  try {
+    await work();
+    return { status: 'fulfilled', value: undefined };
+  } catch (reason) {
+    log.error('message failed', { messageId: record.messageId, error: String(reason) });
+    return { status: 'rejected', reason };
+  }
+}
+
+/** How many times SQS has delivered a record (1 on the first delivery). */
+export const receiveCountOf = (record: SQSRecord): number =>
+  Number(record.attributes.ApproximateReceiveCount ?? '1');

@@ -30,7 +30,7 @@ const storage = new S3Storage({ bucket: env.DATA_BUCKET, prefix: env.DATA_PREFIX
 const limiter = new AdaptiveRateLimiter({ maxRate: env.RATE_CEILING, concurrency: env.REPORT_CONCURRENCY });
 
 /** The core's log, written through Powertools' structured logger. */
-const coreLog: Log = {
+export const coreLog: Log = {
   debug: (message, fields) => logger.debug(message, fields ?? {}),
   info: (message, fields) => logger.info(message, fields ?? {}),
   warn: (message, fields) => logger.warn(message, fields ?? {}),

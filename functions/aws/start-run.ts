@@ -7,12 +7,11 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
-import { finishRun } from '../../shared/export/finish-run.js';
 import { DtSchema, ModeSchema } from '../../shared/export/records.js';
 import { startRun } from '../../shared/export/start-run.js';
 import { required } from './env.js';
 import { sendAll } from './queue.js';
-import { apiKeySecret, countFatal, env, exportDeps, logger, metrics, putRunMetrics, sqs } from './runtime.js';
+import { apiKeySecret, countFatal, env, exportDeps, logger, metrics, sqs } from './runtime.js';
 
 export const StartRunEventSchema = z.object({
   mode: ModeSchema.default('incremental'),
@@ -22,14 +21,14 @@ export const StartRunEventSchema = z.object({
 export async function startRunHandler(event: unknown, context: Context & { apiKey?: unknown }) {
   const input = StartRunEventSchema.parse(event ?? {});
   const deps = exportDeps(context);
-  const started = await startRun(deps, { mode: input.mode, dt: input.date });
+  const started = await startRun(deps, { mode: input.mode, dt: input.date, driver: 'queues' });
   const { run_id: runId } = started.run;
   logger.appendKeys({ run_id: runId });
   if (started.record.fatal) {
     countFatal(started.record.fatal);
-    // Nothing else will run: close it now, so the failed manifest and the alarm come at once.
-    const manifest = await finishRun(deps, runId, { force: true });
-    if (manifest) putRunMetrics(manifest);
+    // finish-run closes it on its next look (a fatal run is complete): one finisher, one
+    // manifest, one ExportRunFinished event.
+    logger.error('run failed at start', { ...started.record.fatal });
     return { run_id: runId, status: 'failed', error: started.record.fatal.message };
   }
   const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
@@ -39,6 +38,6 @@ export async function startRunHandler(event: unknown, context: Context & { apiKe
 }
 
 export const handler = middy(startRunHandler)
-  .use(injectLambdaContext(logger))
+  .use(injectLambdaContext(logger, { resetKeys: true }))
   .use(logMetrics(metrics))
   .use(apiKeySecret());

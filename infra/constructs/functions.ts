@@ -98,26 +98,31 @@ export class ExporterFunctions extends Construct {
       POWERTOOLS_LOG_LEVEL: config.logLevel,
       NODE_OPTIONS: '--enable-source-maps',
     };
+    // Every function that calls the API gets the limiter's settings: the ceiling bounds them all.
     const api: Record<string, string> = {
       API_BASE_URL: config.apiBaseUrl,
       API_KEY_SECRET_ID: apiKey.secretId,
       SECRET_CACHE_TTL_SECONDS: String(config.secretCacheTtlSeconds),
+      REPORT_CONCURRENCY: String(config.reportConcurrency),
+      RATE_CEILING: String(config.rateCeiling),
     };
     const environment: Record<FunctionName, Record<string, string>> = {
       'start-run': { ...common, ...api, PLAN_QUEUE_URL: queues.plan.queue.queueUrl },
       'plan-campaign': {
         ...common,
         ...api,
+        PLAN_QUEUE_URL: queues.plan.queue.queueUrl,
         REPORT_QUEUE_URL: queues.report.queue.queueUrl,
         UNIT_SIZE: String(config.unitSize),
+        MAX_RECEIVE_COUNT: String(config.maxReceiveCount),
       },
       'export-reports': {
         ...common,
         ...api,
         // For ChangeMessageVisibility: a 429 sends the message back later instead of sleeping.
         REPORT_QUEUE_URL: queues.report.queue.queueUrl,
-        REPORT_CONCURRENCY: String(config.reportConcurrency),
-        RATE_CEILING: String(config.rateCeiling),
+        // The last delivery keeps its message: pending jobs end the run failed, not in the DLQ.
+        MAX_RECEIVE_COUNT: String(config.maxReceiveCount),
       },
       'finish-run': {
         ...common,

@@ -8,7 +8,7 @@ import type { ReportOutcome } from '../api/client.js';
 import { type ExportDeps, requestCounts } from './context.js';
 import { appendReportRows } from './flatten.js';
 import { JsonLinesBuffer } from './jsonl.js';
-import { STATE_KEYS } from './layout.js';
+import { parquetKey, rawKey, STATE_KEYS } from './layout.js';
 import { mapPool } from './pool.js';
 import { quarantine } from './quarantine.js';
 import {
@@ -23,6 +23,7 @@ import {
   UnitSummarySchema,
 } from './records.js';
 import { TableBuffer } from './table-buffer.js';
+import { REPORT_TABLES } from './tables.js';
 import { writeRaw, writeTables } from './writer.js';
 
 /** Reports fetched at once within a unit; the client's limiter bounds the process as a whole. */
@@ -31,6 +32,12 @@ export const DEFAULT_FETCH_CONCURRENCY = 8;
 export interface ExportUnitOptions {
   /** Read the unit's summary first and fetch only its pending jobs (a redelivery). */
   resume: boolean;
+  /**
+   * Delivered before (SQS receive count > 1): an earlier delivery may have written this
+   * attempt's files and died before its summary; files of tables that get no rows now are
+   * deleted so they cannot keep rows of jobs that end up in a later attempt.
+   */
+  redelivered?: boolean;
   concurrency?: number;
 }
 
@@ -128,10 +135,18 @@ export async function exportUnit(
   }
 
   const stem = `${unit.run_id}-${unit.unit}-a${attempt}`;
-  await Promise.all([
+  const [raw, tables] = await Promise.all([
     writeRaw(deps.storage, 'reports', unit.dt, stem, rawLines),
     writeTables(deps.storage, unit.dt, stem, rows),
   ]);
+  if (options.redelivered && !previous) {
+    const written = new Set([raw, ...tables]);
+    const possible = [
+      rawKey('reports', unit.dt, stem),
+      ...REPORT_TABLES.map((t) => parquetKey(t, unit.dt, stem)),
+    ];
+    await deps.storage.delete(possible.filter((key) => !written.has(key)));
+  }
   const summary: UnitSummary = {
     unit: unit.unit,
     campaign_id: unit.campaign_id,

@@ -50,23 +50,34 @@ export async function readRunRecords(deps: ExportDeps, runId: string): Promise<R
   for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
   const runKey = STATE_KEYS.runRecord(runId);
   if (!keys.includes(runKey)) return undefined;
-  const read = async <T>(key: string, schema: Parameters<typeof parseRecord<T>>[0]): Promise<T> => {
+  // A key listed a moment ago and gone now: another finisher closed the run meanwhile.
+  let vanished = false;
+  const read = async <T>(
+    key: string,
+    schema: Parameters<typeof parseRecord<T>>[0],
+  ): Promise<T | undefined> => {
     const found = await deps.storage.get(key);
-    if (!found) throw new PreconditionFailedError(key); // Listed a moment ago: another finisher got here first.
-    return parseRecord(schema, found.body, key);
+    if (!found) vanished = true;
+    return found ? parseRecord(schema, found.body, key) : undefined;
   };
   const plans = new Map<number, PlanRecord>();
   const units = new Map<string, UnitSummary>();
   await mapPool(keys, STATE_WRITE_CONCURRENCY, async (key) => {
     if (key.startsWith(STATE_KEYS.plansPrefix(runId))) {
       const plan = await read(key, PlanRecordSchema);
-      plans.set(plan.campaign_id, plan);
+      if (plan) plans.set(plan.campaign_id, plan);
     } else if (key.startsWith(STATE_KEYS.unitsPrefix(runId))) {
       const unit = await read(key, UnitSummarySchema);
-      units.set(unit.unit, unit);
+      if (unit) units.set(unit.unit, unit);
     }
   });
-  return { record: await read(runKey, RunRecordSchema), plans, units };
+  const record = await read(runKey, RunRecordSchema);
+  return record && !vanished ? { record, plans, units } : undefined;
+}
+
+/** True while a run has not finished (its run record exists): one GET. */
+export async function runIsOpen(deps: ExportDeps, runId: string): Promise<boolean> {
+  return (await deps.storage.get(STATE_KEYS.runRecord(runId))) !== undefined;
 }
 
 /** Ids of the runs that have working records, i.e. have not finished. */
@@ -108,13 +119,16 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     counts.reports_unchanged += plan.unchanged.length;
     counts.reports_invalid += plan.jobs_invalid;
     let accounted = plan.unchanged.length + plan.jobs_invalid;
+    // A job counts once, whatever unit it stands in (units are cut once per plan; this is a guard).
+    const counted = new Set<string>();
     for (const name of plan.units) {
       const unit = units.get(name);
       if (!unit) continue;
       requests = addRequestCounts(requests, unit.requests);
       fatal ??= unit.fatal;
-      for (const result of Object.values(unit.jobs)) {
-        if (result.outcome === 'pending') continue;
+      for (const [jobId, result] of Object.entries(unit.jobs)) {
+        if (result.outcome === 'pending' || counted.has(jobId)) continue;
+        counted.add(jobId);
         counts[OUTCOME_COUNTER[result.outcome]]++;
         accounted++;
       }
@@ -177,19 +191,24 @@ export async function finishRun(
   await mapPool([...updates], STATE_WRITE_CONCURRENCY, async ([campaignId, outcomes]) => {
     await saveOutcomes(deps.storage, campaignId, runId, outcomes, new Set(outcomes.map((o) => o.job_id)));
   });
+  const key = manifestKey(manifest.dt, runId);
+  let written = manifest;
   try {
-    await deps.storage.put(manifestKey(manifest.dt, runId), encodeRecord(manifest), {
+    await deps.storage.put(key, encodeRecord(manifest), {
       contentType: 'application/json',
       ifNoneMatch: '*',
     });
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
+    // Another finisher wrote it first: announce and return that one, the manifest of record.
+    const stored = await deps.storage.get(key);
+    if (stored) written = parseRecord(ManifestSchema, stored.body, key);
     deps.log.warn('run already finished by another finisher', { run_id: runId });
   }
-  await options.announce?.(manifest);
+  await options.announce?.(written);
   const keys: string[] = [];
   for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
   await deps.storage.delete(keys);
-  deps.log.info('run finished', { run_id: runId, status: manifest.status, ...manifest.counts });
-  return manifest;
+  deps.log.info('run finished', { run_id: runId, status: written.status, ...written.counts });
+  return written;
 }

@@ -47,8 +47,11 @@ export function asText(value: unknown): string | null {
   return JSON.stringify(value);
 }
 
-/** The row of a campaign list item (table `campaigns`). */
-export function campaignRow(item: CampaignItem, ctx: RowContext): Row {
+/**
+ * The row of a campaign list item (table `campaigns`). `raw` is the item as received: zod's
+ * parsed copy puts the schema's keys first, and `item_json` is the whole item as sent.
+ */
+export function campaignRow(item: CampaignItem, ctx: RowContext, raw: unknown = item): Row {
   return {
     campaign_id: item.id,
     campaign_name: asText(item.campaign_name),
@@ -57,14 +60,14 @@ export function campaignRow(item: CampaignItem, ctx: RowContext): Row {
     end_date: asText(item.end_date),
     completed_at: asText(item.completed_at),
     created_at: asText(item.created_at),
-    item_json: JSON.stringify(item),
+    item_json: JSON.stringify(raw),
     run_id: ctx.runId,
     exported_at: ctx.exportedAt,
   };
 }
 
-/** The row of a job list item (table `jobs`); `campaignId` is the listing's path parameter. */
-export function jobRow(item: JobItem, campaignId: number, ctx: RowContext): Row {
+/** The row of a job list item (table `jobs`); `campaignId` is the listing's path parameter, `raw` as in campaignRow. */
+export function jobRow(item: JobItem, campaignId: number, ctx: RowContext, raw: unknown = item): Row {
   const status = item.job_status;
   return {
     job_id: item.id,
@@ -75,7 +78,7 @@ export function jobRow(item: JobItem, campaignId: number, ctx: RowContext): Row 
         ? (status as number)
         : null,
     job_score_percentage: asText(item.job_score_percentage),
-    item_json: JSON.stringify(item),
+    item_json: JSON.stringify(raw),
     run_id: ctx.runId,
     exported_at: ctx.exportedAt,
   };

@@ -52,6 +52,8 @@ export const STATE_KEYS = {
   plansPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/plans/`,
   unit: (runId: string, unit: string): string => `${STATE_ROOT}/runs/${runId}/units/${unit}.json`,
   unitsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/units/`,
+  /** Set by finish-run when it first finds the queues empty while the run is not complete. */
+  drainMark: (runId: string): string => `${STATE_ROOT}/runs/${runId}/drained.json`,
 } as const;
 
 /** The run id a key under `state/runs/` belongs to. */

@@ -38,7 +38,7 @@ const DEFAULTS = { planConcurrency: 4, unitConcurrency: 1, retryRounds: 2 };
 /** Runs start → plan → export → finish and returns the manifest (status failed on a fatal error). */
 export async function runExport(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
   const emit = options.onProgress ?? (() => {});
-  const started = await startRun(deps, { mode: options.mode, dt: options.dt });
+  const started = await startRun(deps, { mode: options.mode, dt: options.dt, driver: 'local' });
   emit({ type: 'started', runId: started.run.run_id, campaigns: started.campaigns.length });
 
   // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.

@@ -15,6 +15,9 @@ import {
   fatalOf,
   type PlanMessage,
   type PlanRecord,
+  PlanRecordSchema,
+  parseRecord,
+  type RunRef,
   type Unit,
   type UnitJob,
 } from './records.js';
@@ -30,12 +33,39 @@ export interface PlannedCampaign {
   units: Unit[];
 }
 
+/** The units of a campaign's fetch list: consecutive chunks of `unitSize` jobs, named by position. */
+export function unitsOf(
+  run: RunRef,
+  campaignId: number,
+  fetch: readonly UnitJob[],
+  unitSize: number,
+): Unit[] {
+  const units: Unit[] = [];
+  for (let i = 0; i * unitSize < fetch.length; i++) {
+    units.push({
+      ...run,
+      campaign_id: campaignId,
+      unit: `c${campaignId}-u${i}`,
+      jobs: fetch.slice(i * unitSize, (i + 1) * unitSize),
+    });
+  }
+  return units;
+}
+
 export async function planCampaign(
   deps: ExportDeps,
   message: PlanMessage,
   unitSize: number = DEFAULT_UNIT_SIZE,
 ): Promise<PlannedCampaign> {
   const { campaign_id: campaignId, ...run } = message;
+  // A plan message delivered again (an SQS duplicate, a partly failed send) re-sends the units
+  // it cut the first time: listing again could cut them differently and fetch a job twice.
+  const planKey = STATE_KEYS.plan(run.run_id, campaignId);
+  const existing = await deps.storage.get(planKey);
+  if (existing) {
+    const record = parseRecord(PlanRecordSchema, existing.body, planKey);
+    return { record, units: unitsOf(run, campaignId, record.fetch, record.unit_size) };
+  }
   const api = deps.api();
   const listed: UnitJob[] = [];
   const rows = new TableBuffer();
@@ -82,32 +112,28 @@ export async function planCampaign(
     writeTables(deps.storage, run.dt, stem, rows),
   ]);
 
-  const units: Unit[] = [];
+  let fetch: UnitJob[] = [];
   let unchanged: UnitJob[] = [];
   if (!fatal) {
     const { state } = await loadCampaignState(deps.storage, campaignId);
     const plan = planJobs(state, listed, run.mode);
     unchanged = plan.unchanged;
-    for (let i = 0; i * unitSize < plan.fetch.length; i++) {
-      units.push({
-        ...run,
-        campaign_id: campaignId,
-        unit: `c${campaignId}-u${i}`,
-        jobs: plan.fetch.slice(i * unitSize, (i + 1) * unitSize),
-      });
-    }
+    fetch = plan.fetch;
   }
+  const units = unitsOf(run, campaignId, fetch, unitSize);
   const record: PlanRecord = {
     campaign_id: campaignId,
     jobs,
     units: units.map((u) => u.unit),
+    fetch,
+    unit_size: unitSize,
     unchanged,
     jobs_invalid: invalid,
     requests: requestCounts(api),
     campaign_gone: gone,
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(STATE_KEYS.plan(run.run_id, campaignId), encodeRecord(record), {
+  await deps.storage.put(planKey, encodeRecord(record), {
     contentType: 'application/json',
   });
   return { record, units };

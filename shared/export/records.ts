@@ -55,6 +55,11 @@ export type RunRef = z.infer<typeof RunRefSchema>;
 
 /** Written by start-run. */
 export const RunRecordSchema = RunRefSchema.extend({
+  /**
+   * `local`: one process runs every step and finishes the run itself (CLI); `queues`: the
+   * Lambdas do, and finish-run closes it. finish-run leaves local runs alone until their deadline.
+   */
+  driver: z.enum(['local', 'queues']),
   started_at: z.string(),
   campaign_ids: z.array(int),
   /** Campaign list items that failed validation (kept in raw/ and quarantine/). */
@@ -98,6 +103,9 @@ export const PlanRecordSchema = z.object({
   /** Listed jobs (valid or not). */
   jobs: int,
   units: z.array(z.string()),
+  /** The jobs to fetch, in unit order, so a redelivered plan sends the very same units. */
+  fetch: z.array(UnitJobSchema),
+  unit_size: int,
   unchanged: z.array(UnitJobSchema),
   /** Job list items that failed validation: counted invalid. */
   jobs_invalid: int,

@@ -17,6 +17,8 @@ export interface StartRunInput {
   mode: Mode;
   /** The dt= partition; default: the start date, UTC. */
   dt?: string | undefined;
+  /** Who carries the run's steps: this process (CLI) or the queues (AWS). */
+  driver: RunRecord['driver'];
 }
 
 export interface StartedRun {
@@ -31,6 +33,8 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   const api = deps.api();
   const campaigns: CampaignItem[] = [];
   const rawLines = new JsonLinesBuffer();
+  const rows = new TableBuffer();
+  const ctx = { runId: run.run_id, exportedAt: deps.now() };
   let invalid = 0;
   let fatal: Fatal | undefined;
   try {
@@ -40,8 +44,10 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     for await (const listed of api.campaigns()) {
       const fetchedAt = deps.now().toISOString();
       rawLines.add({ run_id: run.run_id, fetched_at: fetchedAt, data: listed.raw });
-      if (listed.valid) campaigns.push(listed.item);
-      else {
+      if (listed.valid) {
+        campaigns.push(listed.item);
+        rows.add('campaigns', campaignRow(listed.item, ctx, listed.raw));
+      } else {
         invalid++;
         await quarantine(deps.storage, run, {
           name: `campaigns-item-${position}`,
@@ -58,9 +64,6 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   }
 
   if (!fatal) {
-    const rows = new TableBuffer();
-    const ctx = { runId: run.run_id, exportedAt: deps.now() };
-    for (const item of campaigns) rows.add('campaigns', campaignRow(item, ctx));
     const stem = `${run.run_id}-campaigns`;
     await Promise.all([
       writeRaw(deps.storage, 'campaigns', run.dt, stem, rawLines),
@@ -69,6 +72,7 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   }
   const record: RunRecord = {
     ...run,
+    driver: input.driver,
     started_at: startedAt.toISOString(),
     campaign_ids: campaigns.map((c) => c.id),
     campaigns_invalid: invalid,

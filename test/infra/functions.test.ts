@@ -108,6 +108,8 @@ describe('functions', () => {
       API_BASE_URL: EXAMPLE_API_BASE_URL,
       API_KEY_SECRET_ID: { Ref: secretId },
       SECRET_CACHE_TTL_SECONDS: '300',
+      REPORT_CONCURRENCY: '8',
+      RATE_CEILING: '20',
     };
     const planQueue = { Ref: expect.stringMatching(/^QueuesPlanQueue/) };
     const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };
@@ -115,15 +117,16 @@ describe('functions', () => {
     expect(envOf('plan-campaign')).toEqual({
       ...common,
       ...api,
+      PLAN_QUEUE_URL: planQueue,
       REPORT_QUEUE_URL: reportQueue,
       UNIT_SIZE: '100',
+      MAX_RECEIVE_COUNT: '5',
     });
     expect(envOf('export-reports')).toEqual({
       ...common,
       ...api,
       REPORT_QUEUE_URL: reportQueue,
-      REPORT_CONCURRENCY: '8',
-      RATE_CEILING: '20',
+      MAX_RECEIVE_COUNT: '5',
     });
     expect(envOf('finish-run')).toEqual({
       ...common,

@@ -70,7 +70,12 @@ describe('JsonLinesBuffer', () => {
     const members = Buffer.from(bytes).toString('latin1').split('\x1f\x8b\x08').length - 1;
     expect(members).toBeGreaterThan(1);
     const text = gunzipSync(bytes).toString('utf8');
-    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line))).toEqual(many);
+    expect(
+      text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual(many);
     const rows = await readJsonLines(db, bytes);
     expect(rows).toHaveLength(many.length);
     expect(buffer.length).toBe(many.length);

@@ -13,7 +13,16 @@ import { type Unit, UnitSummarySchema } from '../../../shared/export/records.js'
 import { METRIC } from '../../../shared/metrics.js';
 import { type DuckDb, openDuckDb, readParquet } from '../../helpers/duckdb.js';
 import type { SimJob } from '../../simulator/index.js';
-import { context, dataFiles, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
+import {
+  context,
+  dataFiles,
+  openRun,
+  QUEUE_URLS,
+  RUN_ID,
+  sqsEvent,
+  startTestbed,
+  type Testbed,
+} from './testbed.js';
 
 type ExportReports = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;
 
@@ -45,6 +54,7 @@ describe('export-reports', () => {
     bed = await startTestbed({
       simulator: { campaigns: 1, jobsPerCampaign: 12, unpublishedShare: 0, tryLaterJobs: 0 },
     });
+    await openRun(bed.storage);
     db = await openDuckDb();
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
     sqs.on(ChangeMessageVisibilityCommand).resolves({});

@@ -42,7 +42,7 @@ describe('finish-run', () => {
   /** A run started `ageMs` ago, planned; `exported` says whether its units ran. */
   async function makeRun(ageMs: number, exported: boolean): Promise<string> {
     const deps = depsAt(ageMs);
-    const started = await startRun(deps, { mode: 'full', dt: DT });
+    const started = await startRun(deps, { mode: 'full', dt: DT, driver: 'queues' });
     for (const campaignId of started.record.campaign_ids) {
       const planned = await planCampaign(deps, { ...started.run, campaign_id: campaignId }, 5);
       if (exported) for (const unit of planned.units) await exportUnit(deps, unit, { resume: true });
@@ -124,22 +124,39 @@ describe('finish-run', () => {
     expect(await openRunIds()).toContain(runId);
   });
 
-  it('closes a drained run after the grace period, counting the jobs it never reached as failed', async () => {
+  it('closes a run whose queues look empty on two looks in a row, counting the jobs it never reached as failed', async () => {
     queuesHold(0);
     events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-2' }] });
     const young = await makeRun(0, false);
-    const [old] = [...(await openRunIds())].filter((id) => id !== young);
+    const open = await openRunIds();
+    const [old] = [...open].filter((id) => id !== young);
 
+    // SQS counts lag: one empty look only marks the runs.
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [] });
+    expect(await openRunIds()).toEqual(open);
     const result = await finishRun({}, context('finish-run'));
 
-    expect(result).toEqual({ finished: [old] });
-    const detail = JSON.parse(announced()[0]?.Detail ?? '{}');
-    expect(detail).toMatchObject({
-      run_id: old,
+    expect(new Set(result.finished)).toEqual(open);
+    const details = announced().map((e) => JSON.parse(e.Detail ?? '{}'));
+    expect(details.find((d) => d.run_id === old)).toMatchObject({
       status: 'partial',
       counts: { jobs: 12, reports_failed: 12 },
     });
-    expect(await openRunIds()).toEqual(new Set([young]));
+    expect(await openRunIds()).toEqual(new Set());
+  });
+
+  it('keeps a marked run open when its queues fill again', async () => {
+    queuesHold(0);
+    const run = await makeRun(0, false);
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [] });
+    queuesHold(3);
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [] });
+    queuesHold(0);
+    // The mark was cleared when the queues filled: the next empty look marks again.
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [] });
+    expect(await openRunIds()).toContain(run);
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-9' }] });
+    expect((await finishRun({}, context('finish-run'))).finished).toEqual([run]);
   });
 
   it('closes an overdue run even while its queues hold messages, and counts it unfinished', async () => {
@@ -153,15 +170,19 @@ describe('finish-run', () => {
     expect(addMetric).toHaveBeenCalledWith(METRIC.runsUnfinished, 'Count', 1);
   });
 
-  it('fails the invocation when EventBridge refuses the event', async () => {
-    queuesHold(1); // the young run of an earlier test stays open
+  it('fails the invocation when EventBridge refuses the event, and keeps the run to announce it again', async () => {
+    queuesHold(1);
     events
       .on(PutEventsCommand)
       .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'InternalFailure' }] });
-    await makeRun(0, true);
+    const run = await makeRun(0, true);
 
-    await expect(finishRun({}, context('finish-run'))).rejects.toThrow(
-      /EventBridge refused the ExportRunFinished event/,
+    const failed = finishRun({}, context('finish-run'));
+    await expect(failed).rejects.toThrow(/1 run\(s\) could not be finished/);
+    await expect(failed).rejects.toHaveProperty(
+      'cause.message',
+      expect.stringMatching(/EventBridge refused/),
     );
+    expect(await openRunIds()).toContain(run);
   });
 });

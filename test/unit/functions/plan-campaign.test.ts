@@ -4,7 +4,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type PlanMessage, UnitSchema } from '../../../shared/export/records.js';
-import { context, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
+import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
 
 type PlanCampaign = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;
 
@@ -29,6 +29,7 @@ describe('plan-campaign', () => {
       simulator: { campaigns: 2, jobsPerCampaign: JOBS },
       env: { UNIT_SIZE: String(UNIT_SIZE) },
     });
+    await openRun(bed.storage);
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
     planCampaign = (await import('../../../functions/aws/plan-campaign.js'))
       .handler as unknown as PlanCampaign;

@@ -87,7 +87,7 @@ describe('the API key secret in a start-run container', () => {
     expect(secretReads()).toBe(0);
   });
 
-  it('stops the run, counts an auth failure and sends nothing when the re-read key is refused too', async () => {
+  it('records the run as failed, counts an auth failure and sends nothing when the re-read key is refused too', async () => {
     bed.sim.revokeKey(bed.sim.keys.other_company);
 
     const result = await startRun({ mode: 'incremental' }, context('start-run'));
@@ -96,14 +96,15 @@ describe('the API key secret in a start-run container', () => {
     expect(unauthorized()).toBe(2);
     expect(secretReads()).toBe(1);
     expect(addMetric).toHaveBeenCalledWith(METRIC.authFailures, 'Count', 1);
-    expect(addMetric).toHaveBeenCalledWith(METRIC.runsFailed, 'Count', 1);
     expect(sqs.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
-    const manifests = await keysUnder(bed.storage, 'runs/');
-    const failed = await bed.storage.get(manifests.at(-1) ?? '');
-    expect(JSON.parse(Buffer.from(failed?.body ?? []).toString())).toMatchObject({
-      status: 'failed',
-      error: { error_code: 'INVALID_API_KEY' },
-    });
+    // The run stays recorded as failed; finish-run closes it (manifest, RunsFailed, event).
+    const keys = (await keysUnder(bed.storage, 'state/runs/')).filter((k) => k.endsWith('/run.json'));
+    const records = await Promise.all(
+      keys.map(async (key) => JSON.parse(Buffer.from((await bed.storage.get(key))?.body ?? []).toString())),
+    );
+    expect(records.filter((r) => r.fatal).map((r) => r.fatal)).toEqual([
+      expect.objectContaining({ error_code: 'INVALID_API_KEY', status: 401 }),
+    ]);
   });
 
   it('never writes a key into a log line, a message or an object', async () => {

@@ -7,7 +7,8 @@
  * `startTestbed()` and set up the mocks first, then `await import()` the handler.
  */
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { PARQUET_ROOT, RAW_ROOT } from '../../../shared/export/layout.js';
+import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../shared/export/layout.js';
+import { encodeRecord, type RunRecord } from '../../../shared/export/records.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import type { Storage } from '../../../shared/storage/storage.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
@@ -117,3 +118,18 @@ export async function dataFiles(storage: Storage): Promise<string[]> {
 
 /** A run id in the core's format. */
 export const RUN_ID = '20261122T031500Z-a1b2c3';
+
+/** Writes the run record of RUN_ID: the handlers drop messages of runs that have none (finished). */
+export async function openRun(storage: Storage, runId: string = RUN_ID): Promise<void> {
+  const record: RunRecord = {
+    run_id: runId,
+    dt: '2026-11-22',
+    mode: 'full',
+    driver: 'queues',
+    started_at: new Date().toISOString(),
+    campaign_ids: [],
+    campaigns_invalid: 0,
+    requests: { total: 0, retried: 0, by_status: {} },
+  };
+  await storage.put(STATE_KEYS.runRecord(runId), encodeRecord(record));
+}
