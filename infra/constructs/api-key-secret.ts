@@ -63,7 +63,7 @@ export class ApiKeySecret extends Construct {
       new CfnOutput(this, 'PutKeyCommand', {
         description: 'Put the Integration API key into the secret with this command',
         value: `aws secretsmanager put-secret-value --secret-id ${secret.secretArn} --secret-string '<key>'`,
-      });
+      }).overrideLogicalId('PutKeyCommand'); // A plain name: the README points people to it.
     }
   }
 

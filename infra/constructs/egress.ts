@@ -49,6 +49,6 @@ export class FixedEgress extends Construct {
     new CfnOutput(this, 'EgressIpAddress', {
       description: 'The fixed public IP the API functions call from: allow it for the API key',
       value: this.elasticIp.attrPublicIp,
-    });
+    }).overrideLogicalId('EgressIpAddress'); // A plain name: the README points people to it.
   }
 }

@@ -234,6 +234,6 @@ export class ExporterMonitoring extends Construct {
     new CfnOutput(this, 'AlarmTopicArn', {
       description: 'SNS topic of the alarms (subscribe more endpoints here)',
       value: this.topic.topicArn,
-    });
+    }).overrideLogicalId('AlarmTopicArn'); // A plain name: the README points people to it.
   }
 }

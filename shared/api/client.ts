@@ -256,6 +256,7 @@ export class IntegrationApiClient {
           status: typeof status === 'number' ? status : undefined,
           path,
           retryAfterMs: step.retryAfterMs,
+          cause: step.cause,
         });
         if (step.giveUp) return step.giveUp(error);
         throw error;
@@ -278,7 +279,9 @@ export class IntegrationApiClient {
       const result = await httpGet(url, this.headers(key), this.timeoutMs);
       answer = classify(result, (value) => parseRetryAfter(value, this.clock.wallNow()));
       if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs);
-      else if (answer.status !== 'error') this.limiter.onSuccess();
+      // Only answers the API gave as itself teach the limiter that the rate is fine: a fast
+      // 5xx outage must not speed it up.
+      else if (answer.status !== 'error' && answer.status < 500) this.limiter.onSuccess();
     } finally {
       release();
     }

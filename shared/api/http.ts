@@ -91,7 +91,7 @@ export type Classified =
   /** 429: slow down. */
   | { kind: 'throttled'; status: 429; retryAfterMs: number | undefined }
   /** 5xx, 408, no answer, or a 2xx whose body is not JSON (truncated): worth retrying. */
-  | { kind: 'transient'; status: number | 'error'; detail: string }
+  | { kind: 'transient'; status: number | 'error'; detail: string; cause?: unknown }
   /** 409 REPORT_NOT_READY (or any 409) with its reason. */
   | { kind: 'not_ready'; status: 409; reason: NotReadyReason; message: string }
   /** Any other answer (401, 403, 404, 422, ...), with the error body's fields when it has them. */
@@ -109,7 +109,12 @@ export function classify(
   parseRetryAfter: (value: string | undefined) => number | undefined,
 ): Classified {
   if (result.kind === 'failure')
-    return { kind: 'transient', status: 'error', detail: `${result.failure}: ${result.detail}` };
+    return {
+      kind: 'transient',
+      status: 'error',
+      detail: `${result.failure}: ${result.detail}`,
+      cause: result.cause,
+    };
   const { status, body } = result;
   if (status >= 200 && status < 300) {
     const parsed = parseJson(body);

@@ -4,6 +4,7 @@
  * requests succeed, and on a 429 estimates the rate the API allows and hovers just below it,
  * probing upward slowly. One limiter is shared by every request of the process.
  */
+import { ConfigError } from '../errors.js';
 import { type Clock, systemClock } from './clock.js';
 
 /** Paces and bounds the requests of a process; the client reports every answer back to it. */
@@ -142,6 +143,11 @@ export class AdaptiveRateLimiter implements RateLimiter {
 
   constructor(options: AdaptiveRateLimiterOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    for (const [name, value] of Object.entries({ maxRate: options.maxRate, minRate: options.minRate })) {
+      if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
+        throw new ConfigError(`rate limiter: ${name} must be a positive number of requests per second`);
+      }
+    }
     this.maxRate = options.maxRate ?? LIMITER_DEFAULTS.maxRate;
     this.minRate = Math.min(options.minRate ?? LIMITER_DEFAULTS.minRate, this.maxRate);
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? LIMITER_DEFAULTS.concurrency));

@@ -5,6 +5,7 @@
  * (the list shifted) is yielded once.
  */
 import type { z } from 'zod';
+import { ApiError } from '../errors.js';
 import { issuesOf, type ListedItem } from './outcome.js';
 import type { ListEnvelope } from './schemas.js';
 
@@ -23,11 +24,23 @@ export async function* paginate<T extends { id: number }>(
   schema: ItemSchema<T>,
 ): AsyncGenerator<ListedItem<T>> {
   const seen = new Set<number>();
+  const seenInvalid = new Set<string>();
   for (let page = 1; ; page += 1) {
     const envelope = await readPage(page);
+    if (envelope.meta.current_page !== page) {
+      // A server or proxy that ignores `page` would have us re-read page 1 and drop it all as seen.
+      throw new ApiError(`asked for page ${page}, the API answered page ${envelope.meta.current_page}`, {
+        status: 200,
+        retryable: false,
+      });
+    }
     for (const raw of envelope.data) {
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {
+        // Yielded once too, like valid items, when the list shifts between pages.
+        const text = JSON.stringify(raw);
+        if (seenInvalid.has(text)) continue;
+        seenInvalid.add(text);
         yield { valid: false, raw, issues: issuesOf(parsed.error) };
         continue;
       }

@@ -34,7 +34,7 @@ export type ListEnvelope = z.infer<typeof ListEnvelopeSchema>;
 
 /** A campaign list item: `id` is required, every other field is kept as received. */
 export const CampaignItemSchema = z.looseObject({
-  id: int,
+  id: int.nonnegative(),
   campaign_name: z.unknown().optional(),
   campaign_status: z.unknown().optional(),
   start_date: z.unknown().optional(),
@@ -46,7 +46,7 @@ export type CampaignItem = z.infer<typeof CampaignItemSchema>;
 
 /** A job list item: `id` is required, every other field is kept as received. */
 export const JobItemSchema = z.looseObject({
-  id: int,
+  id: int.nonnegative(),
   job_status: z.unknown().optional(),
   job_score_percentage: z.unknown().optional(),
 });

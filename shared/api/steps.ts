@@ -15,6 +15,8 @@ export type Step<T> =
       kind: 'retry';
       detail: string;
       retryAfterMs?: number | undefined;
+      /** The network error behind it, for the final error's `cause`. */
+      cause?: unknown;
       giveUp?: (error: TransientApiError) => T;
     }
   /** 401: re-read the key once, then throw an AuthError. */
@@ -36,7 +38,7 @@ export function commonStep<T>(answer: Classified, path: string): Step<T> {
     case 'throttled':
       return { kind: 'retry', detail: 'HTTP 429', retryAfterMs: answer.retryAfterMs };
     case 'transient':
-      return { kind: 'retry', detail: answer.detail };
+      return { kind: 'retry', detail: answer.detail, cause: answer.cause };
     case 'json':
       return {
         kind: 'throw',
