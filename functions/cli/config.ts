@@ -6,6 +6,9 @@ import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
 import { DtSchema } from '../../shared/export/records.js';
 
+/** The bucket's region when neither --s3-region nor AWS_REGION says (S3's own default). */
+const DEFAULT_S3_REGION = 'us-east-1';
+
 export const USAGE = `Usage: npm run --silent export -- --out <DIR | s3://bucket/prefix> [options]
 
 Copies campaigns, jobs and job reports from the Integration API into dated JSON Lines and
@@ -81,7 +84,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
     concurrency: values.concurrency,
     maxRate: values['max-rate'],
     unitSize: values['unit-size'],
-    s3Region: values['s3-region'] ?? env.AWS_REGION,
+    s3Region: values['s3-region'] ?? env.AWS_REGION ?? DEFAULT_S3_REGION,
     s3Endpoint: values['s3-endpoint'],
     baseUrl: env.INTEGRATION_API_BASE_URL,
     apiKey: env.INTEGRATION_API_KEY,

@@ -23,13 +23,17 @@ async function main(): Promise<number> {
   }
   const deps = cliDeps({ ...config, log: consoleLog(false) });
   const progress = new Progress();
-  const manifest = await runExport(deps, {
-    mode: config.full ? 'full' : 'incremental',
-    dt: config.date,
-    unitSize: config.unitSize,
-    onProgress: progress.onEvent,
-  });
-  progress.finish();
+  let manifest: Awaited<ReturnType<typeof runExport>>;
+  try {
+    manifest = await runExport(deps, {
+      mode: config.full ? 'full' : 'incremental',
+      dt: config.date,
+      unitSize: config.unitSize,
+      onProgress: progress.onEvent,
+    });
+  } finally {
+    progress.finish();
+  }
   process.stdout.write(
     `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`,
   );

@@ -10,7 +10,7 @@ import { finishRun, type RunRecords } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
-import type { Mode, Unit } from './records.js';
+import type { Mode, Unit, UnitSummary } from './records.js';
 import { startRun } from './start-run.js';
 
 export interface LocalRunOptions {
@@ -34,6 +34,9 @@ export type ProgressEvent =
   | { type: 'unit'; unit: string; jobs: number; exported: number };
 
 const DEFAULTS = { planConcurrency: 4, unitConcurrency: 1, retryRounds: 2 };
+
+const exportedJobs = (summary: UnitSummary | undefined): number =>
+  Object.values(summary?.jobs ?? {}).filter((r) => r.outcome === 'exported').length;
 
 /** Runs start → plan → export → finish and returns the manifest (status failed on a fatal error). */
 export async function runExport(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
@@ -88,9 +91,15 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
           resume: attempt > 0,
           concurrency: options.fetchConcurrency ?? DEFAULT_FETCH_CONCURRENCY,
         });
+        const exportedBefore = exportedJobs(records.units.get(unit.unit));
         records.units.set(unit.unit, summary);
-        const exported = Object.values(summary.jobs).filter((r) => r.outcome === 'exported').length;
-        emit({ type: 'unit', unit: unit.unit, jobs: unit.jobs.length, exported });
+        // A later round reports only what it added: its jobs were counted as done in round one.
+        emit({
+          type: 'unit',
+          unit: unit.unit,
+          jobs: attempt === 0 ? unit.jobs.length : 0,
+          exported: exportedJobs(summary) - exportedBefore,
+        });
         if (summary.fatal) stopped = true;
         else if (pendingJobs(summary) > 0) again.push(unit);
       });

@@ -25,7 +25,7 @@ import { loadCampaignState, planJobs } from './state.js';
 import { TableBuffer } from './table-buffer.js';
 import { writeRaw, writeTables } from './writer.js';
 
-/** Reports per unit of work by default: one file per table per unit (CONTRACT: batches of 100). */
+/** Reports per unit of work by default: one file per table per unit, so 100 reports cost about eight storage writes. */
 export const DEFAULT_UNIT_SIZE = 100;
 
 export interface PlannedCampaign {
