@@ -92,19 +92,31 @@ export class DataLake extends Construct {
   }
 
   /**
-   * Lets a function read, write and delete objects under the layout's roots (explicit
-   * actions, no wildcards). s3:ListBucket has no prefix condition on purpose: S3 answers a
-   * GetObject of a missing key with 404 only to a caller allowed to list the bucket, and that
-   * check does not carry an s3:prefix, so a conditioned grant would turn "no state yet" into 403.
+   * Lets a function read and write objects under the layout's roots (explicit actions, no
+   * wildcards), and delete only under `deleteUnder` (key prefixes relative to the data prefix).
+   * s3:ListBucket has no prefix condition on purpose: S3 answers a GetObject of a missing key
+   * with 404 only to a caller allowed to list the bucket, and that check does not carry an
+   * s3:prefix, so a conditioned grant would turn "no state yet" into 403.
    */
-  grantDataReadWrite(role: iam.IRole): void {
+  grantDataReadWrite(role: iam.IRole, options: { deleteUnder?: readonly string[] } = {}): void {
+    const objects = (prefix: string) => this.bucket.arnForObjects(`${this.dataPrefix}${prefix}/*`);
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'DataLakeObjects',
-        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
-        resources: DATA_ROOTS.map((root) => this.bucket.arnForObjects(`${this.dataPrefix}${root}/*`)),
+        actions: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'],
+        resources: DATA_ROOTS.map(objects),
       }),
     );
+    const deleteUnder = options.deleteUnder ?? [];
+    if (deleteUnder.length > 0) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'DataLakeDeletes',
+          actions: ['s3:DeleteObject'],
+          resources: deleteUnder.map(objects),
+        }),
+      );
+    }
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'DataLakeList',
@@ -113,10 +125,10 @@ export class DataLake extends Construct {
       }),
     );
     const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
-    for (const root of DATA_ROOTS) {
+    for (const prefix of new Set<string>([...DATA_ROOTS, ...deleteUnder])) {
       Validations.of(role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.dataPrefix}${root}/*]`,
-        reason: `Object keys under ${root}/ are created per run and date (the output layout); the grant is narrowed to that root with explicit actions.`,
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.dataPrefix}${prefix}/*]`,
+        reason: `Object keys under ${prefix}/ are created per run and date (the output layout); the grant is narrowed to that prefix with explicit actions.`,
       });
     }
   }

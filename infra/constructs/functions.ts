@@ -8,6 +8,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../shared/export/layout.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
 import { type ExporterConfig, InfraConfigError } from '../config.js';
 import type { ApiKeySecret } from './api-key-secret.js';
@@ -195,7 +196,16 @@ export class ExporterFunctions extends Construct {
     this.byName = fns;
     this.logGroups = logGroups;
 
-    for (const name of FUNCTION_NAMES) dataLake.grantDataReadWrite(fns[name].role!);
+    // Deletes: export-reports removes its own stale batch files on a redelivery; finish-run
+    // clears a finished run's working records. Nothing else deletes.
+    const deleteUnder: Record<FunctionName, readonly string[]> = {
+      'start-run': [],
+      'plan-campaign': [],
+      'export-reports': [PARQUET_ROOT, RAW_ROOT],
+      'finish-run': [STATE_KEYS.runsPrefix.replace(/\/$/, '')],
+    };
+    for (const name of FUNCTION_NAMES)
+      dataLake.grantDataReadWrite(fns[name].role!, { deleteUnder: deleteUnder[name] });
     for (const name of API_FUNCTIONS) apiKey.grantRead(fns[name]);
 
     queues.plan.queue.grantSendMessages(fns['start-run']);

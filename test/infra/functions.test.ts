@@ -232,7 +232,7 @@ describe('permissions', () => {
       .filter((r) => r.includes('Fn::Join'));
     for (const r of objectResources) {
       expect(
-        DATA_ROOTS.some((root) => r.includes(`"/${root}/*"`)),
+        DATA_ROOTS.some((root) => r.includes(`"/${root}/*"`) || r.includes(`"/${root}/`)),
         r,
       ).toBe(true);
     }
@@ -243,12 +243,32 @@ describe('permissions', () => {
     for (const { roles, statement } of allowStatements(s.template)) {
       if (actionsOf(statement).includes('s3:PutObject') && referencedIds(statement.Resource).has(bucketId)) {
         for (const r of roles) writers.add(r);
-        expect(actionsOf(statement).sort()).toEqual(
-          ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'].sort(),
-        );
+        expect(actionsOf(statement).sort()).toEqual([
+          's3:AbortMultipartUpload',
+          's3:GetObject',
+          's3:PutObject',
+        ]);
       }
     }
     expect([...writers].sort()).toEqual(FUNCTION_NAMES.map(roleIdOf).sort());
+  });
+
+  it('lets only export-reports delete batch files and only finish-run delete run records', () => {
+    const deletes = new Map<string, string[]>();
+    for (const { roles, statement } of allowStatements(s.template)) {
+      if (!actionsOf(statement).includes('s3:DeleteObject')) continue;
+      expect(actionsOf(statement)).toEqual(['s3:DeleteObject']);
+      const resources = (Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource]).map(
+        (r) => JSON.stringify(r),
+      );
+      for (const role of roles) deletes.set(role, resources);
+    }
+    expect([...deletes.keys()].sort()).toEqual([roleIdOf('export-reports'), roleIdOf('finish-run')].sort());
+    expect(deletes.get(roleIdOf('export-reports'))?.map((r) => r.match(/"\/([a-z]+)\/\*"/)?.[1])).toEqual([
+      'parquet',
+      'raw',
+    ]);
+    expect(deletes.get(roleIdOf('finish-run'))?.join()).toContain('"/state/runs/*"');
   });
 
   it('invariant: the secret is readable by the three API functions only', () => {
