@@ -160,12 +160,9 @@ function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome
     const outcomes: RecordedOutcome[] = plan.unchanged.map((j) => ({ ...j, outcome: 'exported' }));
     for (const name of plan.units) {
       for (const [jobId, result] of Object.entries(units.get(name)?.jobs ?? {})) {
+        // A job still pending when the run ends failed in it; the next run asks again.
         const outcome = result.outcome === 'pending' ? 'failed' : result.outcome;
-        outcomes.push({
-          job_id: Number(jobId),
-          fp: result.fp,
-          outcome: outcome === 'unchanged' ? 'exported' : outcome,
-        });
+        outcomes.push({ job_id: Number(jobId), fp: result.fp, outcome });
       }
     }
     updates.set(plan.campaign_id, outcomes);

@@ -14,7 +14,7 @@ import type {
   Section,
 } from '../api/schemas.js';
 import { ExporterError } from '../errors.js';
-import type { Row, TableName } from './tables.js';
+import { INT32_MAX, INT32_MIN, type Row, type TableName } from './tables.js';
 
 /** What every row of one run shares. */
 export interface RowContext {
@@ -33,9 +33,6 @@ export interface ReportIds {
   campaignId: number;
   jobId: number;
 }
-
-const INT32_MIN = -(2 ** 31);
-const INT32_MAX = 2 ** 31 - 1;
 
 /**
  * A value kept "as received" in a string column: strings as is, JSON null or a missing field as
@@ -166,7 +163,7 @@ function appendSectionRows(sink: RowSink, section: Section, sectionIndex: number
       input_index: inputIndex,
       input_type: input.input_type,
       description: input.description,
-      answer: inputAnswer(input),
+      answer: asText(input.answer),
       measurement: 'measurement' in input ? (input.measurement as string | null) : null,
       run_id: runId,
       exported_at: exportedAt,
@@ -283,12 +280,6 @@ function jsonText(value: unknown): string {
 }
 
 /** I2/I3 answers: strings as is, null as NULL, objects and arrays as JSON text. */
-function inputAnswer(input: NonNullable<InputItem>): string | null {
-  const { answer } = input;
-  if (answer === null || answer === undefined) return null;
-  return typeof answer === 'string' ? answer : JSON.stringify(answer);
-}
-
 function appendImageRows(sink: RowSink, gallery: Gallery, galleryIndex: number, at: Place): void {
   gallery.images.forEach((image, imageIndex) => {
     if (image === null) return;

@@ -5,9 +5,7 @@
  */
 import { ExporterError } from '../errors.js';
 import type { Cell, Column } from './tables.js';
-
-const INT32_MIN = -2147483648;
-const INT32_MAX = 2147483647;
+import { INT32_MAX, INT32_MIN } from './tables.js';
 
 /** The leaf of one column as levels and non-null values, before pages are cut. */
 export interface Leaf {

@@ -119,7 +119,7 @@ export type PlanRecord = z.infer<typeof PlanRecordSchema>;
 export const UnitJobResultSchema = z.object({
   fp: z.string(),
   /** `pending`: a retryable failure; another delivery of the unit will try again. */
-  outcome: z.union([JobOutcomeSchema, z.literal('pending')]),
+  outcome: z.union([JobOutcomeSchema.exclude(['unchanged']), z.literal('pending')]),
   detail: z.string().optional(),
 });
 export type UnitJobResult = z.infer<typeof UnitJobResultSchema>;

@@ -92,10 +92,9 @@ export async function saveOutcomes(
   runId: string,
   outcomes: readonly RecordedOutcome[],
   listed: ReadonlySet<number>,
-  initial?: LoadedState,
 ): Promise<void> {
   const key = STATE_KEYS.campaign(campaignId);
-  let loaded = initial ?? (await loadCampaignState(storage, campaignId));
+  let loaded = await loadCampaignState(storage, campaignId);
   for (let attempt = 1; ; attempt++) {
     const next = applyOutcomes(loaded.state, runId, outcomes, listed);
     try {

@@ -48,6 +48,10 @@ export type ReportTableName = (typeof REPORT_TABLES)[number];
 export const RAW_ENTITIES = ['campaigns', 'jobs', 'reports'] as const;
 export type RawEntity = (typeof RAW_ENTITIES)[number];
 
+/** The range of an [int] column (Parquet INT32). */
+export const INT32_MIN = -2147483648;
+export const INT32_MAX = 2147483647;
+
 /** A cell as the flattener produces it; the Parquet encoder converts to physical values. */
 export type Cell = string | number | boolean | Date | null | readonly (string | null)[];
 export type Row = Record<string, Cell>;
