@@ -6,7 +6,6 @@
 import type {
   CampaignItem,
   Gallery,
-  InputItem,
   JobItem,
   LogicQuestion,
   QuestionItem,

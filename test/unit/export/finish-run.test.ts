@@ -1,32 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { finishRun } from '../../../shared/export/finish-run.js';
 import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
-import {
-  encodeRecord,
-  type PlanRecord,
-  type RunRecord,
-  type UnitSummary,
-} from '../../../shared/export/records.js';
+import { encodeRecord, type PlanRecord, type UnitSummary } from '../../../shared/export/records.js';
 import { loadCampaignState } from '../../../shared/export/state.js';
 import { silentLog } from '../../../shared/log.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { tempDir } from '../../helpers/export.js';
+import { runRecord, TEST_RUN_ID } from '../../helpers/records.js';
 
-const RUN = '20261122T031500Z-a1b2c3';
+const RUN = TEST_RUN_ID;
 const none = { total: 1, retried: 0, by_status: { '200': 1 } };
 
 async function storageWithRun(): Promise<LocalStorage> {
   const storage = new LocalStorage(await tempDir('finish'));
-  const record: RunRecord = {
-    run_id: RUN,
-    dt: '2026-11-22',
-    mode: 'incremental',
-    driver: 'queues',
-    started_at: '2026-11-22T03:15:00.000Z',
-    campaign_ids: [1],
-    campaigns_invalid: 0,
-    requests: none,
-  };
+  const record = runRecord({ run_id: RUN, requests: none });
   const plan: PlanRecord = {
     campaign_id: 1,
     jobs: 2,

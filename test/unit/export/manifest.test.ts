@@ -7,6 +7,7 @@ import {
   type RunRecord,
   type UnitSummary,
 } from '../../../shared/export/records.js';
+import { runRecord } from '../../helpers/records.js';
 
 const RUN = '20261122T031500Z-a1b2c3';
 const requests = (total: number, s429 = 0): RequestCounts => ({
@@ -18,17 +19,7 @@ const requests = (total: number, s429 = 0): RequestCounts => ({
 function records(
   overrides: { record?: Partial<RunRecord>; plans?: PlanRecord[]; units?: UnitSummary[] } = {},
 ): RunRecords {
-  const record: RunRecord = {
-    run_id: RUN,
-    dt: '2026-11-22',
-    mode: 'incremental',
-    driver: 'queues',
-    started_at: '2026-11-22T03:15:00.000Z',
-    campaign_ids: [1],
-    campaigns_invalid: 0,
-    requests: requests(2),
-    ...overrides.record,
-  };
+  const record = runRecord({ run_id: RUN, requests: requests(2), ...overrides.record });
   const plans: PlanRecord[] = overrides.plans ?? [
     {
       campaign_id: 1,

@@ -8,10 +8,11 @@
  */
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../shared/export/layout.js';
-import { encodeRecord, type RunRecord } from '../../../shared/export/records.js';
+import { encodeRecord } from '../../../shared/export/records.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import type { Storage } from '../../../shared/storage/storage.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
+import { runRecord } from '../../helpers/records.js';
 import { fakeContext } from '../../integration/aws/poller.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
 
@@ -121,15 +122,11 @@ export const RUN_ID = '20261122T031500Z-a1b2c3';
 
 /** Writes the run record of RUN_ID: the handlers drop messages of runs that have none (finished). */
 export async function openRun(storage: Storage, runId: string = RUN_ID): Promise<void> {
-  const record: RunRecord = {
+  const record = runRecord({
     run_id: runId,
-    dt: '2026-11-22',
     mode: 'full',
-    driver: 'queues',
     started_at: new Date().toISOString(),
     campaign_ids: [],
-    campaigns_invalid: 0,
-    requests: { total: 0, retried: 0, by_status: {} },
-  };
+  });
   await storage.put(STATE_KEYS.runRecord(runId), encodeRecord(record));
 }
