@@ -10,8 +10,9 @@ import middy from '@middy/core';
 import sqsPartialBatchFailure from '@middy/sqs-partial-batch-failure';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
+import { countingRequests } from '../../shared/export/context.js';
 import { exportUnit, pendingJobs } from '../../shared/export/export-unit.js';
-import { runIsOpen } from '../../shared/export/finish-run.js';
+import { recordUnrecordedRequests, runIsOpen } from '../../shared/export/finish-run.js';
 import { UnitSchema } from '../../shared/export/records.js';
 import { required } from './env.js';
 import { receiveCountOf, retryLater, settle } from './queue.js';
@@ -32,10 +33,15 @@ export async function exportReportsHandler(event: SQSEvent, context: Context & {
       }
       const receiveCount = receiveCountOf(record);
       // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
-      const summary = await exportUnit(deps, unit, {
+      const counting = countingRequests(deps);
+      const summary = await exportUnit(counting.deps, unit, {
         resume: true,
         redelivered: receiveCount > 1,
         concurrency: env.REPORT_CONCURRENCY,
+      }).catch(async (error: unknown) => {
+        // Failed before its summary (a storage error): keep its requests for the manifest.
+        await recordUnrecordedRequests(deps, unit.run_id, counting.requests());
+        throw error;
       });
       countFatal(summary.fatal);
       const pending = summary.fatal ? 0 : pendingJobs(summary);

@@ -8,8 +8,9 @@ import middy from '@middy/core';
 import sqsPartialBatchFailure from '@middy/sqs-partial-batch-failure';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
-import { runIsOpen } from '../../shared/export/finish-run.js';
-import { planCampaign } from '../../shared/export/plan-campaign.js';
+import { countingRequests } from '../../shared/export/context.js';
+import { recordUnrecordedRequests, runIsOpen } from '../../shared/export/finish-run.js';
+import { type PlannedCampaign, planCampaign } from '../../shared/export/plan-campaign.js';
 import { PlanMessageSchema } from '../../shared/export/records.js';
 import { required } from './env.js';
 import { receiveCountOf, retryLater, sendAll, settle } from './queue.js';
@@ -25,16 +26,12 @@ export async function planCampaignHandler(event: SQSEvent, context: Context & { 
         logger.warn('plan message of a finished run dropped', { run_id: message.run_id });
         return;
       }
+      const counting = countingRequests(deps);
+      let planned: PlannedCampaign;
       try {
-        const planned = await planCampaign(deps, message, env.UNIT_SIZE);
-        countFatal(planned.record.fatal);
-        await sendAll(sqs, required(env, 'REPORT_QUEUE_URL'), planned.units);
-        logger.info('campaign planned', {
-          run_id: message.run_id,
-          campaign_id: message.campaign_id,
-          units: planned.units.length,
-        });
+        planned = await planCampaign(counting.deps, message, env.UNIT_SIZE);
       } catch (error) {
+        await recordUnrecordedRequests(deps, message.run_id, counting.requests());
         // The listing ran out of retries (5xx, 429): come back later with a growing delay.
         if (error instanceof ExporterError && error.retryable) {
           await retryLater(
@@ -46,6 +43,14 @@ export async function planCampaignHandler(event: SQSEvent, context: Context & { 
         }
         throw error;
       }
+      countFatal(planned.record.fatal);
+      // If sending fails, the message comes back and the stored plan's units are sent again.
+      await sendAll(sqs, required(env, 'REPORT_QUEUE_URL'), planned.units);
+      logger.info('campaign planned', {
+        run_id: message.run_id,
+        campaign_id: message.campaign_id,
+        units: planned.units.length,
+      });
     };
     results.push(await settle(work, record, coreLog));
   }

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { IntegrationApiClient } from '../api/client.js';
 import type { Log } from '../log.js';
 import type { Storage } from '../storage/storage.js';
-import type { RequestCounts } from './records.js';
+import { addRequestCounts, emptyRequestCounts, type RequestCounts } from './records.js';
 
 /** The part of the API client the steps use. */
 export type ApiClient = Pick<IntegrationApiClient, 'verify' | 'campaigns' | 'jobs' | 'getReport' | 'stats'>;
@@ -35,4 +35,23 @@ export function newRunId(startedAt: Date): string {
 export function requestCounts(api: ApiClient): RequestCounts {
   const { total, retried, byStatus } = api.stats();
   return { total, retried, by_status: { ...byStatus } };
+}
+
+/**
+ * The same dependencies, counting every request their clients send: a step that throws leaves
+ * no record, and its requests would otherwise be missing from the manifest.
+ */
+export function countingRequests(deps: ExportDeps): { deps: ExportDeps; requests(): RequestCounts } {
+  const clients: ApiClient[] = [];
+  return {
+    deps: {
+      ...deps,
+      api: () => {
+        const client = deps.api();
+        clients.push(client);
+        return client;
+      },
+    },
+    requests: () => clients.map(requestCounts).reduce(addRequestCounts, emptyRequestCounts()),
+  };
 }

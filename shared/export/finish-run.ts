@@ -3,6 +3,7 @@
  * is over: queues drained, deadline passed), turn the run's records into the manifest, record
  * the outcomes in the incremental state, and clear the run's working records.
  */
+import { randomUUID } from 'node:crypto';
 import { PreconditionFailedError } from '../errors.js';
 import type { ExportDeps } from './context.js';
 import { manifestKey, runIdOfStateKey, STATE_KEYS } from './layout.js';
@@ -10,11 +11,14 @@ import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus 
 import { mapPool } from './pool.js';
 import {
   addRequestCounts,
+  emptyRequestCounts,
   encodeRecord,
   type Fatal,
   type PlanRecord,
   PlanRecordSchema,
   parseRecord,
+  type RequestCounts,
+  RequestCountsSchema,
   type RunRecord,
   RunRecordSchema,
   type UnitSummary,
@@ -42,6 +46,8 @@ export interface RunRecords {
   record: RunRecord;
   plans: Map<number, PlanRecord>;
   units: Map<string, UnitSummary>;
+  /** Requests of steps that failed before writing their records. */
+  unrecorded: RequestCounts;
 }
 
 /** Reads a run's records; `undefined` when the run has none (finished already, or unknown). */
@@ -62,7 +68,12 @@ export async function readRunRecords(deps: ExportDeps, runId: string): Promise<R
   };
   const plans = new Map<number, PlanRecord>();
   const units = new Map<string, UnitSummary>();
+  let unrecorded = emptyRequestCounts();
   await mapPool(keys, STATE_WRITE_CONCURRENCY, async (key) => {
+    if (key.startsWith(STATE_KEYS.requestsPrefix(runId))) {
+      const counts = await read(key, RequestCountsSchema);
+      if (counts) unrecorded = addRequestCounts(unrecorded, counts);
+    }
     if (key.startsWith(STATE_KEYS.plansPrefix(runId))) {
       const plan = await read(key, PlanRecordSchema);
       if (plan) plans.set(plan.campaign_id, plan);
@@ -72,12 +83,19 @@ export async function readRunRecords(deps: ExportDeps, runId: string): Promise<R
     }
   });
   const record = await read(runKey, RunRecordSchema);
-  return record && !vanished ? { record, plans, units } : undefined;
+  return record && !vanished ? { record, plans, units, unrecorded } : undefined;
 }
 
 /** True while a run has not finished (its run record exists): one GET. */
 export async function runIsOpen(deps: ExportDeps, runId: string): Promise<boolean> {
   return (await deps.storage.get(STATE_KEYS.runRecord(runId))) !== undefined;
+}
+
+/** Keeps the requests of a step that failed before writing its record, for the manifest. */
+export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, requests: RequestCounts) {
+  if (requests.total === 0) return;
+  const key = STATE_KEYS.requests(runId, randomUUID());
+  await deps.storage.put(key, encodeRecord(requests), { contentType: 'application/json' });
 }
 
 /** Ids of the runs that have working records, i.e. have not finished. */
@@ -107,7 +125,7 @@ export function isComplete({ record, plans, units }: RunRecords): boolean {
 export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
   const { record, plans, units } = records;
   const counts = emptyCounts();
-  let requests = record.requests;
+  let requests = addRequestCounts(record.requests, records.unrecorded);
   let fatal: Fatal | undefined = record.fatal;
   counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
   // A campaign whose jobs were never listed (its plan kept failing): its jobs are unknown.

@@ -52,6 +52,9 @@ export const STATE_KEYS = {
   plansPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/plans/`,
   unit: (runId: string, unit: string): string => `${STATE_ROOT}/runs/${runId}/units/${unit}.json`,
   unitsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/units/`,
+  /** Requests of a step that failed before writing its record (counted in the manifest). */
+  requests: (runId: string, id: string): string => `${STATE_ROOT}/runs/${runId}/requests/${id}.json`,
+  requestsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/requests/`,
   /** Set by finish-run when it first finds the queues empty while the run is not complete. */
   drainMark: (runId: string): string => `${STATE_ROOT}/runs/${runId}/drained.json`,
 } as const;

@@ -4,13 +4,13 @@
  * further rounds, as an SQS redelivery would give them.
  */
 import { describeError, ExporterError } from '../errors.js';
-import type { ExportDeps } from './context.js';
+import { countingRequests, type ExportDeps } from './context.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun, type RunRecords } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
-import type { Mode, Unit, UnitSummary } from './records.js';
+import { addRequestCounts, emptyRequestCounts, type Mode, type Unit, type UnitSummary } from './records.js';
 import { startRun } from './start-run.js';
 
 export interface LocalRunOptions {
@@ -47,7 +47,12 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
   // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.
   let stopped = Boolean(started.record.fatal);
   // The run's records, kept as written: finishing needs no second read of them.
-  const records: RunRecords = { record: started.record, plans: new Map(), units: new Map() };
+  const records: RunRecords = {
+    record: started.record,
+    plans: new Map(),
+    units: new Map(),
+    unrecorded: emptyRequestCounts(),
+  };
   if (!stopped) {
     const units: Unit[] = [];
     await mapPool(
@@ -55,14 +60,16 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
       options.planConcurrency ?? DEFAULTS.planConcurrency,
       async (id) => {
         let planned: PlannedCampaign;
+        const counting = countingRequests(deps);
         try {
           planned = await planCampaign(
-            deps,
+            counting.deps,
             { ...started.run, campaign_id: id },
             options.unitSize ?? DEFAULT_UNIT_SIZE,
           );
         } catch (error) {
           if (!(error instanceof ExporterError && error.retryable)) throw error;
+          records.unrecorded = addRequestCounts(records.unrecorded, counting.requests());
           // The client's retry budget is spent: the campaign ends the run unlisted (status partial).
           deps.log.warn('could not list the jobs of a campaign', {
             campaign_id: id,

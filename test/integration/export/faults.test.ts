@@ -169,6 +169,9 @@ describe('a campaign whose job listing keeps failing', () => {
       );
       expect(manifest.status).toBe('partial');
       expect(manifest.unlisted_campaigns).toEqual([first!.id]);
+      // The failed listing's requests count too: every request sent is in the manifest.
+      expect(manifest.requests.total).toBe(simulator.stats.total);
+      expect(manifest.requests.by_status['503']).toBeGreaterThan(0);
       expect(manifest.counts.jobs).toBe(second!.jobs.length);
     } finally {
       await simulator.close();

@@ -17,7 +17,12 @@ const requests = (total: number, s429 = 0): RequestCounts => ({
 });
 
 function records(
-  overrides: { record?: Partial<RunRecord>; plans?: PlanRecord[]; units?: UnitSummary[] } = {},
+  overrides: {
+    record?: Partial<RunRecord>;
+    plans?: PlanRecord[];
+    units?: UnitSummary[];
+    unrecorded?: RequestCounts;
+  } = {},
 ): RunRecords {
   const record = runRecord({ run_id: RUN, requests: requests(2), ...overrides.record });
   const plans: PlanRecord[] = overrides.plans ?? [
@@ -51,6 +56,7 @@ function records(
     record,
     plans: new Map(plans.map((p) => [p.campaign_id, p])),
     units: new Map(units.map((u) => [u.unit, u])),
+    unrecorded: overrides.unrecorded ?? { total: 0, retried: 0, by_status: {} },
   };
 }
 
@@ -148,5 +154,12 @@ describe('DtSchema', () => {
     expect(DtSchema.safeParse('2026-02-31').success).toBe(false);
     expect(DtSchema.safeParse('2026-13-01').success).toBe(false);
     expect(DtSchema.safeParse('2026-1-01').success).toBe(false);
+  });
+});
+
+describe('buildManifest with requests of failed steps', () => {
+  it('counts the requests of steps that left no record', () => {
+    const manifest = buildManifest(records({ unrecorded: requests(3, 3) }), new Date());
+    expect(manifest.requests).toEqual({ total: 11, retried: 4, by_status: { '200': 7, '429': 4 } });
   });
 });
