@@ -20,12 +20,12 @@ export const QUERIES: readonly NamedQuery[] = [
     name: 'average-score-by-campaign-and-survey',
     description: 'Average job score (percent) per campaign and survey, latest report per job.',
     sql: `WITH ${LATEST_REPORTS}
-SELECT campaign_id, campaign_name, survey_name,
+SELECT campaign_id, max(campaign_name) AS campaign_name, survey_name,
        count(*) AS reports,
        round(avg(try_cast(job_score_percentage AS double)), 2) AS avg_score_pct
 FROM latest
 WHERE rn = 1
-GROUP BY campaign_id, campaign_name, survey_name
+GROUP BY campaign_id, survey_name
 ORDER BY campaign_id, survey_name
 LIMIT 20`,
   },
