@@ -2,7 +2,12 @@
  * Sending work to SQS and handing a message back for later: the transport between the steps
  * in AWS (the CLI runs the same steps in-process).
  */
-import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  GetQueueAttributesCommand,
+  SendMessageBatchCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
 import type { Log } from '../../shared/log.js';
@@ -78,3 +83,25 @@ export async function settle(
 /** How many times SQS has delivered a record (1 on the first delivery). */
 export const receiveCountOf = (record: SQSRecord): number =>
   Number(record.attributes.ApproximateReceiveCount ?? '1');
+
+/** True when none of the queues holds a message, visible, in flight or delayed. */
+export async function queuesDrained(sqs: SQSClient, queueUrls: readonly string[]): Promise<boolean> {
+  for (const url of queueUrls) {
+    const { Attributes: a = {} } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    const inQueue =
+      Number(a.ApproximateNumberOfMessages ?? 0) +
+      Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+    if (inQueue > 0) return false;
+  }
+  return true;
+}

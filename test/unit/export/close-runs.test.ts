@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { closeRuns } from '../../../shared/export/close-runs.js';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
+import type { Manifest } from '../../../shared/export/manifest.js';
+import { encodeRecord, type PlanRecord, type RunRecord } from '../../../shared/export/records.js';
+import { silentLog } from '../../../shared/log.js';
+import { LocalStorage } from '../../../shared/storage/local.js';
+import { tempDir } from '../../helpers/export.js';
+import { runRecord } from '../../helpers/records.js';
+
+const STARTED = Date.parse('2026-11-22T03:15:00Z');
+const MINUTE = 60_000;
+const none = { total: 0, retried: 0, by_status: {} };
+
+/** A run of one campaign with one unit of one job; `unitDone` says whether the unit reported. */
+async function storageWith(runs: { id: string; unitDone: boolean; driver?: RunRecord['driver'] }[]) {
+  const storage = new LocalStorage(await tempDir('close-runs'));
+  for (const { id, unitDone, driver = 'queues' } of runs) {
+    await storage.put(STATE_KEYS.runRecord(id), encodeRecord(runRecord({ run_id: id, driver })));
+    const plan: PlanRecord = {
+      campaign_id: 1,
+      jobs: 1,
+      units: ['c1-u0'],
+      fetch: [{ job_id: 7, fp: 'f' }],
+      unit_size: 100,
+      unchanged: [],
+      jobs_invalid: 0,
+      requests: none,
+      campaign_gone: false,
+    };
+    await storage.put(STATE_KEYS.plan(id, 1), encodeRecord(plan));
+    if (unitDone) {
+      const summary = {
+        unit: 'c1-u0',
+        campaign_id: 1,
+        attempt: 1,
+        jobs: { 7: { fp: 'f', outcome: 'exported' } },
+        requests: none,
+      };
+      await storage.put(STATE_KEYS.unit(id, 'c1-u0'), encodeRecord(summary));
+    }
+  }
+  return storage;
+}
+
+function closer(storage: LocalStorage, now: number, drained: boolean) {
+  const announced: Manifest[] = [];
+  const deps = {
+    api: () => {
+      throw new Error('no API calls');
+    },
+    storage,
+    log: silentLog,
+    now: () => new Date(now),
+  };
+  const run = () =>
+    closeRuns(deps, {
+      now,
+      deadlineMs: 60 * MINUTE,
+      queuesDrained: async () => drained,
+      announce: async (m) => {
+        announced.push(m);
+      },
+    });
+  return { run, announced };
+}
+
+const A = '20261122T031500Z-aaaaaa';
+const B = '20261122T031500Z-bbbbbb';
+
+describe('closeRuns', () => {
+  it('closes a complete run at once and leaves an incomplete one while work is queued', async () => {
+    const storage = await storageWith([
+      { id: A, unitDone: true },
+      { id: B, unitDone: false },
+    ]);
+    const { run, announced } = closer(storage, STARTED + 5 * MINUTE, false);
+    const result = await run();
+    expect(result.closed.map((c) => c.manifest.run_id)).toEqual([A]);
+    expect(announced.map((m) => m.status)).toEqual(['succeeded']);
+    expect(await storage.get(STATE_KEYS.runRecord(B))).toBeDefined();
+  });
+
+  it('closes an incomplete run only on the second empty look, counting its missing jobs failed', async () => {
+    const storage = await storageWith([{ id: B, unitDone: false }]);
+    const first = await closer(storage, STARTED + 5 * MINUTE, true).run();
+    expect(first.closed).toEqual([]);
+    const second = await closer(storage, STARTED + 10 * MINUTE, true).run();
+    expect(second.closed.map((c) => [c.manifest.counts.reports_failed, c.unfinished])).toEqual([[1, false]]);
+  });
+
+  it('leaves a CLI run alone until its deadline, then closes it as unfinished', async () => {
+    const storage = await storageWith([{ id: A, unitDone: false, driver: 'local' }]);
+    expect((await closer(storage, STARTED + 5 * MINUTE, true).run()).closed).toEqual([]);
+    expect((await closer(storage, STARTED + 10 * MINUTE, true).run()).closed).toEqual([]);
+    const late = await closer(storage, STARTED + 61 * MINUTE, false).run();
+    expect(late.closed.map((c) => c.unfinished)).toEqual([true]);
+  });
+});
