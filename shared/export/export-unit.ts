@@ -155,9 +155,7 @@ export async function exportUnit(
     requests: addRequestCounts(previous?.requests ?? emptyRequestCounts(), requestCounts(api)),
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(STATE_KEYS.unit(unit.run_id, unit.unit), encodeRecord(summary), {
-    contentType: 'application/json',
-  });
+  await deps.storage.put(STATE_KEYS.unit(unit.run_id, unit.unit), encodeRecord(summary));
   return summary;
 }
 

@@ -95,7 +95,7 @@ export async function runIsOpen(deps: ExportDeps, runId: string): Promise<boolea
 export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, requests: RequestCounts) {
   if (requests.total === 0) return;
   const key = STATE_KEYS.requests(runId, randomUUID());
-  await deps.storage.put(key, encodeRecord(requests), { contentType: 'application/json' });
+  await deps.storage.put(key, encodeRecord(requests));
 }
 
 /** Ids of the runs that have working records, i.e. have not finished. */
@@ -210,7 +210,6 @@ export async function finishRun(
   let written = manifest;
   try {
     await deps.storage.put(key, encodeRecord(manifest), {
-      contentType: 'application/json',
       ifNoneMatch: '*',
     });
   } catch (error) {

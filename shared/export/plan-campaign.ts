@@ -133,8 +133,6 @@ export async function planCampaign(
     campaign_gone: gone,
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(planKey, encodeRecord(record), {
-    contentType: 'application/json',
-  });
+  await deps.storage.put(planKey, encodeRecord(record));
   return { record, units };
 }

@@ -15,6 +15,6 @@ export interface QuarantineEntry {
 /** Keeps a body that failed validation under quarantine/, with its validation issues. */
 export async function quarantine(storage: Storage, run: RunRef, entry: QuarantineEntry): Promise<string> {
   const key = quarantineKey(run.dt, run.run_id, entry.name);
-  await storage.put(key, encodeRecord({ run_id: run.run_id, ...entry }), { contentType: 'application/json' });
+  await storage.put(key, encodeRecord({ run_id: run.run_id, ...entry }));
   return key;
 }

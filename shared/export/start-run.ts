@@ -79,8 +79,6 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     requests: requestCounts(api),
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record), {
-    contentType: 'application/json',
-  });
+  await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record));
   return { run, record, campaigns };
 }

@@ -99,7 +99,6 @@ export async function saveOutcomes(
     const next = applyOutcomes(loaded.state, runId, outcomes, listed);
     try {
       await storage.put(key, encodeRecord(next), {
-        contentType: 'application/json',
         ...(loaded.etag ? { ifMatch: loaded.etag } : { ifNoneMatch: '*' }),
       });
       return;

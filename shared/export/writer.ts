@@ -8,9 +8,6 @@ import { parquetKey, rawKey } from './layout.js';
 import type { TableBuffer } from './table-buffer.js';
 import { type RawEntity, TABLE_NAMES } from './tables.js';
 
-const PARQUET_TYPE = 'application/vnd.apache.parquet';
-const JSONL_GZ_TYPE = 'application/gzip';
-
 /** Writes one Parquet file per table that has rows (an empty table gets no file). Returns the keys. */
 export async function writeTables(
   storage: Storage,
@@ -20,7 +17,7 @@ export async function writeTables(
 ): Promise<string[]> {
   const writes = TABLE_NAMES.filter((table) => rows.rowCount(table) > 0).map(async (table) => {
     const key = parquetKey(table, dt, stem);
-    await storage.put(key, rows.encode(table), { contentType: PARQUET_TYPE });
+    await storage.put(key, rows.encode(table));
     return key;
   });
   return Promise.all(writes);
@@ -36,6 +33,6 @@ export async function writeRaw(
 ): Promise<string | undefined> {
   if (lines.length === 0) return undefined;
   const key = rawKey(entity, dt, stem);
-  await storage.put(key, lines.encodeGzip(), { contentType: JSONL_GZ_TYPE });
+  await storage.put(key, lines.encodeGzip());
   return key;
 }
