@@ -58,29 +58,32 @@ export class ExporterSchedules extends Construct {
       });
     }
     const timeZone = TimeZone.of(props.scheduleTimeZone);
-    this.incremental = new scheduler.Schedule(this, 'IncrementalRun', {
-      description: 'Starts an incremental export run',
-      schedule: scheduler.ScheduleExpression.expression(`cron(${props.scheduleCron})`, timeZone),
-      target: new LambdaInvoke(props.startRun, {
-        input: scheduler.ScheduleTargetInput.fromObject({ mode: 'incremental' }),
-        retryAttempts: INVOKE_RETRY_ATTEMPTS,
-        maxEventAge: START_MAX_EVENT_AGE,
-        role: this.role,
-      }),
-    });
+    const startRunSchedule = (id: string, description: string, cron: string, mode: 'incremental' | 'full') =>
+      new scheduler.Schedule(this, id, {
+        description,
+        schedule: scheduler.ScheduleExpression.expression(`cron(${cron})`, timeZone),
+        target: new LambdaInvoke(props.startRun, {
+          input: scheduler.ScheduleTargetInput.fromObject({ mode }),
+          retryAttempts: INVOKE_RETRY_ATTEMPTS,
+          maxEventAge: START_MAX_EVENT_AGE,
+          role: this.role,
+        }),
+      });
+    this.incremental = startRunSchedule(
+      'IncrementalRun',
+      'Starts an incremental export run',
+      props.scheduleCron,
+      'incremental',
+    );
     this.fullRefresh =
       props.fullRefreshCron === undefined
         ? undefined
-        : new scheduler.Schedule(this, 'FullRefreshRun', {
-            description: 'Starts a full-refresh export run (every published report again)',
-            schedule: scheduler.ScheduleExpression.expression(`cron(${props.fullRefreshCron})`, timeZone),
-            target: new LambdaInvoke(props.startRun, {
-              input: scheduler.ScheduleTargetInput.fromObject({ mode: 'full' }),
-              retryAttempts: INVOKE_RETRY_ATTEMPTS,
-              maxEventAge: START_MAX_EVENT_AGE,
-              role: this.role,
-            }),
-          });
+        : startRunSchedule(
+            'FullRefreshRun',
+            'Starts a full-refresh export run (every published report again)',
+            props.fullRefreshCron,
+            'full',
+          );
     this.finish = new scheduler.Schedule(this, 'FinishRuns', {
       description: 'Closes drained export runs',
       schedule: scheduler.ScheduleExpression.rate(FINISH_RUN_RATE),
