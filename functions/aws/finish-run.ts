@@ -1,6 +1,6 @@
 /**
  * finish-run (EventBridge Scheduler, every few minutes): closes the runs that are done
- * (shared/export/close-runs.ts decides), puts their metrics, and announces each with an
+ * (shared/export/run/close-runs.ts decides), puts their metrics, and announces each with an
  * `ExportRunFinished` event.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
@@ -9,9 +9,9 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import middy from '@middy/core';
 import { ExporterError } from '../../shared/errors.js';
-import { closeRuns } from '../../shared/export/close-runs.js';
 import { manifestKey } from '../../shared/export/layout.js';
-import type { Manifest } from '../../shared/export/manifest.js';
+import { closeRuns } from '../../shared/export/run/close-runs.js';
+import type { Manifest } from '../../shared/export/state/manifest.js';
 import { METRIC } from '../../shared/metrics.js';
 import { required } from './env.js';
 import { queuesDrained } from './queue.js';

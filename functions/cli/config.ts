@@ -4,7 +4,7 @@
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
-import { DtSchema } from '../../shared/export/records.js';
+import { DtSchema } from '../../shared/export/state/records.js';
 
 /** The bucket's region when neither --s3-region nor AWS_REGION says (S3's own default). */
 const DEFAULT_S3_REGION = 'us-east-1';

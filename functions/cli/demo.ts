@@ -6,8 +6,8 @@
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { manifestKey } from '../../shared/export/layout.js';
-import { runExport } from '../../shared/export/local-run.js';
 import { QUERIES } from '../../shared/export/queries.js';
+import { runExport } from '../../shared/export/run/local-run.js';
 import { startSimulator } from '../../test/simulator/index.js';
 import { cliDeps, consoleLog } from './deps.js';
 import { formatSummary, Progress } from './progress.js';

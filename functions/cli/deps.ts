@@ -4,7 +4,7 @@
  */
 import { IntegrationApiClient } from '../../shared/api/client.js';
 import { AdaptiveRateLimiter } from '../../shared/api/limiter.js';
-import type { ExportDeps } from '../../shared/export/context.js';
+import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { openStorage } from '../../shared/storage/open.js';
 

@@ -4,7 +4,7 @@
  */
 import { describeError } from '../../shared/errors.js';
 import { manifestKey } from '../../shared/export/layout.js';
-import { runExport } from '../../shared/export/local-run.js';
+import { runExport } from '../../shared/export/run/local-run.js';
 import { parseCli, USAGE } from './config.js';
 import { cliDeps, consoleLog } from './deps.js';
 import { formatSummary, Progress } from './progress.js';

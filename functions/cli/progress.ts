@@ -2,8 +2,8 @@
  * What a person sees while a run goes and when it ends: a progress bar on a TTY (plain lines
  * every few seconds otherwise) on stderr, and a summary table on stdout.
  */
-import type { ProgressEvent } from '../../shared/export/local-run.js';
-import type { Manifest } from '../../shared/export/manifest.js';
+import type { ProgressEvent } from '../../shared/export/run/local-run.js';
+import type { Manifest } from '../../shared/export/state/manifest.js';
 
 /** Seconds between plain progress lines when stderr is not a terminal. */
 const PLAIN_INTERVAL_MS = 5_000;

@@ -7,10 +7,10 @@
 import { rm } from 'node:fs/promises';
 import { EXAMPLE_API_BASE_URL, parseConfig } from '../../infra/config.js';
 import { FUNCTION_SETTINGS } from '../../infra/constructs/functions.js';
-import { exportUnit } from '../../shared/export/export-unit.js';
-import { finishRun } from '../../shared/export/finish-run.js';
-import { planCampaign } from '../../shared/export/plan-campaign.js';
-import { startRun } from '../../shared/export/start-run.js';
+import { exportUnit } from '../../shared/export/run/export-unit.js';
+import { finishRun } from '../../shared/export/run/finish-run.js';
+import { planCampaign } from '../../shared/export/run/plan-campaign.js';
+import { startRun } from '../../shared/export/run/start-run.js';
 import { exporter, tempDir } from '../helpers/export.js';
 import { startSimulator } from '../simulator/index.js';
 

@@ -18,9 +18,13 @@ import {
   type Report,
   ReportSchema,
 } from '../../shared/api/schemas.js';
-import { appendReportRows, campaignRow, jobRow, type RowContext } from '../../shared/export/flatten.js';
-import { encodeParquet, encodeParquetColumns } from '../../shared/export/parquet.js';
-import { TableBuffer } from '../../shared/export/table-buffer.js';
+import {
+  appendReportRows,
+  campaignRow,
+  jobRow,
+  type RowContext,
+} from '../../shared/export/format/flatten.js';
+import { TableBuffer } from '../../shared/export/format/table-buffer.js';
 import {
   type Column,
   type ColumnType,
@@ -29,6 +33,7 @@ import {
   TABLES,
   type TableName,
 } from '../../shared/export/tables.js';
+import { encodeParquet, encodeParquetColumns } from '../../shared/parquet/encode.js';
 import { openDuckDb } from '../helpers/duckdb.js';
 import { realisticReports } from '../helpers/realistic-reports.js';
 import { generateDataset } from '../simulator/index.js';

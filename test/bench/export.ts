@@ -5,7 +5,7 @@
  */
 
 import { cliDeps } from '../../functions/cli/deps.js';
-import { runExport } from '../../shared/export/local-run.js';
+import { runExport } from '../../shared/export/run/local-run.js';
 import { silentLog } from '../../shared/log.js';
 
 async function main(): Promise<void> {

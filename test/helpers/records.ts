@@ -1,5 +1,5 @@
 /** Builders for the run records tests put in storage or hand to the finisher. */
-import type { RunRecord } from '../../shared/export/records.js';
+import type { RunRecord } from '../../shared/export/state/records.js';
 
 export const TEST_RUN_ID = '20261122T031500Z-a1b2c3';
 

@@ -25,7 +25,7 @@ import type { Context } from 'aws-lambda';
 import { EXAMPLE_API_BASE_URL, ExporterConfigSchema } from '../../../infra/config.js';
 import { FUNCTION_SETTINGS } from '../../../infra/constructs/functions.js';
 import { VISIBILITY_TO_TIMEOUT_RATIO } from '../../../infra/constructs/queues.js';
-import { type Manifest, ManifestSchema } from '../../../shared/export/manifest.js';
+import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import { RAW_ENTITIES, TABLE_NAMES } from '../../../shared/export/tables.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import type { Storage } from '../../../shared/storage/storage.js';

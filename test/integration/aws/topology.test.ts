@@ -9,7 +9,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Manifest } from '../../../shared/export/manifest.js';
+import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { exporter, tempDir } from '../../helpers/export.js';

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { IntegrationApiClient } from '../../../shared/api/client.js';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
 import { manifestKey } from '../../../shared/export/layout.js';
-import { runExport } from '../../../shared/export/local-run.js';
+import { runExport } from '../../../shared/export/run/local-run.js';
 import { silentLog } from '../../../shared/log.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { exporter, tempDir } from '../../helpers/export.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { tablesMarkdown } from '../../../shared/export/format/tables-doc.js';
 import { TABLE_NAMES, TABLES } from '../../../shared/export/tables.js';
-import { tablesMarkdown } from '../../../shared/export/tables-doc.js';
 
 const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 

@@ -9,7 +9,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { STATE_KEYS } from '../../../shared/export/layout.js';
-import { type Unit, UnitSummarySchema } from '../../../shared/export/records.js';
+import { type Unit, UnitSummarySchema } from '../../../shared/export/state/records.js';
 import { METRIC } from '../../../shared/metrics.js';
 import { type DuckDb, openDuckDb, readParquet } from '../../helpers/duckdb.js';
 import type { SimJob } from '../../simulator/index.js';

@@ -7,12 +7,12 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ExportDeps } from '../../../shared/export/context.js';
-import { exportUnit } from '../../../shared/export/export-unit.js';
 import { STATE_KEYS } from '../../../shared/export/layout.js';
-import { ManifestSchema } from '../../../shared/export/manifest.js';
-import { planCampaign } from '../../../shared/export/plan-campaign.js';
-import { startRun } from '../../../shared/export/start-run.js';
+import type { ExportDeps } from '../../../shared/export/run/context.js';
+import { exportUnit } from '../../../shared/export/run/export-unit.js';
+import { planCampaign } from '../../../shared/export/run/plan-campaign.js';
+import { startRun } from '../../../shared/export/run/start-run.js';
+import { ManifestSchema } from '../../../shared/export/state/manifest.js';
 import { METRIC } from '../../../shared/metrics.js';
 import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
 

@@ -3,7 +3,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type PlanMessage, UnitSchema } from '../../../shared/export/records.js';
+import { type PlanMessage, UnitSchema } from '../../../shared/export/state/records.js';
 import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
 
 type PlanCampaign = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;

@@ -2,7 +2,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlanMessageSchema } from '../../../shared/export/records.js';
+import { PlanMessageSchema } from '../../../shared/export/state/records.js';
 import { context, keysUnder, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
 
 type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;

@@ -8,7 +8,7 @@
  */
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../shared/export/layout.js';
-import { encodeRecord } from '../../../shared/export/records.js';
+import { encodeRecord } from '../../../shared/export/state/records.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import type { Storage } from '../../../shared/storage/storage.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';

@@ -3,7 +3,7 @@
  * Lossless: a line is `JSON.stringify` of what it was given, so parsing it back deep-equals it.
  */
 import { gzipSync, constants as zlibConstants } from 'node:zlib';
-import { ExporterError } from '../errors.js';
+import { ExporterError } from '../../errors.js';
 
 /** zlib's default level: raw files are the archive of record, size matters more than speed. */
 const GZIP_LEVEL = zlibConstants.Z_DEFAULT_COMPRESSION;

@@ -4,13 +4,12 @@
  * outcome. A unit delivered again resumes: it fetches only the jobs still pending and names
  * its files by attempt, so no (job_id, run_id) ever gets rows twice.
  */
-import type { ReportOutcome } from '../api/client.js';
-import { type ExportDeps, requestCounts } from './context.js';
-import { appendReportRows } from './flatten.js';
-import { JsonLinesBuffer } from './jsonl.js';
-import { parquetKey, rawKey, STATE_KEYS } from './layout.js';
-import { mapPool } from './pool.js';
-import { quarantine } from './quarantine.js';
+import type { ReportOutcome } from '../../api/client.js';
+import { appendReportRows } from '../format/flatten.js';
+import { JsonLinesBuffer } from '../format/jsonl.js';
+import { TableBuffer } from '../format/table-buffer.js';
+import { parquetKey, rawKey, STATE_KEYS } from '../layout.js';
+import { quarantine } from '../state/quarantine.js';
 import {
   addRequestCounts,
   emptyRequestCounts,
@@ -21,10 +20,11 @@ import {
   type UnitJobResult,
   type UnitSummary,
   UnitSummarySchema,
-} from './records.js';
-import { TableBuffer } from './table-buffer.js';
-import { REPORT_TABLES } from './tables.js';
-import { writeRaw, writeTables } from './writer.js';
+} from '../state/records.js';
+import { REPORT_TABLES } from '../tables.js';
+import { type ExportDeps, requestCounts } from './context.js';
+import { mapPool } from './pool.js';
+import { writeRaw, writeTables } from './staging.js';
 
 /** Reports fetched at once within a unit; the client's limiter bounds the process as a whole. */
 export const DEFAULT_FETCH_CONCURRENCY = 8;

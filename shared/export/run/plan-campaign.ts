@@ -2,13 +2,14 @@
  * Step 2 of a run, once per campaign: list the campaign's jobs, write the jobs snapshot,
  * compare with the incremental state, and cut the reports to fetch into units of work.
  */
-import { ApiError } from '../errors.js';
-import { type ExportDeps, requestCounts } from './context.js';
-import { fingerprint } from './fingerprint.js';
-import { jobRow } from './flatten.js';
-import { JsonLinesBuffer } from './jsonl.js';
-import { STATE_KEYS } from './layout.js';
-import { quarantine } from './quarantine.js';
+import { ApiError } from '../../errors.js';
+import { jobRow } from '../format/flatten.js';
+import { JsonLinesBuffer } from '../format/jsonl.js';
+import { TableBuffer } from '../format/table-buffer.js';
+import { STATE_KEYS } from '../layout.js';
+import { fingerprint } from '../state/fingerprint.js';
+import { loadCampaignState, planJobs } from '../state/incremental.js';
+import { quarantine } from '../state/quarantine.js';
 import {
   encodeRecord,
   type Fatal,
@@ -20,10 +21,9 @@ import {
   type RunRef,
   type Unit,
   type UnitJob,
-} from './records.js';
-import { loadCampaignState, planJobs } from './state.js';
-import { TableBuffer } from './table-buffer.js';
-import { writeRaw, writeTables } from './writer.js';
+} from '../state/records.js';
+import { type ExportDeps, requestCounts } from './context.js';
+import { writeRaw, writeTables } from './staging.js';
 
 /** Reports per unit of work by default: one file per table per unit, so 100 reports cost about eight storage writes. */
 export const DEFAULT_UNIT_SIZE = 100;

@@ -4,8 +4,8 @@
  * fails the encode with the column, row and value rather than writing a wrong file.
  */
 import { ExporterError } from '../errors.js';
-import type { Cell, Column } from './tables.js';
-import { INT32_MAX, INT32_MIN } from './tables.js';
+import type { Cell, Column } from '../export/tables.js';
+import { INT32_MAX, INT32_MIN } from '../export/tables.js';
 
 /** The leaf of one column as levels and non-null values, before pages are cut. */
 export interface Leaf {

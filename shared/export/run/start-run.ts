@@ -3,15 +3,22 @@
  * record the run. A fatal API error is recorded (the run then ends as failed), not thrown.
  */
 
-import type { CampaignItem } from '../api/schemas.js';
+import type { CampaignItem } from '../../api/schemas.js';
+import { campaignRow } from '../format/flatten.js';
+import { JsonLinesBuffer } from '../format/jsonl.js';
+import { TableBuffer } from '../format/table-buffer.js';
+import { dtOf, STATE_KEYS } from '../layout.js';
+import { quarantine } from '../state/quarantine.js';
+import {
+  encodeRecord,
+  type Fatal,
+  fatalOf,
+  type Mode,
+  type RunRecord,
+  type RunRef,
+} from '../state/records.js';
 import { type ExportDeps, newRunId, requestCounts } from './context.js';
-import { campaignRow } from './flatten.js';
-import { JsonLinesBuffer } from './jsonl.js';
-import { dtOf, STATE_KEYS } from './layout.js';
-import { quarantine } from './quarantine.js';
-import { encodeRecord, type Fatal, fatalOf, type Mode, type RunRecord, type RunRef } from './records.js';
-import { TableBuffer } from './table-buffer.js';
-import { writeRaw, writeTables } from './writer.js';
+import { writeRaw, writeTables } from './staging.js';
 
 export interface StartRunInput {
   mode: Mode;

@@ -3,10 +3,10 @@
  * never reads the environment and never builds its own clients.
  */
 import { randomBytes } from 'node:crypto';
-import type { IntegrationApiClient } from '../api/client.js';
-import type { Log } from '../log.js';
-import type { Storage } from '../storage/storage.js';
-import { addRequestCounts, emptyRequestCounts, type RequestCounts } from './records.js';
+import type { IntegrationApiClient } from '../../api/client.js';
+import type { Log } from '../../log.js';
+import type { Storage } from '../../storage/storage.js';
+import { addRequestCounts, emptyRequestCounts, type RequestCounts } from '../state/records.js';
 
 /** The part of the API client the steps use. */
 export type ApiClient = Pick<IntegrationApiClient, 'verify' | 'campaigns' | 'jobs' | 'getReport' | 'stats'>;

@@ -8,9 +8,9 @@ import { constants as zlibConstants, zstdCompressSync } from 'node:zlib';
 import type { ColumnChunk, Encoding, PageHeader, Statistics } from 'hyparquet';
 import { ByteWriter } from 'hyparquet-writer';
 import { writePageHeader } from 'hyparquet-writer/src/datapage.js';
-import { ByteSink } from './parquet-bytes.js';
-import { flatLeaf, type Leaf, type LeafValues, listLeaf } from './parquet-leaf.js';
-import type { Cell, Column } from './tables.js';
+import type { Cell, Column } from '../export/tables.js';
+import { ByteSink } from './bytes.js';
+import { flatLeaf, type Leaf, type LeafValues, listLeaf } from './leaf.js';
 
 /** Target uncompressed size of a data page (the size parquet-mr and Arrow default to). */
 export const PAGE_BYTES = 1024 * 1024;

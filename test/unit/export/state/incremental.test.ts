@@ -2,15 +2,15 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
+import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import {
   applyOutcomes,
   type CampaignState,
   loadCampaignState,
   planJobs,
   saveOutcomes,
-} from '../../../shared/export/state.js';
-import { LocalStorage } from '../../../shared/storage/local.js';
+} from '../../../../shared/export/state/incremental.js';
+import { LocalStorage } from '../../../../shared/storage/local.js';
 
 const state = (jobs: CampaignState['jobs']): CampaignState => ({ campaign_id: 7, jobs });
 

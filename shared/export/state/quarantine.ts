@@ -1,6 +1,6 @@
-import type { ValidationIssue } from '../api/client.js';
-import type { Storage } from '../storage/storage.js';
-import { quarantineKey } from './layout.js';
+import type { ValidationIssue } from '../../api/client.js';
+import type { Storage } from '../../storage/storage.js';
+import { quarantineKey } from '../layout.js';
 import { encodeRecord, type RunRef } from './records.js';
 
 export interface QuarantineEntry {

@@ -3,14 +3,20 @@
  * in-process concurrency instead of SQS between them. Units with retryable failures get
  * further rounds, as an SQS redelivery would give them.
  */
-import { describeError, ExporterError } from '../errors.js';
+import { describeError, ExporterError } from '../../errors.js';
+import type { Manifest } from '../state/manifest.js';
+import {
+  addRequestCounts,
+  emptyRequestCounts,
+  type Mode,
+  type Unit,
+  type UnitSummary,
+} from '../state/records.js';
 import { countingRequests, type ExportDeps } from './context.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun, type RunRecords } from './finish-run.js';
-import type { Manifest } from './manifest.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
-import { addRequestCounts, emptyRequestCounts, type Mode, type Unit, type UnitSummary } from './records.js';
 import { startRun } from './start-run.js';
 
 export interface LocalRunOptions {

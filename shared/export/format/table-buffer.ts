@@ -2,9 +2,10 @@
  * The rows of a batch, every table at once: the {@link RowSink} list items and reports are
  * flattened into, kept column by column for the Parquet encoder.
  */
+
+import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
+import { type Cell, type Row, TABLE_NAMES, TABLES, type TableName } from '../tables.js';
 import type { RowSink } from './flatten.js';
-import { ColumnBuffer, encodeParquetColumns } from './parquet.js';
-import { type Cell, type Row, TABLE_NAMES, TABLES, type TableName } from './tables.js';
 
 /**
  * Collects rows of every table: the {@link RowSink} a batch of reports is flattened into.

@@ -8,10 +8,10 @@ import type { ColumnChunk, RowGroup, SchemaElement } from 'hyparquet';
 import { ByteWriter } from 'hyparquet-writer';
 import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import { ExporterError } from '../errors.js';
-import { ByteSink } from './parquet-bytes.js';
-import { PAGE_BYTES, writeColumnChunk } from './parquet-column.js';
-import type { TableBuffer } from './table-buffer.js';
-import type { Cell, Column, Row, TableDef, TableName } from './tables.js';
+import type { TableBuffer } from '../export/format/table-buffer.js';
+import type { Cell, Column, Row, TableDef, TableName } from '../export/tables.js';
+import { ByteSink } from './bytes.js';
+import { PAGE_BYTES, writeColumnChunk } from './column.js';
 
 /**
  * Rows per row group: DuckDB's default (122,880) rounded to a power of two. A batch file is

@@ -5,9 +5,9 @@
  * finishing at once cannot lose each other's updates, and the later run always wins.
  */
 import * as z from 'zod';
-import { PreconditionFailedError } from '../errors.js';
-import type { Storage } from '../storage/storage.js';
-import { STATE_KEYS } from './layout.js';
+import { PreconditionFailedError } from '../../errors.js';
+import type { Storage } from '../../storage/storage.js';
+import { STATE_KEYS } from '../layout.js';
 import { encodeRecord, JobOutcomeSchema, type Mode, parseRecord, type UnitJob } from './records.js';
 
 export const JobStateSchema = z.object({

@@ -11,9 +11,9 @@ import type {
   QuestionItem,
   Report,
   Section,
-} from '../api/schemas.js';
-import { ExporterError } from '../errors.js';
-import { INT32_MAX, INT32_MIN, type Row, type TableName } from './tables.js';
+} from '../../api/schemas.js';
+import { ExporterError } from '../../errors.js';
+import { INT32_MAX, INT32_MIN, type Row, type TableName } from '../tables.js';
 
 /** What every row of one run shares. */
 export interface RowContext {

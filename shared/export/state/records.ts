@@ -4,8 +4,8 @@
  * zod wherever they are read back.
  */
 import * as z from 'zod';
-import { ApiError, StorageError } from '../errors.js';
-import { DT_PATTERN } from './layout.js';
+import { ApiError, StorageError } from '../../errors.js';
+import { DT_PATTERN } from '../layout.js';
 
 const int = z.number().int();
 

@@ -2,11 +2,11 @@
  * Writes a batch: one Parquet file per table and one gzip JSON Lines file per raw entity,
  * named by a stem that is unique per batch, so a retried batch overwrites its own files.
  */
-import type { Storage } from '../storage/storage.js';
-import type { JsonLinesBuffer } from './jsonl.js';
-import { parquetKey, rawKey } from './layout.js';
-import type { TableBuffer } from './table-buffer.js';
-import { type RawEntity, TABLE_NAMES } from './tables.js';
+import type { Storage } from '../../storage/storage.js';
+import type { JsonLinesBuffer } from '../format/jsonl.js';
+import type { TableBuffer } from '../format/table-buffer.js';
+import { parquetKey, rawKey } from '../layout.js';
+import { type RawEntity, TABLE_NAMES } from '../tables.js';
 
 /** Writes one Parquet file per table that has rows (an empty table gets no file). Returns the keys. */
 export async function writeTables(

@@ -1,9 +1,9 @@
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExporterError } from '../../../shared/errors.js';
-import { encodeJsonLinesGzip, JsonLinesBuffer } from '../../../shared/export/jsonl.js';
-import { type DuckDb, openDuckDb, readJsonLines } from '../../helpers/duckdb.js';
-import { report } from '../../helpers/reports.js';
+import { ExporterError } from '../../../../shared/errors.js';
+import { encodeJsonLinesGzip, JsonLinesBuffer } from '../../../../shared/export/format/jsonl.js';
+import { type DuckDb, openDuckDb, readJsonLines } from '../../../helpers/duckdb.js';
+import { report } from '../../../helpers/reports.js';
 
 const lines = [
   {

@@ -4,11 +4,12 @@
  * the queues empty (SQS counts are approximate and lag); a CLI run only past its deadline (it
  * finishes itself).
  */
+
+import { STATE_KEYS } from '../layout.js';
+import type { Manifest } from '../state/manifest.js';
+import { encodeRecord } from '../state/records.js';
 import type { ExportDeps } from './context.js';
 import { finishRun, isComplete, openRuns, readRunRecords } from './finish-run.js';
-import { STATE_KEYS } from './layout.js';
-import type { Manifest } from './manifest.js';
-import { encodeRecord } from './records.js';
 
 export interface CloseRunsOptions {
   /** Now, in epoch milliseconds. */

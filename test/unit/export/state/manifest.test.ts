@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { buildManifest, isComplete, type RunRecords } from '../../../shared/export/finish-run.js';
+import { buildManifest, isComplete, type RunRecords } from '../../../../shared/export/run/finish-run.js';
 import {
   DtSchema,
   type PlanRecord,
   type RequestCounts,
   type RunRecord,
   type UnitSummary,
-} from '../../../shared/export/records.js';
-import { runRecord } from '../../helpers/records.js';
+} from '../../../../shared/export/state/records.js';
+import { runRecord } from '../../../helpers/records.js';
 
 const RUN = '20261122T031500Z-a1b2c3';
 const requests = (total: number, s429 = 0): RequestCounts => ({

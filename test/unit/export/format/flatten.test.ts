@@ -1,9 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ListQuestion, Report } from '../../../shared/api/schemas.js';
-import { ExporterError } from '../../../shared/errors.js';
-import { appendReportRows, campaignRow, jobRow, type RowContext } from '../../../shared/export/flatten.js';
-import { REPORT_TABLES, type Row, TABLES, type TableName } from '../../../shared/export/tables.js';
+import type { ListQuestion, Report } from '../../../../shared/api/schemas.js';
+import { ExporterError } from '../../../../shared/errors.js';
+import {
+  appendReportRows,
+  campaignRow,
+  jobRow,
+  type RowContext,
+} from '../../../../shared/export/format/flatten.js';
+import { REPORT_TABLES, type Row, TABLES, type TableName } from '../../../../shared/export/tables.js';
 import {
   expectedRowCounts,
   gallery,
@@ -18,7 +23,7 @@ import {
   section,
   textEntry,
   textInput,
-} from '../../helpers/reports.js';
+} from '../../../helpers/reports.js';
 
 const ctx: RowContext = { runId: 'run-1', exportedAt: new Date('2026-11-22T03:00:00.000Z') };
 const run = { run_id: 'run-1', exported_at: ctx.exportedAt };

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { closeRuns } from '../../../shared/export/close-runs.js';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
-import type { Manifest } from '../../../shared/export/manifest.js';
-import { encodeRecord, type PlanRecord, type RunRecord } from '../../../shared/export/records.js';
-import { silentLog } from '../../../shared/log.js';
-import { LocalStorage } from '../../../shared/storage/local.js';
-import { tempDir } from '../../helpers/export.js';
-import { runRecord } from '../../helpers/records.js';
+import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import { closeRuns } from '../../../../shared/export/run/close-runs.js';
+import type { Manifest } from '../../../../shared/export/state/manifest.js';
+import { encodeRecord, type PlanRecord, type RunRecord } from '../../../../shared/export/state/records.js';
+import { silentLog } from '../../../../shared/log.js';
+import { LocalStorage } from '../../../../shared/storage/local.js';
+import { tempDir } from '../../../helpers/export.js';
+import { runRecord } from '../../../helpers/records.js';
 
 const STARTED = Date.parse('2026-11-22T03:15:00Z');
 const MINUTE = 60_000;

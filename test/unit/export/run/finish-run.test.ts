@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { finishRun } from '../../../shared/export/finish-run.js';
-import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
-import { encodeRecord, type PlanRecord, type UnitSummary } from '../../../shared/export/records.js';
-import { loadCampaignState } from '../../../shared/export/state.js';
-import { silentLog } from '../../../shared/log.js';
-import { LocalStorage } from '../../../shared/storage/local.js';
-import { tempDir } from '../../helpers/export.js';
-import { runRecord, TEST_RUN_ID } from '../../helpers/records.js';
+import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
+import { finishRun } from '../../../../shared/export/run/finish-run.js';
+import { loadCampaignState } from '../../../../shared/export/state/incremental.js';
+import { encodeRecord, type PlanRecord, type UnitSummary } from '../../../../shared/export/state/records.js';
+import { silentLog } from '../../../../shared/log.js';
+import { LocalStorage } from '../../../../shared/storage/local.js';
+import { tempDir } from '../../../helpers/export.js';
+import { runRecord, TEST_RUN_ID } from '../../../helpers/records.js';
 
 const RUN = TEST_RUN_ID;
 const none = { total: 1, retried: 0, by_status: { '200': 1 } };

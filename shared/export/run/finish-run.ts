@@ -4,11 +4,10 @@
  * the outcomes in the incremental state, and clear the run's working records.
  */
 import { randomUUID } from 'node:crypto';
-import { PreconditionFailedError } from '../errors.js';
-import type { ExportDeps } from './context.js';
-import { manifestKey, runIdOfStateKey, STATE_KEYS } from './layout.js';
-import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus } from './manifest.js';
-import { mapPool } from './pool.js';
+import { PreconditionFailedError } from '../../errors.js';
+import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../layout.js';
+import { type RecordedOutcome, saveOutcomes } from '../state/incremental.js';
+import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus } from '../state/manifest.js';
 import {
   addRequestCounts,
   emptyRequestCounts,
@@ -23,8 +22,9 @@ import {
   RunRecordSchema,
   type UnitSummary,
   UnitSummarySchema,
-} from './records.js';
-import { type RecordedOutcome, saveOutcomes } from './state.js';
+} from '../state/records.js';
+import type { ExportDeps } from './context.js';
+import { mapPool } from './pool.js';
 
 /** State objects written at once when a run finishes. */
 const STATE_WRITE_CONCURRENCY = 8;

@@ -4,9 +4,8 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExporterError } from '../../../shared/errors.js';
-import { appendReportRows } from '../../../shared/export/flatten.js';
-import { encodeParquet, encodeParquetColumns } from '../../../shared/export/parquet.js';
-import { TableBuffer } from '../../../shared/export/table-buffer.js';
+import { appendReportRows } from '../../../shared/export/format/flatten.js';
+import { TableBuffer } from '../../../shared/export/format/table-buffer.js';
 import {
   type Cell,
   type Column,
@@ -17,6 +16,7 @@ import {
   TABLES,
   type TableDef,
 } from '../../../shared/export/tables.js';
+import { encodeParquet, encodeParquetColumns } from '../../../shared/parquet/encode.js';
 import {
   type DuckDb,
   type JsRow,
