@@ -5,10 +5,13 @@ import {
   DT_PROJECTION_FORMAT,
   PARTITION_KEY,
   partitionTemplate,
+  RUNS_PREFIX,
   rawPrefix,
   tablePrefix,
 } from '../../shared/export/layout.js';
 import { glueType, TABLES, type TableDef, type TableName } from '../../shared/export/tables.js';
+import { hiveType, LATEST_VIEWS, RUNS_COLUMNS, RUNS_TABLE } from '../../shared/export/views.js';
+import { athenaViewInput } from './athena-view.js';
 import type { DataLake } from './data-lake.js';
 
 /** The Glue table over the raw report JSON Lines. */
@@ -42,6 +45,13 @@ const JSON_LINES_FORMAT = {
   },
 };
 
+/** The `runs` columns: the manifest's fields, nested ones as struct, array and map types. */
+export const RUNS_GLUE_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = RUNS_COLUMNS.map((c) => ({
+  name: c.name,
+  type: hiveType(c.type),
+  comment: c.doc,
+}));
+
 /** The raw report line (CONTRACT.md, "Raw lines"). */
 export const RAW_REPORT_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
   { name: 'run_id', type: 'string', comment: 'the run that fetched the report' },
@@ -70,8 +80,12 @@ export interface ExporterCatalogProps {
   readonly projectionStartDate: string;
 }
 
+const PARTITION_KEYS = [{ name: PARTITION_KEY, type: 'string', comment: 'export date (UTC), YYYY-MM-DD' }];
+
 /**
- * The Glue database and its tables, generated from the table definitions and the key layout.
+ * The Glue database and its tables, generated from the table definitions and the key layout:
+ * one Parquet table per contract table, `raw_reports` over the raw report lines, `runs` over
+ * the run manifests, and the `*_latest` views (Athena views) over the report tables.
  * Partition projection on `dt` (no crawler, no MSCK REPAIR): a run is queryable once it lands.
  */
 export class ExporterCatalog extends Construct {
@@ -79,79 +93,106 @@ export class ExporterCatalog extends Construct {
   readonly databaseName: string;
   readonly tables: Readonly<Record<TableName, glue.CfnTable>>;
   readonly rawReports: glue.CfnTable;
+  readonly runs: glue.CfnTable;
+  /** The `*_latest` views, by view name. */
+  readonly views: Readonly<Record<string, glue.CfnTable>>;
+  readonly #props: ExporterCatalogProps;
 
   constructor(scope: Construct, id: string, props: ExporterCatalogProps) {
     super(scope, id);
+    this.#props = props;
     const { dataLake } = props;
-    const catalogId = Stack.of(this).account;
     this.databaseName = props.databaseName;
     this.database = new glue.CfnDatabase(this, 'Database', {
-      catalogId,
+      catalogId: Stack.of(this).account,
       databaseInput: {
         name: props.databaseName,
         description: 'campaign-report-exporter: campaigns, jobs and job reports (Parquet) and raw JSON Lines',
       },
     });
 
-    const projection = (prefix: string): Record<string, string> => ({
-      'projection.enabled': 'true',
-      [`projection.${PARTITION_KEY}.type`]: 'date',
-      [`projection.${PARTITION_KEY}.format`]: DT_PROJECTION_FORMAT,
-      [`projection.${PARTITION_KEY}.range`]: `${props.projectionStartDate},NOW`,
-      [`projection.${PARTITION_KEY}.interval`]: '1',
-      [`projection.${PARTITION_KEY}.interval.unit`]: 'DAYS',
-      'storage.location.template': dataLake.s3Url(partitionTemplate(prefix)),
-    });
-    const partitionKeys = [{ name: PARTITION_KEY, type: 'string', comment: 'export date (UTC), YYYY-MM-DD' }];
-
     const tables = {} as Record<TableName, glue.CfnTable>;
     for (const def of Object.values(TABLES)) {
-      const table = new glue.CfnTable(this, `Table-${def.name}`, {
-        catalogId,
-        databaseName: props.databaseName,
-        tableInput: {
-          name: def.name,
-          description: def.doc,
-          tableType: 'EXTERNAL_TABLE',
-          parameters: {
-            classification: 'parquet',
-            EXTERNAL: 'TRUE',
-            ...projection(tablePrefix(def.name)),
-          },
-          partitionKeys,
-          storageDescriptor: {
-            columns: glueColumns(def),
-            location: dataLake.s3Url(tablePrefix(def.name)),
-            ...PARQUET_FORMAT,
-          },
+      tables[def.name] = this.#table(`Table-${def.name}`, {
+        name: def.name,
+        description: def.doc,
+        tableType: 'EXTERNAL_TABLE',
+        parameters: {
+          classification: 'parquet',
+          EXTERNAL: 'TRUE',
+          ...this.#projection(tablePrefix(def.name)),
+        },
+        partitionKeys: PARTITION_KEYS,
+        storageDescriptor: {
+          columns: glueColumns(def),
+          location: dataLake.s3Url(tablePrefix(def.name)),
+          ...PARQUET_FORMAT,
         },
       });
-      table.addResourceDependency(this.database);
-      tables[def.name] = table;
     }
     this.tables = tables;
 
-    this.rawReports = new glue.CfnTable(this, 'Table-raw-reports', {
-      catalogId,
-      databaseName: props.databaseName,
-      tableInput: {
-        name: RAW_REPORTS_TABLE,
-        description: 'Raw report responses as fetched, one JSON line per report (gzip JSON Lines)',
-        tableType: 'EXTERNAL_TABLE',
-        parameters: {
-          classification: 'json',
-          compressionType: 'gzip',
-          EXTERNAL: 'TRUE',
-          ...projection(rawPrefix('reports')),
-        },
-        partitionKeys,
-        storageDescriptor: {
-          columns: [...RAW_REPORT_COLUMNS],
-          location: dataLake.s3Url(rawPrefix('reports')),
-          ...JSON_LINES_FORMAT,
-        },
+    this.rawReports = this.#table('Table-raw-reports', {
+      name: RAW_REPORTS_TABLE,
+      description: 'Raw report responses as fetched, one JSON line per report (gzip JSON Lines)',
+      tableType: 'EXTERNAL_TABLE',
+      parameters: {
+        classification: 'json',
+        compressionType: 'gzip',
+        EXTERNAL: 'TRUE',
+        ...this.#projection(rawPrefix('reports')),
+      },
+      partitionKeys: PARTITION_KEYS,
+      storageDescriptor: {
+        columns: [...RAW_REPORT_COLUMNS],
+        location: dataLake.s3Url(rawPrefix('reports')),
+        ...JSON_LINES_FORMAT,
       },
     });
-    this.rawReports.addResourceDependency(this.database);
+
+    // The manifests are one line of JSON each: the same SerDe reads them, nested fields typed.
+    this.runs = this.#table('Table-runs', {
+      name: RUNS_TABLE,
+      description: 'One row per run: its manifest (status, outcome counts, requests, published files)',
+      tableType: 'EXTERNAL_TABLE',
+      parameters: { classification: 'json', EXTERNAL: 'TRUE', ...this.#projection(RUNS_PREFIX) },
+      partitionKeys: PARTITION_KEYS,
+      storageDescriptor: {
+        columns: [...RUNS_GLUE_COLUMNS],
+        location: dataLake.s3Url(RUNS_PREFIX),
+        ...JSON_LINES_FORMAT,
+      },
+    });
+
+    this.views = Object.fromEntries(
+      LATEST_VIEWS.map((view) => [
+        view.name,
+        this.#table(`View-${view.name}`, athenaViewInput(view, props.databaseName)),
+      ]),
+    );
+  }
+
+  /** Partition projection on `dt` over the files under `prefix`. */
+  #projection(prefix: string): Record<string, string> {
+    return {
+      'projection.enabled': 'true',
+      [`projection.${PARTITION_KEY}.type`]: 'date',
+      [`projection.${PARTITION_KEY}.format`]: DT_PROJECTION_FORMAT,
+      [`projection.${PARTITION_KEY}.range`]: `${this.#props.projectionStartDate},NOW`,
+      [`projection.${PARTITION_KEY}.interval`]: '1',
+      [`projection.${PARTITION_KEY}.interval.unit`]: 'DAYS',
+      'storage.location.template': this.#props.dataLake.s3Url(partitionTemplate(prefix)),
+    };
+  }
+
+  /** A table (or view) of the database, created after it. */
+  #table(id: string, tableInput: glue.CfnTable.TableInputProperty): glue.CfnTable {
+    const table = new glue.CfnTable(this, id, {
+      catalogId: Stack.of(this).account,
+      databaseName: this.databaseName,
+      tableInput,
+    });
+    table.addResourceDependency(this.database);
+    return table;
   }
 }

@@ -13,6 +13,7 @@ import {
 } from '../../shared/export/layout.js';
 import { QUERIES } from '../../shared/export/queries.js';
 import { TABLES } from '../../shared/export/tables.js';
+import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
 import {
   logicalIdOf,
   referencedIds,
@@ -172,13 +173,15 @@ describe('Glue catalog', () => {
       Parameters: Record<string, unknown>;
     };
 
-  it('has one database and one table per contract table plus the raw reports table', () => {
+  it('has one database and one table per contract table plus raw reports, runs and the latest views', () => {
     s.template.resourceCountIs('AWS::Glue::Database', 1);
     s.template.hasResourceProperties('AWS::Glue::Database', {
       DatabaseInput: { Name: 'campaign_report_exporter' },
     });
     const names = tables().map((t) => (t.Properties.TableInput as { Name: string }).Name);
-    expect(names.sort()).toEqual([...Object.keys(TABLES), RAW_REPORTS_TABLE].sort());
+    expect(names.sort()).toEqual(
+      [...Object.keys(TABLES), RAW_REPORTS_TABLE, RUNS_TABLE, ...LATEST_VIEWS.map((v) => v.name)].sort(),
+    );
   });
 
   it('Glue columns and types equal the table definitions, in order', () => {

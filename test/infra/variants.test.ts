@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InfraConfigError } from '../../infra/config.js';
 import { API_FUNCTIONS, FUNCTION_NAMES, FUNCTION_SETTINGS } from '../../infra/constructs/functions.js';
 import { TABLES } from '../../shared/export/tables.js';
+import { LATEST_VIEWS } from '../../shared/export/views.js';
 import {
   actionsOf,
   allowStatements,
@@ -172,12 +173,14 @@ describe('everything configured', () => {
   it('puts every table, projection and grant under the data prefix', () => {
     s.template.hasResourceProperties('AWS::Glue::Database', { DatabaseInput: { Name: 'acme_reports' } });
     for (const t of Object.values(resourcesOf(s.template, 'AWS::Glue::Table'))) {
-      const input = t.Properties.TableInput as { Parameters: Record<string, unknown> };
+      const input = t.Properties.TableInput as { TableType: string; Parameters: Record<string, unknown> };
+      expect(t.Properties.DatabaseName).toBe('acme_reports');
+      if (input.TableType === 'VIRTUAL_VIEW') continue; // a view has no files of its own
       expect(JSON.stringify(input.Parameters['storage.location.template'])).toContain('/exports/acme/');
       expect(input.Parameters['projection.dt.range']).toBe('2024-06-01,NOW');
-      expect(t.Properties.DatabaseName).toBe('acme_reports');
     }
-    s.template.resourceCountIs('AWS::Glue::Table', Object.keys(TABLES).length + 1);
+    // The contract tables, raw_reports and runs, and the latest views.
+    s.template.resourceCountIs('AWS::Glue::Table', Object.keys(TABLES).length + 2 + LATEST_VIEWS.length);
     s.template.allResourcesProperties('AWS::Athena::NamedQuery', { Database: 'acme_reports' });
     const objectGrants = allowStatements(s.template).filter(({ statement }) =>
       actionsOf(statement).includes('s3:PutObject'),

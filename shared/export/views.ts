@@ -1,0 +1,205 @@
+/**
+ * The lake's SQL surface beyond the Parquet tables: the `runs` table over the run manifests and
+ * the `*_latest` views over the report tables. One source for the Glue catalog (CDK) and for
+ * DuckDB (the CLI and the demo): the view SQL is the same text on Athena (Trino) and DuckDB, and
+ * every column type is written once and spelled for each engine here.
+ */
+import type { RunStatus } from './state/manifest.js';
+import { type ColumnType, REPORT_TABLES, type ReportTableName, TABLES } from './tables.js';
+
+/**
+ * A column type: a contract column type, or a nested type of the `runs` table (a map's keys are
+ * strings). Rendered by {@link hiveType} (Glue), {@link prestoType} (Athena views) and
+ * {@link duckdbType}.
+ */
+export type SqlType =
+  | ColumnType
+  | { readonly array: SqlType }
+  | { readonly map: SqlType }
+  | { readonly struct: Readonly<Record<string, SqlType>> };
+
+export interface SqlColumn {
+  readonly name: string;
+  readonly type: SqlType;
+  readonly doc: string;
+}
+
+const SCALARS = {
+  string: { hive: 'string', presto: 'varchar', duckdb: 'VARCHAR' },
+  int: { hive: 'int', presto: 'integer', duckdb: 'INTEGER' },
+  bigint: { hive: 'bigint', presto: 'bigint', duckdb: 'BIGINT' },
+  boolean: { hive: 'boolean', presto: 'boolean', duckdb: 'BOOLEAN' },
+  // Athena reads a Hive timestamp as timestamp(3); the Parquet is TIMESTAMP(MILLIS, adjusted to UTC),
+  // which DuckDB reads as TIMESTAMP WITH TIME ZONE.
+  timestamp: { hive: 'timestamp', presto: 'timestamp(3)', duckdb: 'TIMESTAMP WITH TIME ZONE' },
+  'array<string>': { hive: 'array<string>', presto: 'array(varchar)', duckdb: 'VARCHAR[]' },
+} as const satisfies Record<ColumnType, Record<'hive' | 'presto' | 'duckdb', string>>;
+
+/** The Glue (Hive DDL) spelling: `struct<a:bigint,b:map<string,bigint>>`. */
+export function hiveType(type: SqlType): string {
+  if (typeof type === 'string') return SCALARS[type].hive;
+  if ('array' in type) return `array<${hiveType(type.array)}>`;
+  if ('map' in type) return `map<string,${hiveType(type.map)}>`;
+  return `struct<${Object.entries(type.struct)
+    .map(([k, t]) => `${k}:${hiveType(t)}`)
+    .join(',')}>`;
+}
+
+/** The Presto/Trino spelling stored in an Athena view definition: `row(a bigint, b array(varchar))`. */
+export function prestoType(type: SqlType): string {
+  if (typeof type === 'string') return SCALARS[type].presto;
+  if ('array' in type) return `array(${prestoType(type.array)})`;
+  if ('map' in type) return `map(varchar, ${prestoType(type.map)})`;
+  return `row(${Object.entries(type.struct)
+    .map(([k, t]) => `${k} ${prestoType(t)}`)
+    .join(', ')})`;
+}
+
+/** The DuckDB spelling: `STRUCT("a" BIGINT, "b" VARCHAR[])`. */
+export function duckdbType(type: SqlType): string {
+  if (typeof type === 'string') return SCALARS[type].duckdb;
+  if ('array' in type) return `${duckdbType(type.array)}[]`;
+  if ('map' in type) return `MAP(VARCHAR, ${duckdbType(type.map)})`;
+  return `STRUCT(${Object.entries(type.struct)
+    .map(([k, t]) => `"${k}" ${duckdbType(t)}`)
+    .join(', ')})`;
+}
+
+// ---- runs: one row per run manifest ----------------------------------------------------------
+
+/** The table (Glue) and view (DuckDB) over the run manifests, `runs/dt=YYYY-MM-DD/<run_id>.json`. */
+export const RUNS_TABLE = 'runs';
+
+/** The partition column every table and view ends with (the export date, `YYYY-MM-DD`). */
+const DT_COLUMN: SqlColumn = { name: 'dt', type: 'string', doc: 'export date (UTC) of the run, YYYY-MM-DD' };
+
+const COUNT = 'bigint';
+const COUNTS = [
+  'campaigns',
+  'jobs',
+  'reports_exported',
+  'reports_unchanged',
+  'reports_not_ready',
+  'reports_not_found',
+  'reports_invalid',
+  'reports_failed',
+] as const;
+
+/**
+ * The columns of `runs`, mirroring the manifest (`ManifestSchema`) field by field, except `dt`:
+ * the partition supplies it (Glue) or the manifest's own `dt` does (DuckDB), as the last column.
+ * Times stay ISO 8601 text as written; `from_iso8601_timestamp()` converts them on Athena.
+ */
+export const RUNS_COLUMNS: readonly SqlColumn[] = [
+  { name: 'run_id', type: 'string', doc: 'the run (ids sort by start time)' },
+  { name: 'mode', type: 'string', doc: "'incremental' or 'full'" },
+  {
+    name: 'status',
+    type: 'string',
+    doc: "'succeeded', 'partial' or 'failed' (a failed run publishes no data)",
+  },
+  { name: 'started_at', type: 'string', doc: 'ISO 8601 UTC as written' },
+  { name: 'finished_at', type: 'string', doc: 'ISO 8601 UTC as written' },
+  {
+    name: 'counts',
+    type: { struct: Object.fromEntries(COUNTS.map((c) => [c, COUNT])) },
+    doc: 'campaigns and jobs listed, and one outcome per listed job (reports_*)',
+  },
+  {
+    name: 'requests',
+    type: { struct: { total: COUNT, retried: COUNT, by_status: { map: COUNT } } },
+    doc: 'HTTP requests sent, retries included; by_status: status code (or "error") to count',
+  },
+  {
+    name: 'files',
+    type: {
+      array: {
+        struct: { key: 'string', table_or_entity: 'string', format: 'string', rows: COUNT, bytes: COUNT },
+      },
+    },
+    doc: 'the files the run published (format: parquet or jsonl); key relative to the output root',
+  },
+  { name: 'company_name', type: 'string', doc: 'the company of the API key, as verify named it' },
+  { name: 'unlisted_campaigns', type: { array: 'bigint' }, doc: 'campaigns whose jobs could not be listed' },
+  { name: 'recovered_by', type: 'string', doc: 'the run that closed this interrupted run' },
+  {
+    name: 'error',
+    type: { struct: { message: 'string', error_code: 'string' } },
+    doc: "a failed run's one-line reason and the API's error_code",
+  },
+];
+
+/** Every column of the `runs` table or view, `dt` last. */
+export const RUNS_VIEW_COLUMNS: readonly SqlColumn[] = [...RUNS_COLUMNS, DT_COLUMN];
+
+// ---- *_latest: each job's newest published report ---------------------------------------------
+
+/** Runs whose data counts: a failed run publishes none (and its rows, were there any, are ignored). */
+export const PUBLISHED_STATUSES = ['succeeded', 'partial'] as const satisfies readonly RunStatus[];
+
+export interface ViewDef {
+  readonly name: string;
+  readonly doc: string;
+  /** The view's columns in order: the table's, then `dt`. */
+  readonly columns: readonly SqlColumn[];
+  /** A SELECT that runs unchanged on Athena (engine v3) and DuckDB; tables unqualified. */
+  readonly sql: string;
+}
+
+/** The name of a report table's latest view: `reports_latest`, `questions_latest`, … */
+export const latestViewName = (table: ReportTableName): string => `${table}_latest`;
+
+/** The columns of a contract table as the catalog and DuckDB expose them: the table's, then `dt`. */
+export const tableColumns = (table: keyof typeof TABLES): readonly SqlColumn[] => [
+  ...TABLES[table].columns.map(({ name, type, doc }) => ({ name, type, doc })),
+  DT_COLUMN,
+];
+
+const SELECT_LINE = 100;
+
+/** `t.a, t.b, …` wrapped at about {@link SELECT_LINE} characters, indented. */
+function selectList(columns: readonly SqlColumn[]): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const c of columns) {
+    const item = `t.${c.name}`;
+    if (line && line.length + item.length + 2 > SELECT_LINE) {
+      lines.push(`${line},`);
+      line = item;
+    } else line = line ? `${line}, ${item}` : item;
+  }
+  lines.push(line);
+  return lines
+    .map((l) => `       ${l}`)
+    .join('\n')
+    .trimStart();
+}
+
+/**
+ * The SQL of `<table>_latest`: per job, the rows of its newest report from a published run —
+ * the greatest run_id among the succeeded or partial runs that have a `reports` row for the
+ * job; child tables take the rows of that same (job_id, run_id). Plain SQL both engines share.
+ */
+export function latestViewSql(table: ReportTableName): string {
+  const statuses = PUBLISHED_STATUSES.map((s) => `'${s}'`).join(', ');
+  return `WITH published AS (
+  SELECT run_id FROM ${RUNS_TABLE} WHERE status IN (${statuses})
+),
+latest AS (
+  SELECT r.job_id, max(r.run_id) AS run_id
+  FROM reports r
+  JOIN published p ON p.run_id = r.run_id
+  GROUP BY r.job_id
+)
+SELECT ${selectList(tableColumns(table))}
+FROM ${table} t
+JOIN latest l ON l.job_id = t.job_id AND l.run_id = t.run_id`;
+}
+
+/** One `*_latest` view per report table, in table order. */
+export const LATEST_VIEWS: readonly ViewDef[] = REPORT_TABLES.map((table) => ({
+  name: latestViewName(table),
+  doc: `${TABLES[table].doc} Only each job's newest report from a succeeded or partial run.`,
+  columns: tableColumns(table),
+  sql: latestViewSql(table),
+}));
