@@ -4,18 +4,19 @@
  * README's table reference and the tests all derive from this module.
  */
 
-/** Logical column types; each maps to one Parquet physical type and one Glue/Athena type. */
-export type ColumnType = 'string' | 'int' | 'bigint' | 'boolean' | 'timestamp' | 'array<string>';
+import type { ColumnType, ParquetColumn, ParquetTable } from '../parquet/schema.js';
 
-export interface Column {
-  readonly name: string;
-  readonly type: ColumnType;
-  /** false when every row has a value. */
-  readonly nullable: boolean;
+// The column types, cells and the INT32 range are the Parquet encoder's; re-exported here so
+// that the contract's vocabulary stays in one import.
+export { type Cell, type ColumnType, INT32_MAX, INT32_MIN, type Row } from '../parquet/schema.js';
+
+/** A column of the contract: a Parquet column (name, type, nullability) and its documentation. */
+export interface Column extends ParquetColumn {
   readonly doc: string;
 }
 
-export interface TableDef {
+/** A table of the contract: a Parquet table with a contract name and documentation. */
+export interface TableDef extends ParquetTable {
   readonly name: TableName;
   readonly doc: string;
   readonly columns: readonly Column[];
@@ -47,14 +48,6 @@ export type ReportTableName = (typeof REPORT_TABLES)[number];
 /** Raw JSON Lines entities. */
 export const RAW_ENTITIES = ['campaigns', 'jobs', 'reports'] as const;
 export type RawEntity = (typeof RAW_ENTITIES)[number];
-
-/** The range of an [int] column (Parquet INT32). */
-export const INT32_MIN = -2147483648;
-export const INT32_MAX = 2147483647;
-
-/** A cell as the flattener produces it; the Parquet encoder converts to physical values. */
-export type Cell = string | number | boolean | Date | null | readonly (string | null)[];
-export type Row = Record<string, Cell>;
 
 const col = (name: string, type: ColumnType, nullable: boolean, doc: string): Column => ({
   name,

@@ -1,16 +1,17 @@
 /**
  * One column chunk of a Parquet row group: definition/repetition levels, dictionary or PLAIN
  * values, V1 data pages of about {@link PAGE_BYTES}, ZSTD, chunk statistics. Specialised to
- * the column types of `tables.ts`, which is what makes it several times faster than a
+ * the column types of `schema.ts`, which is what makes it several times faster than a
  * general-purpose writer; the page headers and the footer are hyparquet-writer's.
  */
 import { constants as zlibConstants, zstdCompressSync } from 'node:zlib';
-import type { ColumnChunk, Encoding, PageHeader, Statistics } from 'hyparquet';
+import type { ColumnChunk, Encoding, PageHeader } from 'hyparquet';
 import { ByteWriter } from 'hyparquet-writer';
 import { writePageHeader } from 'hyparquet-writer/src/datapage.js';
-import type { Cell, Column } from '../export/tables.js';
 import { ByteSink } from './bytes.js';
-import { flatLeaf, type Leaf, type LeafValues, listLeaf } from './leaf.js';
+import { flatLeaf, type LeafValues, listLeaf } from './leaf.js';
+import type { Cell, ParquetColumn } from './schema.js';
+import { statistics } from './statistics.js';
 
 /** Target uncompressed size of a data page (the size parquet-mr and Arrow default to). */
 export const PAGE_BYTES = 1024 * 1024;
@@ -56,64 +57,6 @@ function dictionaryOf(values: readonly string[]): { entries: string[]; indexes: 
     indexes[i] = k;
   }
   return entries.length <= values.length * MAX_DISTINCT_RATIO ? { entries, indexes } : null;
-}
-
-/** Code unit → a key whose order is code point order (surrogates above U+E000..U+FFFF). */
-const fixup = (c: number) => (c < 0xd800 ? c : c >= 0xe000 ? c - 0x800 : c + 0x2000);
-
-/** Compares two strings in UTF-8 byte order, which is code point order. */
-function compareUtf8(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return fixup(x) - fixup(y);
-  }
-  return a.length - b.length;
-}
-
-/** min/max of string values, or nothing when one is not well-formed UTF-16 (its bytes differ). */
-function stringBounds(values: readonly string[]): Pick<Statistics, 'min_value' | 'max_value'> {
-  let min = values[0];
-  let max = values[0];
-  if (min === undefined || max === undefined) return {};
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]!;
-    if (!v.isWellFormed()) return {};
-    if (compareUtf8(v, min) < 0) min = v;
-    else if (compareUtf8(v, max) > 0) max = v;
-  }
-  return { min_value: min, max_value: max };
-}
-
-/** min/max of numbers (INT32, INT64 as safe integers, BOOLEAN as 0/1). */
-function numberBounds(values: Int32Array | Float64Array | Uint8Array): [number, number] {
-  let min = values[0]!;
-  let max = min;
-  for (let i = 1; i < values.length; i++) {
-    const v = values[i]!;
-    if (v < min) min = v;
-    else if (v > max) max = v;
-  }
-  return [min, max];
-}
-
-/**
- * Chunk statistics: the null count, and min/max of flat columns. Strings get bounds only when
- * dictionary-encoded (bounds of the few distinct values are cheap, and those are the columns
- * a filter prunes on); a PLAIN string column holds near-unique text (URLs, JSON, comments).
- */
-function statistics(leaf: Leaf, dictionary: readonly string[] | null): Statistics | undefined {
-  // List columns get none: readers differ on what a null count means for an empty list.
-  if (leaf.rep) return undefined;
-  const stats: Statistics = { null_count: BigInt(leaf.nulls) };
-  const { values } = leaf;
-  if (values.values.length === 0) return stats;
-  if (values.kind === 'string') return dictionary ? { ...stats, ...stringBounds(dictionary) } : stats;
-  const [min, max] = numberBounds(values.values);
-  if (values.kind === 'int64') return { ...stats, min_value: BigInt(min), max_value: BigInt(max) };
-  if (values.kind === 'boolean') return { ...stats, min_value: min === 1, max_value: max === 1 };
-  return { ...stats, min_value: min, max_value: max };
 }
 
 /** Writes values [from, to) of the leaf in PLAIN encoding. */
@@ -182,7 +125,7 @@ function pageHeader(file: ByteSink, header: PageHeader): void {
  */
 export function writeColumnChunk(
   file: ByteSink,
-  column: Column,
+  column: ParquetColumn,
   path: string[],
   cells: readonly Cell[],
   pageBytes = PAGE_BYTES,
@@ -281,7 +224,7 @@ export function writeColumnChunk(
   };
 }
 
-function physicalType(column: Column): 'BYTE_ARRAY' | 'INT32' | 'INT64' | 'BOOLEAN' {
+function physicalType(column: ParquetColumn): 'BYTE_ARRAY' | 'INT32' | 'INT64' | 'BOOLEAN' {
   switch (column.type) {
     case 'string':
     case 'array<string>':

@@ -4,8 +4,7 @@
  * fails the encode with the column, row and value rather than writing a wrong file.
  */
 import { ExporterError } from '../errors.js';
-import type { Cell, Column } from '../export/tables.js';
-import { INT32_MAX, INT32_MIN } from '../export/tables.js';
+import { type Cell, INT32_MAX, INT32_MIN, type ParquetColumn } from './schema.js';
 
 /** The leaf of one column as levels and non-null values, before pages are cut. */
 export interface Leaf {
@@ -26,7 +25,7 @@ export type LeafValues =
   | { kind: 'int64'; values: Float64Array }
   | { kind: 'boolean'; values: Uint8Array };
 
-const fail = (column: Column, row: number, what: string) =>
+const fail = (column: ParquetColumn, row: number, what: string) =>
   new ExporterError(`parquet column ${column.name}, row ${row}: ${what}`);
 
 /** Definition levels of a flat optional column (1 present, 0 NULL) and its NULL count. */
@@ -45,7 +44,7 @@ function flatLevels(cells: readonly Cell[]): { def: Uint8Array; nulls: number } 
  * Levels and values of a flat column; validates every cell against the column type. The
  * loops are written out per type, NULLs skipped inline, because they run once per cell.
  */
-export function flatLeaf(column: Column, cells: readonly Cell[]): Leaf {
+export function flatLeaf(column: ParquetColumn, cells: readonly Cell[]): Leaf {
   const n = cells.length;
   const { def, nulls } = column.nullable ? flatLevels(cells) : { def: null, nulls: 0 };
   const nullable = column.nullable;
@@ -132,7 +131,7 @@ export function flatLeaf(column: Column, cells: readonly Cell[]): Leaf {
  * Levels and values of a 3-level LIST of nullable strings. Definition levels, for an optional
  * list: 0 null list, 1 empty list, 2 null item, 3 item (one less each for a required list).
  */
-export function listLeaf(column: Column, cells: readonly Cell[]): Leaf {
+export function listLeaf(column: ParquetColumn, cells: readonly Cell[]): Leaf {
   const n = cells.length;
   let count = 0;
   for (let r = 0; r < n; r++) {

@@ -1,6 +1,8 @@
 /**
  * Benchmark: list items and reports → rows → Parquet (ours), against DuckDB converting the
- * same rows from NDJSON to Parquet (ZSTD), in the same process, rounds interleaved.
+ * same rows from NDJSON to Parquet (ZSTD), in the same process, rounds interleaved. Then the
+ * encoders alone on the same columns: ours against hyparquet-writer's `parquetWriteBuffer`;
+ * and concatenation (`ParquetConcat`) of per-unit files against a plain copy of their bytes.
  * Run directly: `npx tsx test/bench/encode.ts [reports]` (both data sources, one table).
  *
  * Sources: `simulator` (the API simulator's dataset, `mixed` report sizes: long and tricky
@@ -10,6 +12,8 @@ import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
+import { constants as zlibConstants, zstdCompressSync } from 'node:zlib';
+import { parquetWriteBuffer } from 'hyparquet-writer';
 import {
   type CampaignItem,
   CampaignItemSchema,
@@ -26,14 +30,22 @@ import {
 } from '../../shared/export/format/flatten.js';
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
 import {
+  type Cell,
   type Column,
   type ColumnType,
   type Row,
   TABLE_NAMES,
   TABLES,
+  type TableDef,
   type TableName,
 } from '../../shared/export/tables.js';
-import { encodeParquet, encodeParquetColumns } from '../../shared/parquet/encode.js';
+import { ParquetConcat } from '../../shared/parquet/concat.js';
+import {
+  encodeParquet,
+  encodeParquetColumns,
+  ROW_GROUP_ROWS,
+  tableSchema,
+} from '../../shared/parquet/encode.js';
 import { openDuckDb } from '../helpers/duckdb.js';
 import { realisticReports } from '../helpers/realistic-reports.js';
 import { generateDataset } from '../simulator/index.js';
@@ -42,6 +54,10 @@ const DEFAULT_REPORTS = 1500;
 const REPORTS_PER_CAMPAIGN = 50;
 /** Timed rounds of each; the median counts. */
 const ROUNDS = 7;
+/** Reports per staged file, as export-reports batches them. */
+const UNIT_REPORTS = 100;
+/** Concatenations per timed round: one takes a few milliseconds, too short to time alone. */
+const CONCAT_REPEATS = 20;
 
 const DUCKDB_TYPES: Record<ColumnType, string> = {
   string: 'VARCHAR',
@@ -125,10 +141,122 @@ function transformAndEncode(input: Input, ctx: RowContext): { rows: number; byte
   let rows = 0;
   let bytes = 0;
   for (const table of TABLE_NAMES) {
+    if (buffer.rowCount(table) === 0) continue; // a table without rows gets no file
     rows += buffer.rowCount(table);
     bytes += encodeParquetColumns(TABLES[table], buffer.columns(table)).byteLength;
   }
   return { rows, bytes };
+}
+
+/** The rows of `input` flattened once, column by column, per table. */
+function flatten(input: Input, ctx: RowContext): TableBuffer {
+  const buffer = new TableBuffer();
+  for (const c of input.campaigns) buffer.add('campaigns', campaignRow(c, ctx));
+  for (const j of input.jobs) buffer.add('jobs', jobRow(j.item, j.campaignId, ctx));
+  for (const r of input.reports) appendReportRows(buffer, r.report, r, ctx);
+  return buffer;
+}
+
+const ZSTD_LEVEL_3 = { params: { [zlibConstants.ZSTD_c_compressionLevel]: 3 } };
+
+/**
+ * hyparquet-writer's own encoder on the same columns and schema, with the same codec (ZSTD
+ * level 3) and row group size, its other options at their defaults (statistics, offset
+ * indexes, data page V2). INT64 cells become BigInt first, as its API requires.
+ */
+function hyparquetWriterEncode(table: TableDef, columns: readonly (readonly Cell[])[]): number {
+  const bytes = parquetWriteBuffer({
+    schema: tableSchema(table),
+    columnData: table.columns.map((column, i) => ({
+      name: column.name,
+      data:
+        column.type === 'bigint'
+          ? columns[i]!.map((v) => (v === null ? null : BigInt(v as number)))
+          : (columns[i] as Cell[]),
+    })),
+    codec: 'ZSTD',
+    compressors: { ZSTD: (b: Uint8Array) => new Uint8Array(zstdCompressSync(b, ZSTD_LEVEL_3)) },
+    rowGroupSize: ROW_GROUP_ROWS,
+  });
+  return bytes.byteLength;
+}
+
+/** Both encoders alone (rows already flattened), every table, rounds interleaved. */
+function benchEncoders(buffer: TableBuffer): Record<string, number> {
+  const tables = TABLE_NAMES.filter((t) => buffer.rowCount(t) > 0);
+  const ours = () =>
+    tables.reduce((n, t) => n + encodeParquetColumns(TABLES[t], buffer.columns(t)).length, 0);
+  const theirs = () => tables.reduce((n, t) => n + hyparquetWriterEncode(TABLES[t], buffer.columns(t)), 0);
+  const oursBytes = ours();
+  const theirBytes = theirs();
+  const oursMs: number[] = [];
+  const theirMs: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    let t = performance.now();
+    ours();
+    oursMs.push(performance.now() - t);
+    t = performance.now();
+    theirs();
+    theirMs.push(performance.now() - t);
+  }
+  return {
+    encode_only_ms: Math.round(median(oursMs)),
+    hyparquet_writer_ms: Math.round(median(theirMs)),
+    hyparquet_writer_vs_ours: Number((median(theirMs) / median(oursMs)).toFixed(2)),
+    encode_only_kb: Math.round(oursBytes / 1024),
+    hyparquet_writer_kb: Math.round(theirBytes / 1024),
+  };
+}
+
+/**
+ * Concatenation of per-unit files (one per table per {@link UNIT_REPORTS} reports, as staged)
+ * into one output buffer per table, against `Buffer.concat` of the same files: the price of
+ * reading the footers and writing one.
+ */
+function benchConcat(input: Input, ctx: RowContext): Record<string, number> {
+  const files = new Map<TableName, Uint8Array[]>();
+  for (let from = 0; from < input.reports.length; from += UNIT_REPORTS) {
+    const unit = new TableBuffer();
+    for (const r of input.reports.slice(from, from + UNIT_REPORTS)) appendReportRows(unit, r.report, r, ctx);
+    for (const t of TABLE_NAMES) {
+      if (unit.rowCount(t) > 0) files.set(t, [...(files.get(t) ?? []), unit.encode(t)]);
+    }
+  }
+  let totalBytes = 0;
+  for (const list of files.values()) for (const f of list) totalBytes += f.length;
+  const concatenate = () => {
+    for (const list of files.values()) {
+      const concat = new ParquetConcat();
+      const chunks = [concat.start(), ...list.map((f) => concat.append(f)), concat.finish()];
+      Buffer.concat(chunks);
+    }
+  };
+  const copy = () => {
+    for (const list of files.values()) Buffer.concat(list);
+  };
+  concatenate();
+  copy();
+  const concatMs: number[] = [];
+  const copyMs: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    let t = performance.now();
+    for (let k = 0; k < CONCAT_REPEATS; k++) concatenate();
+    concatMs.push((performance.now() - t) / CONCAT_REPEATS);
+    t = performance.now();
+    for (let k = 0; k < CONCAT_REPEATS; k++) copy();
+    copyMs.push((performance.now() - t) / CONCAT_REPEATS);
+  }
+  const mbPerS = (ms: number) => Math.round(totalBytes / 1024 / 1024 / (ms / 1000));
+  let count = 0;
+  for (const list of files.values()) count += list.length;
+  return {
+    concat_files: count,
+    concat_input_kb: Math.round(totalBytes / 1024),
+    concat_ms: Number(median(concatMs).toFixed(2)),
+    copy_ms: Number(median(copyMs).toFixed(2)),
+    concat_mb_per_s: mbPerS(median(concatMs)),
+    copy_mb_per_s: mbPerS(median(copyMs)),
+  };
 }
 
 /** The rows DuckDB converts: the same rows, as NDJSON per table (Dates as ISO text). */
@@ -168,7 +296,7 @@ function transformAndEncodeRows(input: Input, ctx: RowContext): void {
   for (const c of input.campaigns) sink.add('campaigns', campaignRow(c, ctx));
   for (const j of input.jobs) sink.add('jobs', jobRow(j.item, j.campaignId, ctx));
   for (const r of input.reports) appendReportRows(sink, r.report, r, ctx);
-  for (const [table, rows] of tables) encodeParquet(TABLES[table], rows);
+  for (const [table, rows] of tables) if (rows.length > 0) encodeParquet(TABLES[table], rows);
 }
 
 function median(xs: number[]): number {
@@ -243,6 +371,8 @@ export async function benchEncode(options: BenchOptions = {}): Promise<Record<st
       duckdb_cpu_ms: Math.round(median(duck.map((t) => t.cpu))),
       ours_kb: Math.round(result.bytes / 1024),
       duckdb_kb: Math.round(duckBytes / 1024),
+      ...benchEncoders(flatten(input, ctx)),
+      ...benchConcat(input, ctx),
     };
   } finally {
     await db.close();

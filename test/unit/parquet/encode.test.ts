@@ -177,11 +177,11 @@ describe('encodeParquet', () => {
     expect(back.map((r) => r.job_id)).toEqual(rows.map((r) => BigInt(r.job_id as number)));
   });
 
-  it('writes an empty table that reads as zero rows with the same columns', async () => {
-    const bytes = encodeParquet(TABLES.media_images, []);
-    expect(await readParquet(db, bytes)).toEqual([]);
-    const columns = await db.columns(`SELECT * FROM read_parquet(${await db.file(bytes, 'parquet')})`);
-    expect(columns.map((c) => c.name)).toEqual(TABLES.media_images.columns.map((c) => c.name));
+  it('refuses to write a file without rows', () => {
+    expect(() => encodeParquet(TABLES.media_images, [])).toThrow(ExporterError);
+    expect(() => encodeParquet(TABLES.media_images, [])).toThrow(/media_images: no rows/);
+    const empty = TABLES.questions.columns.map(() => []);
+    expect(() => encodeParquetColumns(TABLES.questions, empty)).toThrow(/questions: no rows/);
   });
 
   it('writes columns whose every value is NULL, an empty list or a list of NULLs', async () => {
@@ -301,6 +301,100 @@ describe('encodeParquet', () => {
     });
   });
 
+  describe('string statistics', () => {
+    const table = TABLES.questions;
+    const runId = '20261122T031500Z-a1b2c3';
+    // Question texts repeat (dictionary-encoded, so they get bounds) and are longer than 64 bytes.
+    const texts = [
+      `Was the entrance clean and free of obstacles when you arrived? ${'Describe it. '.repeat(3)}`,
+      `Étiez-vous accueilli à l'entrée du magasin par un membre du personnel ? ${'😀'.repeat(5)}`,
+      `Zum Schluss: würden Sie diesen Laden Ihren Freunden empfehlen? ${'ü'.repeat(40)}`,
+      'short question',
+    ];
+    const rows = Array.from({ length: 400 }, (_, i) => ({
+      ...hardRow(table, i),
+      run_id: runId,
+      // Group g (100 rows each) holds texts[g % 4] and texts[(g + 1) % 4] only.
+      question: texts[(Math.floor(i / 100) + (i % 2)) % texts.length]!,
+    }));
+    const bytes = encodeParquet(table, rows, { rowGroupRows: 100 });
+    const utf8 = (s: string) => Buffer.from(s, 'utf8');
+    const sorted = (values: string[]) => [...values].sort((a, b) => Buffer.compare(utf8(a), utf8(b)));
+
+    it('keeps strings of up to 64 bytes exact (run ids)', async () => {
+      const stats = await db.all(
+        `SELECT stats_min_value AS min, stats_max_value AS max, min_is_exact, max_is_exact
+         FROM parquet_metadata(${await db.file(bytes, 'parquet')}) WHERE path_in_schema = 'run_id'`,
+      );
+      expect(stats).toHaveLength(4);
+      for (const s of stats)
+        expect(s).toEqual({ min: runId, max: runId, min_is_exact: true, max_is_exact: true });
+    });
+
+    it('cuts longer strings at 64 bytes: a prefix below, a rounded-up prefix above, marked inexact', async () => {
+      const stats = await db.all(
+        `SELECT row_group_id AS g, stats_min_value AS min, stats_max_value AS max, min_is_exact, max_is_exact
+         FROM parquet_metadata(${await db.file(bytes, 'parquet')}) WHERE path_in_schema = 'question'
+         ORDER BY g`,
+      );
+      stats.forEach((s, g) => {
+        const [min, max] = sorted([texts[g % 4]!, texts[(g + 1) % 4]!]) as [string, string];
+        const minBytes = utf8(String(s.min));
+        const maxBytes = utf8(String(s.max));
+        expect(minBytes.length).toBeLessThanOrEqual(64);
+        expect(maxBytes.length).toBeLessThanOrEqual(64);
+        expect(Buffer.compare(minBytes, utf8(min))).toBeLessThanOrEqual(0);
+        expect(Buffer.compare(maxBytes, utf8(max))).toBeGreaterThanOrEqual(0);
+        if (utf8(min).length > 64) {
+          expect(min.startsWith(String(s.min))).toBe(true);
+          expect(minBytes.length).toBeGreaterThan(60); // cut near 64 bytes, not at 16
+          expect(s.min_is_exact).toBe(false);
+        } else {
+          expect({ min: s.min, exact: s.min_is_exact }).toEqual({ min, exact: true });
+        }
+        expect(s.max_is_exact).toBe(utf8(max).length <= 64);
+      });
+      // The 64-byte prefix of the first text, exactly (16 bytes was the old cut).
+      expect(stats[0]?.min).toBe(utf8(texts[0]!).subarray(0, 64).toString('utf8'));
+    });
+
+    it('still lets DuckDB find every long value with a filter', async () => {
+      const file = await db.file(bytes, 'parquet');
+      for (const text of texts) {
+        const found = await db.all(
+          `SELECT count(*)::INT AS n FROM read_parquet(${file}) WHERE question = $1`,
+          [text],
+        );
+        expect({ text, n: found[0]?.n }).toEqual({ text, n: rows.filter((r) => r.question === text).length });
+      }
+      const ranged = await db.all(
+        `SELECT count(*)::INT AS n FROM read_parquet(${file}) WHERE question >= $1`,
+        [texts[2]!],
+      );
+      expect(ranged[0]?.n).toBe(
+        rows.filter((r) => Buffer.compare(utf8(r.question), utf8(texts[2]!)) >= 0).length,
+      );
+    });
+
+    it('writes no max when no short upper bound exists', async () => {
+      const last = '\u{10FFFF}'.repeat(20);
+      const file = encodeParquet(
+        table,
+        [0, 1, 2].map((i) => ({ ...hardRow(table, i), question: last })),
+      );
+      const stats = await db.all(
+        `SELECT stats_min_value AS min, stats_max_value AS max
+         FROM parquet_metadata(${await db.file(file, 'parquet')}) WHERE path_in_schema = 'question'`,
+      );
+      expect(stats).toEqual([{ min: '\u{10FFFF}'.repeat(16), max: null }]);
+      const found = await db.all(
+        `SELECT count(*)::INT AS n FROM read_parquet(${await db.file(file, 'parquet')}) WHERE question = $1`,
+        [last],
+      );
+      expect(found[0]?.n).toBe(3);
+    });
+  });
+
   it('encodes the rows of any valid report, and DuckDB reads them back unchanged', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(reportArb, { minLength: 1, maxLength: 3 }), async (reports) => {
@@ -314,6 +408,7 @@ describe('encodeParquet', () => {
         };
         for (const r of reports) appendReportRows(sink, r, { campaignId: 1, jobId: r.job.id }, ctxOf());
         for (const name of REPORT_TABLES) {
+          if (buffer.rowCount(name) === 0) continue; // a table without rows gets no file
           const bytes = encodeParquetColumns(TABLES[name], buffer.columns(name));
           expectRoundTrip(TABLES[name], rowsByTable.get(name) ?? [], await readParquet(db, bytes));
         }
