@@ -113,6 +113,14 @@ export class PreconditionFailedError extends StorageError {
   }
 }
 
+/** Another run holds the output (CLI: exit 1, at once, before any API request). */
+export class OutputLockedError extends ExporterError {
+  constructor(message: string, options: ExporterErrorOptions = {}) {
+    super(message, options);
+    this.name = 'OutputLockedError';
+  }
+}
+
 /** One line for a person: the message, the API's error_code, and what to do. */
 export function describeError(error: unknown): string {
   if (error instanceof ExporterError) {

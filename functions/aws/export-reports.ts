@@ -36,7 +36,6 @@ export async function exportReportsHandler(event: SQSEvent, context: Context & {
       const counting = countingRequests(deps);
       const summary = await exportUnit(counting.deps, unit, {
         resume: true,
-        redelivered: receiveCount > 1,
         concurrency: env.REPORT_CONCURRENCY,
       }).catch(async (error: unknown) => {
         // Failed before its summary (a storage error): keep its requests for the manifest.

@@ -20,7 +20,9 @@ Options:
   --full                          fetch every report again (default: incremental)
   --concurrency <n>               most API requests in flight at once (default 8)
   --max-rate <n>                  ceiling on requests per second (default 50; the rate adapts below it)
-  --unit-size <n>                 reports per output file batch (default 100)
+  --unit-size <n>                 reports per unit of work (default 100)
+  --wait-lock <seconds>           wait this long for another run writing to --out to finish
+                                  (default 0: refuse at once)
   --s3-region <region>            region of the bucket (default: AWS_REGION, else us-east-1)
   --s3-endpoint <url>             an S3-compatible endpoint (path-style addressing)
   -h, --help                      this text
@@ -30,7 +32,8 @@ Environment:
   INTEGRATION_API_KEY       the bearer key (required; never printed)
 
 Exit code 0 when the run finished (reports not ready or not found are counted, not errors);
-1 with a one-line reason on a fatal error; 2 on a usage error.`;
+1 with a one-line reason on a fatal error or when another run is writing to --out; 2 on a
+usage error.`;
 
 const positiveInt = (flag: string, max: number) =>
   z.coerce
@@ -46,6 +49,11 @@ export const CliConfigSchema = z.object({
   concurrency: positiveInt('--concurrency', 64),
   maxRate: positiveInt('--max-rate', 1000),
   unitSize: positiveInt('--unit-size', 1000),
+  waitLockSeconds: z.coerce
+    .number({ error: '--wait-lock takes a whole number of seconds' })
+    .int('--wait-lock takes a whole number of seconds')
+    .min(0, '--wait-lock takes 0 to 86400 seconds')
+    .max(86_400, '--wait-lock takes 0 to 86400 seconds'),
   s3Region: z.string().optional(),
   s3Endpoint: z.url('--s3-endpoint takes a URL').optional(),
   baseUrl: z.url({ error: 'INTEGRATION_API_BASE_URL must be set to the API base URL' }),
@@ -66,6 +74,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
         concurrency: { type: 'string', default: '8' },
         'max-rate': { type: 'string', default: '50' },
         'unit-size': { type: 'string', default: '100' },
+        'wait-lock': { type: 'string', default: '0' },
         's3-region': { type: 'string' },
         's3-endpoint': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -84,6 +93,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
     concurrency: values.concurrency,
     maxRate: values['max-rate'],
     unitSize: values['unit-size'],
+    waitLockSeconds: values['wait-lock'],
     s3Region: values['s3-region'] ?? env.AWS_REGION ?? DEFAULT_S3_REGION,
     s3Endpoint: values['s3-endpoint'],
     baseUrl: env.INTEGRATION_API_BASE_URL,

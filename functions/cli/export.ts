@@ -29,6 +29,7 @@ async function main(): Promise<number> {
       mode: config.full ? 'full' : 'incremental',
       dt: config.date,
       unitSize: config.unitSize,
+      waitForLockMs: config.waitLockSeconds * 1000,
       onProgress: progress.onEvent,
     });
   } finally {

@@ -9,6 +9,7 @@ import {
   rawPrefix,
   tablePrefix,
 } from '../../shared/export/layout.js';
+import { RAW_LINE_COLUMNS } from '../../shared/export/raw-lines.js';
 import { glueType, TABLES, type TableDef, type TableName } from '../../shared/export/tables.js';
 import { hiveType, LATEST_VIEWS, RUNS_COLUMNS, RUNS_TABLE } from '../../shared/export/views.js';
 import { athenaViewInput } from './athena-view.js';
@@ -52,22 +53,14 @@ export const RUNS_GLUE_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = RUNS_C
   comment: c.doc,
 }));
 
-/** The raw report line (CONTRACT.md, "Raw lines"). */
-export const RAW_REPORT_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = [
-  { name: 'run_id', type: 'string', comment: 'the run that fetched the report' },
-  {
-    name: 'fetched_at',
-    type: 'string',
-    comment: 'when the report was fetched, ISO 8601 UTC as written; from_iso8601_timestamp() converts',
-  },
-  { name: 'campaign_id', type: 'bigint', comment: 'campaign id from the request path' },
-  { name: 'job_id', type: 'bigint', comment: 'job id from the request path' },
-  {
-    name: 'data',
-    type: 'string',
-    comment: "the report response's data object as JSON text (lossless); use json_extract",
-  },
-];
+/** The raw report line (CONTRACT.md, "Raw lines"), from its one definition. */
+export const RAW_REPORT_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = RAW_LINE_COLUMNS.reports.map(
+  (c) => ({
+    name: c.name,
+    type: glueType(c.type),
+    comment: c.doc,
+  }),
+);
 
 /** The Glue columns of a contract table: names, Glue types and docs, in the definitions' order. */
 export const glueColumns = (def: TableDef): glue.CfnTable.ColumnProperty[] =>

@@ -8,7 +8,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../shared/export/layout.js';
+import { STATE_KEYS } from '../../shared/export/layout.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
 import { type ExporterConfig, InfraConfigError } from '../config.js';
 import type { ApiKeySecret } from './api-key-secret.js';
@@ -46,15 +46,19 @@ export const FUNCTION_SETTINGS: Readonly<Record<FunctionName, FunctionSettings>>
   },
   'export-reports': {
     id: 'ExportReports',
-    description: 'Fetches a batch of reports and writes raw JSON Lines and Parquet',
+    description: "Fetches a batch of reports and stages raw JSON Lines and Parquet in the run's staging area",
     timeout: Duration.minutes(5),
     memorySize: 1024,
   },
   'finish-run': {
     id: 'FinishRun',
-    description: 'Closes drained runs: manifest, metrics, ExportRunFinished event',
-    timeout: Duration.minutes(2),
-    memorySize: 512,
+    description:
+      'Closes drained runs: publishes their files, manifest, state, metrics, ExportRunFinished event',
+    // Publishing streams a run's staged files into one file per table: a 100,000-report run
+    // takes minutes against S3 (BENCHMARKS.md, "Publish"); Lambda's limit, and resumable if cut.
+    timeout: Duration.minutes(15),
+    // Network throughput and CPU grow with memory; publishing holds a few parts per file only.
+    memorySize: 1024,
   },
 };
 
@@ -196,13 +200,14 @@ export class ExporterFunctions extends Construct {
     this.byName = fns;
     this.logGroups = logGroups;
 
-    // Deletes: export-reports removes its own stale batch files on a redelivery; finish-run
-    // clears a finished run's working records. Nothing else deletes.
+    // Deletes: finish-run clears a finished run's staging and records; start-run does the same
+    // for runs it closes for interrupted ones. Nothing deletes published data.
+    const runsPrefix = STATE_KEYS.runsPrefix.replace(/\/$/, '');
     const deleteUnder: Record<FunctionName, readonly string[]> = {
-      'start-run': [],
+      'start-run': [runsPrefix],
       'plan-campaign': [],
-      'export-reports': [PARQUET_ROOT, RAW_ROOT],
-      'finish-run': [STATE_KEYS.runsPrefix.replace(/\/$/, '')],
+      'export-reports': [],
+      'finish-run': [runsPrefix],
     };
     for (const name of FUNCTION_NAMES)
       dataLake.grantDataReadWrite(fns[name].role!, { deleteUnder: deleteUnder[name] });
@@ -229,7 +234,10 @@ export class ExporterFunctions extends Construct {
     // finish-run tells a drained run by the queues' ApproximateNumberOfMessages*.
     queues.plan.queue.grant(fns['finish-run'], 'sqs:GetQueueAttributes');
     queues.report.queue.grant(fns['finish-run'], 'sqs:GetQueueAttributes');
-    events.EventBus.fromEventBusName(this, 'DefaultBus', 'default').grantPutEventsTo(fns['finish-run']);
+    // start-run announces the runs it closes for interrupted ones, as finish-run does.
+    const bus = events.EventBus.fromEventBusName(this, 'DefaultBus', 'default');
+    bus.grantPutEventsTo(fns['finish-run']);
+    bus.grantPutEventsTo(fns['start-run']);
   }
 
   /** The functions in {@link FUNCTION_NAMES} order. */

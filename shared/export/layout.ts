@@ -21,6 +21,8 @@ export const STATE_ROOT = 'state';
 export const tablePrefix = (table: TableName): string => `${PARQUET_ROOT}/${table}/`;
 /** Prefix of one raw entity's files. */
 export const rawPrefix = (entity: RawEntity): string => `${RAW_ROOT}/${entity}/`;
+/** Prefix of the run manifests (the `runs` table's location, relative to the root). */
+export const RUNS_PREFIX = `${RUNS_ROOT}/`;
 /** The storage location template for partition projection, relative to the root. */
 export const partitionTemplate = (prefix: string): string =>
   `${prefix}${PARTITION_KEY}=\${${PARTITION_KEY}}/`;
@@ -34,6 +36,13 @@ export const manifestKey = (dt: string, runId: string): string =>
 /** A body that failed validation, kept as received with its issues; `name` says what it was. */
 export const quarantineKey = (dt: string, runId: string, name: string): string =>
   `${QUARANTINE_ROOT}/${PARTITION_KEY}=${dt}/${runId}/${name}.json`;
+
+/**
+ * The `index`-th published file of a run for one table or raw entity: `<run_id>-<index>`. One
+ * file per table per run unless the run's data is larger than the split size; names are
+ * deterministic, so a publish done again after a crash writes the very same keys.
+ */
+export const publishedStem = (runId: string, index: number): string => `${runId}-${index}`;
 
 /** The export date of an instant, UTC. */
 export const dtOf = (instant: Date): string => instant.toISOString().slice(0, 10);
@@ -57,7 +66,28 @@ export const STATE_KEYS = {
   requestsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/requests/`,
   /** Set by finish-run when it first finds the queues empty while the run is not complete. */
   drainMark: (runId: string): string => `${STATE_ROOT}/runs/${runId}/drained.json`,
+  /**
+   * The run's staging area: its steps write their Parquet and raw files here, and the finish
+   * step publishes them into `parquet/` and `raw/`. `path` is `parquet/<table>/<stem>.parquet`
+   * or `raw/<entity>/<stem>.jsonl.gz`.
+   */
+  staged: (runId: string, path: string): string => `${STATE_ROOT}/runs/${runId}/staged/${path}`,
+  /**
+   * Written once, when a run starts to close: the manifest to write and the files to publish,
+   * frozen, so that whoever finishes the run (a second finisher, the next run after a crash)
+   * publishes exactly the same files.
+   */
+  closing: (runId: string): string => `${STATE_ROOT}/runs/${runId}/closing.json`,
+  /** One run at a time per output: who holds the output and until when. */
+  lock: `${STATE_ROOT}/lock.json`,
 } as const;
+
+/** Where a run stages one Parquet file of `table` before publishing it. */
+export const stagedParquetKey = (runId: string, table: TableName, stem: string): string =>
+  STATE_KEYS.staged(runId, `${PARQUET_ROOT}/${table}/${stem}.parquet`);
+/** Where a run stages one raw JSON Lines file of `entity` before publishing it. */
+export const stagedRawKey = (runId: string, entity: RawEntity, stem: string): string =>
+  STATE_KEYS.staged(runId, `${RAW_ROOT}/${entity}/${stem}.jsonl.gz`);
 
 /** The run id a key under `state/runs/` belongs to. */
 export const runIdOfStateKey = (key: string): string | undefined =>

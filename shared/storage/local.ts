@@ -76,10 +76,7 @@ export class LocalStorage implements Storage {
     const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const path = this.#path(key);
     const etag = md5Hex(bytes);
-    const temp = join(
-      dirname(path),
-      `${INTERNAL_PREFIX}${basename(path)}.${randomBytes(6).toString('hex')}.tmp`,
-    );
+    const temp = tempPathFor(path);
     try {
       await mkdir(dirname(path), { recursive: true });
       // The body goes to disk before the lock is taken: the lock only covers compare-and-rename.
@@ -98,6 +95,35 @@ export class LocalStorage implements Storage {
         await rename(temp, path);
       });
       return { etag };
+    } catch (error) {
+      await unlink(temp).catch(() => undefined); // best effort: it may already be renamed or never written
+      throw wrap(error, `cannot write ${key} in ${this.location}`, key);
+    }
+  }
+
+  async putStream(key: string, chunks: AsyncIterable<Uint8Array>): Promise<{ etag: string; bytes: number }> {
+    assertValidKey(key);
+    this.#counts.writes += 1;
+    const path = this.#path(key);
+    const temp = tempPathFor(path);
+    const hash = createHash('md5');
+    let bytes = 0;
+    try {
+      await mkdir(dirname(path), { recursive: true });
+      const handle = await open(temp, 'wx');
+      try {
+        for await (const chunk of chunks) {
+          await handle.write(chunk);
+          hash.update(chunk);
+          bytes += chunk.byteLength;
+        }
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      // No precondition to check, so no key lock: the rename alone replaces the object atomically.
+      await rename(temp, path);
+      return { etag: hash.digest('hex'), bytes };
     } catch (error) {
       await unlink(temp).catch(() => undefined); // best effort: it may already be renamed or never written
       throw wrap(error, `cannot write ${key} in ${this.location}`, key);
@@ -160,6 +186,10 @@ export class LocalStorage implements Storage {
     return join(this.location, ...key.split('/'));
   }
 }
+
+/** A temp file beside `path`, for writing before an atomic rename. */
+const tempPathFor = (path: string): string =>
+  join(dirname(path), `${INTERNAL_PREFIX}${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
 
 function wrap(error: unknown, message: string, key: string): StorageError {
   if (error instanceof StorageError) return error;

@@ -2,6 +2,8 @@
  * `Storage` on an S3 bucket under a prefix. Small bodies and every conditional write go as one
  * PutObject; large unconditional bodies as a multipart upload (@aws-sdk/lib-storage).
  */
+
+import { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -23,6 +25,8 @@ export const DEFAULT_MULTIPART_THRESHOLD_BYTES = 16 * 1024 * 1024;
 /** S3's limits: parts per upload, keys per ListObjectsV2 page and per DeleteObjects request. */
 const MAX_PARTS = 10_000;
 const MAX_KEYS_PER_REQUEST = 1000;
+/** Part size of a streamed upload: 4 parts in flight hold 32 MiB, and a 256 MB file is 32 parts. */
+export const STREAM_PART_BYTES = 8 * 1024 * 1024;
 /** Parts in flight per multipart upload (lib-storage's default): 4 × 5 MiB buffered at most. */
 const UPLOAD_QUEUE_SIZE = 4;
 
@@ -97,6 +101,42 @@ export class S3Storage implements Storage {
         return { etag: unquoteEtag(result.ETag, key) };
       }
       return { etag: await this.#putMultipart(input, bytes.byteLength) };
+    } catch (error) {
+      throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
+    }
+  }
+
+  async putStream(
+    key: string,
+    chunks: AsyncIterable<Uint8Array>,
+    options: Pick<PutOptions, 'contentType'> = {},
+  ): Promise<{ etag: string; bytes: number }> {
+    assertValidKey(key);
+    let bytes = 0;
+    async function* counted(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of chunks) {
+        bytes += chunk.byteLength;
+        yield chunk;
+      }
+    }
+    try {
+      // lib-storage buffers parts of partSize (queueSize in flight) and sends a body shorter
+      // than one part as a single PutObject.
+      const upload = new Upload({
+        client: this.#client,
+        params: {
+          Bucket: this.#bucket,
+          Key: this.#prefix + key,
+          Body: Readable.from(counted()),
+          ContentType: options.contentType ?? contentTypeFor(key),
+        },
+        partSize: STREAM_PART_BYTES,
+        queueSize: UPLOAD_QUEUE_SIZE,
+      });
+      const result = await upload.done();
+      const parts = Math.ceil(bytes / STREAM_PART_BYTES);
+      this.#counts.writes += parts > 1 ? parts + 2 : 1;
+      return { etag: unquoteEtag(result.ETag, key), bytes };
     } catch (error) {
       throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
     }

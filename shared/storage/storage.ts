@@ -32,6 +32,16 @@ export interface Storage {
    * `PreconditionFailedError`. Returns the new ETag.
    */
   put(key: string, body: Uint8Array | string, options?: PutOptions): Promise<{ etag: string }>;
+  /**
+   * Writes one object from a stream of chunks, holding only a bounded part of it in memory
+   * (S3: a multipart upload; folder: a temp file renamed into place). Unconditional: for
+   * large, deterministic objects that may be written again whole. Returns the ETag and size.
+   */
+  putStream(
+    key: string,
+    chunks: AsyncIterable<Uint8Array>,
+    options?: Pick<PutOptions, 'contentType'>,
+  ): Promise<{ etag: string; bytes: number }>;
   /** Reads one object; `undefined` when there is none. */
   get(key: string): Promise<StoredObject | undefined>;
   /** Every key under a prefix, in lexicographic order. */

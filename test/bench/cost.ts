@@ -49,7 +49,7 @@ export async function benchCost(): Promise<Record<string, number>> {
   const out = await tempDir('bench-cost');
   try {
     const { deps } = exporter(simulator, out);
-    const started = await startRun(deps, { mode: 'full', driver: 'queues' });
+    const started = await startRun(deps, { mode: 'full', driver: 'queues', lock: 'unlocked' });
     let unitSeconds = 0;
     let units = 0;
     for (const campaignId of started.record.campaign_ids) {

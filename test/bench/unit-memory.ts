@@ -18,7 +18,7 @@ const REPORTS = 100;
 
 async function child(baseUrl: string, apiKey: string, out: string): Promise<void> {
   const deps = cliDeps({ baseUrl, apiKey, out, concurrency: 8, maxRate: 10_000, log: silentLog });
-  const started = await startRun(deps, { mode: 'full', driver: 'queues' });
+  const started = await startRun(deps, { mode: 'full', driver: 'queues', lock: 'unlocked' });
   const [campaignId] = started.record.campaign_ids;
   const planned = await planCampaign(deps, { ...started.run, campaign_id: campaignId! }, REPORTS);
   const before = process.resourceUsage().maxRSS / 1024;

@@ -253,7 +253,7 @@ describe('permissions', () => {
     expect([...writers].sort()).toEqual(FUNCTION_NAMES.map(roleIdOf).sort());
   });
 
-  it('lets only export-reports delete batch files and only finish-run delete run records', () => {
+  it('lets no function delete published data, and only the closers delete run records', () => {
     const deletes = new Map<string, string[]>();
     for (const { roles, statement } of allowStatements(s.template)) {
       if (!actionsOf(statement).includes('s3:DeleteObject')) continue;
@@ -263,12 +263,13 @@ describe('permissions', () => {
       );
       for (const role of roles) deletes.set(role, resources);
     }
-    expect([...deletes.keys()].sort()).toEqual([roleIdOf('export-reports'), roleIdOf('finish-run')].sort());
-    expect(deletes.get(roleIdOf('export-reports'))?.map((r) => r.match(/"\/([a-z]+)\/\*"/)?.[1])).toEqual([
-      'parquet',
-      'raw',
-    ]);
-    expect(deletes.get(roleIdOf('finish-run'))?.join()).toContain('"/state/runs/*"');
+    // finish-run closes runs, start-run closes the ones interrupted runs left open.
+    expect([...deletes.keys()].sort()).toEqual([roleIdOf('finish-run'), roleIdOf('start-run')].sort());
+    for (const closer of ['finish-run', 'start-run'] as const) {
+      expect(deletes.get(roleIdOf(closer))?.map((r) => r.match(/"\/([a-z/]+)\/\*"/)?.[1])).toEqual([
+        'state/runs',
+      ]);
+    }
   });
 
   it('invariant: the secret is readable by the three API functions only', () => {

@@ -9,7 +9,7 @@ import { STATE_KEYS } from '../layout.js';
 import type { Manifest } from '../state/manifest.js';
 import { encodeRecord } from '../state/records.js';
 import type { ExportDeps } from './context.js';
-import { finishRun, isComplete, openRuns, readRunRecords } from './finish-run.js';
+import { finishRun, isComplete, openRuns, readClosing, readRunRecords } from './finish-run.js';
 
 export interface CloseRunsOptions {
   /** Now, in epoch milliseconds. */
@@ -57,6 +57,12 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
   let drained: boolean | undefined;
   for (const runId of await openRuns(deps)) {
     try {
+      if (await readClosing(deps, runId)) {
+        // Its closing started and was cut short (a timeout, a second finisher): take it up.
+        const manifest = await finishRun(deps, runId, { force: true, announce: options.announce });
+        if (manifest) result.closed.push({ manifest, unfinished: false });
+        continue;
+      }
       const records = await readRunRecords(deps, runId);
       if (!records) continue; // Finished meanwhile, or a start that failed before writing its record.
       const complete = isComplete(records);

@@ -1,14 +1,16 @@
 /**
- * Step 3 of a run, once per unit: fetch the unit's reports, write one raw file and one
+ * Step 3 of a run, once per unit: fetch the unit's reports, stage one raw file and one
  * Parquet file per table for the whole unit, quarantine invalid bodies, and record each job's
- * outcome. A unit delivered again resumes: it fetches only the jobs still pending and names
- * its files by attempt, so no (job_id, run_id) ever gets rows twice.
+ * outcome and the files staged. A unit delivered again resumes: it fetches only the jobs still
+ * pending and names its files by attempt; only files its summary lists are ever published, so
+ * no (job_id, run_id) gets rows twice, even when a delivery died between its files and its summary.
  */
 import type { ReportOutcome } from '../../api/client.js';
 import { appendReportRows } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
-import { parquetKey, rawKey, STATE_KEYS } from '../layout.js';
+import { STATE_KEYS } from '../layout.js';
+import { rawLine } from '../raw-lines.js';
 import { quarantine } from '../state/quarantine.js';
 import {
   addRequestCounts,
@@ -21,10 +23,9 @@ import {
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
-import { REPORT_TABLES } from '../tables.js';
 import { type ExportDeps, requestCounts } from './context.js';
 import { mapPool } from './pool.js';
-import { writeRaw, writeTables } from './staging.js';
+import { stageStep } from './staging.js';
 
 /** Reports fetched at once within a unit; the client's limiter bounds the process as a whole. */
 export const DEFAULT_FETCH_CONCURRENCY = 8;
@@ -32,12 +33,6 @@ export const DEFAULT_FETCH_CONCURRENCY = 8;
 export interface ExportUnitOptions {
   /** Read the unit's summary first and fetch only its pending jobs (a redelivery). */
   resume: boolean;
-  /**
-   * Delivered before (SQS receive count > 1): an earlier delivery may have written this
-   * attempt's files and died before its summary; files of tables that get no rows now are
-   * deleted so they cannot keep rows of jobs that end up in a later attempt.
-   */
-  redelivered?: boolean;
   concurrency?: number;
 }
 
@@ -106,13 +101,12 @@ export async function exportUnit(
       const fetchedAt = deps.now();
       results[job.job_id] = resultOf(outcome, job.fp);
       if (outcome.kind === 'ok') {
-        rawLines.add({
-          run_id: unit.run_id,
-          fetched_at: fetchedAt.toISOString(),
-          campaign_id: unit.campaign_id,
-          job_id: job.job_id,
-          data: outcome.raw,
-        });
+        rawLines.add(
+          rawLine(unit.run_id, fetchedAt.toISOString(), outcome.raw, {
+            campaign_id: unit.campaign_id,
+            job_id: job.job_id,
+          }),
+        );
         appendReportRows(
           rows,
           outcome.report,
@@ -134,24 +128,20 @@ export async function exportUnit(
     deps.log.error('unit stopped', { unit: unit.unit, run_id: unit.run_id, ...fatal });
   }
 
-  const stem = `${unit.run_id}-${unit.unit}-a${attempt}`;
-  const [raw, tables] = await Promise.all([
-    writeRaw(deps.storage, 'reports', unit.dt, stem, rawLines),
-    writeTables(deps.storage, unit.dt, stem, rows),
-  ]);
-  if (options.redelivered && !previous) {
-    const written = new Set([raw, ...tables]);
-    const possible = [
-      rawKey('reports', unit.dt, stem),
-      ...REPORT_TABLES.map((t) => parquetKey(t, unit.dt, stem)),
-    ];
-    await deps.storage.delete(possible.filter((key) => !written.has(key)));
-  }
+  const staged = await stageStep(
+    deps.storage,
+    unit.run_id,
+    'reports',
+    `${unit.unit}-a${attempt}`,
+    rows,
+    rawLines,
+  );
   const summary: UnitSummary = {
     unit: unit.unit,
     campaign_id: unit.campaign_id,
     attempt,
     jobs: results,
+    staged: [...(previous?.staged ?? []), ...staged],
     requests: addRequestCounts(previous?.requests ?? emptyRequestCounts(), requestCounts(api)),
     ...(fatal ? { fatal } : {}),
   };

@@ -1,18 +1,36 @@
 /**
  * Step 4 of a run: when every unit has an outcome for every job (or the caller says the run
- * is over: queues drained, deadline passed), turn the run's records into the manifest, record
- * the outcomes in the incremental state, and clear the run's working records.
+ * is over: queues drained, deadline passed, the run was interrupted), close it. Closing is a
+ * sequence that any finisher can take up where another stopped:
+ * 1. the closing record, written once: the manifest to write, the staged files to publish and
+ *    the outcomes to record, frozen (a unit that reports later changes nothing);
+ * 2. publish: the staged files become one file per table under `parquet/` and `raw/`;
+ * 3. the manifest (with the list of files): from here the run is visible and counted;
+ * 4. the incremental state, so no job is "unchanged" unless its rows are in a run with a manifest;
+ * 5. the announcement; then the staging area and the run's records go, and the lock is released.
+ * A failed run publishes nothing and records no outcome: its jobs are asked for again.
  */
 import { randomUUID } from 'node:crypto';
+import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
 import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../layout.js';
-import { type RecordedOutcome, saveOutcomes } from '../state/incremental.js';
-import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus } from '../state/manifest.js';
+import { RecordedOutcomeSchema, saveOutcomes } from '../state/incremental.js';
+import { releaseLockOf } from '../state/lock.js';
+import {
+  emptyCounts,
+  encodeManifest,
+  type Manifest,
+  ManifestSchema,
+  OUTCOME_COUNTER,
+  runStatus,
+} from '../state/manifest.js';
 import {
   addRequestCounts,
   emptyRequestCounts,
   encodeRecord,
   type Fatal,
+  type FileEntry,
+  FileEntrySchema,
   type PlanRecord,
   PlanRecordSchema,
   parseRecord,
@@ -25,6 +43,7 @@ import {
 } from '../state/records.js';
 import type { ExportDeps } from './context.js';
 import { mapPool } from './pool.js';
+import { type PublishOptions, publishRun } from './publish.js';
 
 /** State objects written at once when a run finishes. */
 const STATE_WRITE_CONCURRENCY = 8;
@@ -40,7 +59,26 @@ export interface FinishOptions {
    * made again by the next finisher instead of being lost.
    */
   announce?: ((manifest: Manifest) => Promise<void>) | undefined;
+  /** Closing a run that was interrupted: the id of the run that closes it (manifest `recovered_by`). */
+  recoveredBy?: string | undefined;
+  /**
+   * Called before publishing starts, and may throw to stop: a CLI run checks that it still
+   * holds the output's lock.
+   */
+  beforePublish?: (() => Promise<void>) | undefined;
+  publish?: PublishOptions | undefined;
 }
+
+/** Everything a finisher needs to close a run, frozen when closing starts (`STATE_KEYS.closing`). */
+export const ClosingRecordSchema = z.object({
+  /** The manifest, its `files` still empty: publishing fills them in. */
+  manifest: ManifestSchema,
+  /** The staged files to publish (none for a failed run). */
+  staged: z.array(FileEntrySchema),
+  /** Per campaign whose listing completed: the outcomes to record in its state. */
+  outcomes: z.array(z.object({ campaign_id: z.number().int(), jobs: z.array(RecordedOutcomeSchema) })),
+});
+export type ClosingRecord = z.infer<typeof ClosingRecordSchema>;
 
 export interface RunRecords {
   record: RunRecord;
@@ -86,9 +124,14 @@ export async function readRunRecords(deps: ExportDeps, runId: string): Promise<R
   return record && !vanished ? { record, plans, units, unrecorded } : undefined;
 }
 
-/** True while a run has not finished (its run record exists): one GET. */
+/** True while a run takes work: it has a run record and has not started closing (two GETs). */
 export async function runIsOpen(deps: ExportDeps, runId: string): Promise<boolean> {
-  return (await deps.storage.get(STATE_KEYS.runRecord(runId))) !== undefined;
+  const [record, closing] = await Promise.all([
+    deps.storage.get(STATE_KEYS.runRecord(runId)),
+    deps.storage.get(STATE_KEYS.closing(runId)),
+  ]);
+  // Once closing has started, what the run publishes is frozen: later work would be dropped.
+  return record !== undefined && closing === undefined;
 }
 
 /** Keeps the requests of a step that failed before writing its record, for the manifest. */
@@ -121,8 +164,11 @@ export function isComplete({ record, plans, units }: RunRecords): boolean {
   return true;
 }
 
-/** Counts, requests and status of a run; every listed job gets exactly one outcome. */
-export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
+/**
+ * Counts, requests and status of a run; every listed job gets exactly one outcome. `files` is
+ * empty: publishing fills it in.
+ */
+export function buildManifest(records: RunRecords, finishedAt: Date, recoveredBy?: string): Manifest {
   const { record, plans, units } = records;
   const counts = emptyCounts();
   let requests = addRequestCounts(record.requests, records.unrecorded);
@@ -163,7 +209,10 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     finished_at: finishedAt.toISOString(),
     counts,
     requests,
+    files: [],
+    ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
     ...(unlisted.length > 0 ? { unlisted_campaigns: unlisted } : {}),
+    ...(recoveredBy ? { recovered_by: recoveredBy } : {}),
     ...(fatal
       ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
       : {}),
@@ -171,11 +220,14 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
 }
 
 /** The outcomes to record in each campaign's state (campaigns whose listing completed). */
-function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome[]> {
-  const updates = new Map<number, RecordedOutcome[]>();
+function stateUpdates({ plans, units }: RunRecords): ClosingRecord['outcomes'] {
+  const updates: ClosingRecord['outcomes'] = [];
   for (const plan of plans.values()) {
     if (plan.fatal || plan.campaign_gone) continue;
-    const outcomes: RecordedOutcome[] = plan.unchanged.map((j) => ({ ...j, outcome: 'exported' }));
+    const outcomes: ClosingRecord['outcomes'][number]['jobs'] = plan.unchanged.map((j) => ({
+      ...j,
+      outcome: 'exported',
+    }));
     for (const name of plan.units) {
       for (const [jobId, result] of Object.entries(units.get(name)?.jobs ?? {})) {
         // A job still pending when the run ends failed in it; the next run asks again.
@@ -183,46 +235,128 @@ function stateUpdates({ plans, units }: RunRecords): Map<number, RecordedOutcome
         outcomes.push({ job_id: Number(jobId), fp: result.fp, outcome });
       }
     }
-    updates.set(plan.campaign_id, outcomes);
+    updates.push({ campaign_id: plan.campaign_id, jobs: outcomes });
   }
   return updates;
 }
 
+/** Every file the run's records list as staged: start, plans, and every delivery of every unit. */
+function stagedFiles({ record, plans, units }: RunRecords): FileEntry[] {
+  const files = [...record.staged];
+  for (const plan of plans.values()) {
+    files.push(...plan.staged);
+    for (const name of plan.units) files.push(...(units.get(name)?.staged ?? []));
+  }
+  return files;
+}
+
+/** The closing record of a run: what it will publish and record, from its records now. */
+export function closingOf(records: RunRecords, finishedAt: Date, recoveredBy?: string): ClosingRecord {
+  const manifest = buildManifest(records, finishedAt, recoveredBy);
+  // A failed run publishes nothing and records nothing: its jobs are asked for again.
+  const failed = manifest.status === 'failed';
+  return {
+    manifest,
+    staged: failed ? [] : stagedFiles(records),
+    outcomes: failed ? [] : stateUpdates(records),
+  };
+}
+
+/** The closing record of a run, if its closing has started. */
+export async function readClosing(deps: ExportDeps, runId: string): Promise<ClosingRecord | undefined> {
+  const key = STATE_KEYS.closing(runId);
+  const found = await deps.storage.get(key);
+  return found ? parseRecord(ClosingRecordSchema, found.body, key) : undefined;
+}
+
+/** The manifest of a run, if it was written. */
+async function readManifest(deps: ExportDeps, key: string): Promise<Manifest | undefined> {
+  const found = await deps.storage.get(key);
+  return found ? parseRecord(ManifestSchema, found.body, key) : undefined;
+}
+
+/** Writes the closing record unless one exists; returns the closing record of the run. */
+async function startClosing(deps: ExportDeps, closing: ClosingRecord): Promise<ClosingRecord> {
+  const runId = closing.manifest.run_id;
+  try {
+    await deps.storage.put(STATE_KEYS.closing(runId), encodeRecord(closing), { ifNoneMatch: '*' });
+    return closing;
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    // Another finisher started first: finish what it froze.
+    const stored = await readClosing(deps, runId);
+    if (!stored) throw error;
+    return stored;
+  }
+}
+
+/** Publishes the run's files and writes its manifest (once); returns the manifest of record. */
+async function publishAndRecord(
+  deps: ExportDeps,
+  closing: ClosingRecord,
+  options: FinishOptions,
+): Promise<Manifest> {
+  // A run closed for an interrupted one says by whom, also when its own closing had begun.
+  const manifest: Manifest = options.recoveredBy
+    ? { ...closing.manifest, recovered_by: options.recoveredBy }
+    : closing.manifest;
+  const key = manifestKey(manifest.dt, manifest.run_id);
+  const existing = await readManifest(deps, key);
+  if (existing) return existing; // Interrupted after the manifest: the data is out already.
+  let files: FileEntry[] = [];
+  if (closing.staged.length > 0) {
+    await options.beforePublish?.();
+    try {
+      files = await publishRun(deps.storage, manifest, closing.staged, options.publish);
+    } catch (error) {
+      // A second finisher may have completed the run (and cleared the staging) meanwhile.
+      const stored = await readManifest(deps, key);
+      if (stored) return stored;
+      throw error;
+    }
+  }
+  const published: Manifest = { ...manifest, files };
+  try {
+    await deps.storage.put(key, encodeManifest(published), { ifNoneMatch: '*' });
+    return published;
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    deps.log.warn('run already finished by another finisher', { run_id: manifest.run_id });
+    return (await readManifest(deps, key)) ?? published;
+  }
+}
+
 /**
- * Finishes a run: records the outcomes in the incremental state, writes its manifest (once:
- * a second finisher keeps the first), announces it, and deletes the run's working records.
- * Returns the manifest, or `undefined` when the run is not complete and not forced.
+ * Finishes a run, or takes up the finishing of one that was cut short: publishes its files,
+ * writes its manifest (once: a second finisher keeps the first), records its outcomes in the
+ * incremental state, announces it, deletes its staging area and records, and releases the
+ * output's lock if the run holds it. Returns the manifest, or `undefined` when the run is not
+ * complete and not forced (or has no records: finished already, or unknown).
  */
 export async function finishRun(
   deps: ExportDeps,
   runId: string,
   options: FinishOptions,
 ): Promise<Manifest | undefined> {
-  const records = options.records ?? (await readRunRecords(deps, runId));
-  if (!records || (!options.force && !isComplete(records))) return undefined;
-  const manifest = buildManifest(records, deps.now());
-  // State first, manifest last: a manifest means the run is fully recorded.
-  const updates = stateUpdates(records);
-  await mapPool([...updates], STATE_WRITE_CONCURRENCY, async ([campaignId, outcomes]) => {
-    await saveOutcomes(deps.storage, campaignId, runId, outcomes, new Set(outcomes.map((o) => o.job_id)));
-  });
-  const key = manifestKey(manifest.dt, runId);
-  let written = manifest;
-  try {
-    await deps.storage.put(key, encodeRecord(manifest), {
-      ifNoneMatch: '*',
-    });
-  } catch (error) {
-    if (!(error instanceof PreconditionFailedError)) throw error;
-    // Another finisher wrote it first: announce and return that one, the manifest of record.
-    const stored = await deps.storage.get(key);
-    if (stored) written = parseRecord(ManifestSchema, stored.body, key);
-    deps.log.warn('run already finished by another finisher', { run_id: runId });
+  let closing = await readClosing(deps, runId);
+  if (!closing) {
+    const records = options.records ?? (await readRunRecords(deps, runId));
+    if (!records || (!options.force && !isComplete(records))) return undefined;
+    closing = await startClosing(deps, closingOf(records, deps.now(), options.recoveredBy));
   }
-  await options.announce?.(written);
+  const manifest = await publishAndRecord(deps, closing, options);
+  // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
+  await mapPool(closing.outcomes, STATE_WRITE_CONCURRENCY, async ({ campaign_id, jobs }) => {
+    await saveOutcomes(deps.storage, campaign_id, runId, jobs, new Set(jobs.map((o) => o.job_id)));
+  });
+  await options.announce?.(manifest);
   const keys: string[] = [];
   for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
-  await deps.storage.delete(keys);
-  deps.log.info('run finished', { run_id: runId, status: written.status, ...written.counts });
-  return written;
+  // The closing record goes last, so that a finisher cut short here still finds it.
+  const closingKey = STATE_KEYS.closing(runId);
+  await deps.storage.delete(keys.filter((key) => key !== closingKey));
+  await deps.storage.delete([closingKey]);
+  await releaseLockOf(deps.storage, runId, deps.now());
+  deps.log.info('run finished', { run_id: runId, status: manifest.status, ...manifest.counts });
+  return manifest;
 }

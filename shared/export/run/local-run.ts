@@ -17,7 +17,7 @@ import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-uni
 import { finishRun, type RunRecords } from './finish-run.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
-import { startRun } from './start-run.js';
+import { type StartedRun, startRun } from './start-run.js';
 
 export interface LocalRunOptions {
   mode: Mode;
@@ -31,6 +31,8 @@ export interface LocalRunOptions {
   fetchConcurrency?: number;
   /** Extra rounds for units whose jobs failed retryably (429 storms, 5xx) after the client's own retries. */
   retryRounds?: number;
+  /** Wait up to this long for another run to release the output (default: refuse at once). */
+  waitForLockMs?: number;
   onProgress?: (event: ProgressEvent) => void;
 }
 
@@ -41,13 +43,45 @@ export type ProgressEvent =
 
 const DEFAULTS = { planConcurrency: 4, unitConcurrency: 1, retryRounds: 2 };
 
+/**
+ * A CLI run's lock lasts this long unless renewed: a run killed on another host blocks the
+ * output for at most this long (on the same host, a dead holder's lock is free at once).
+ */
+export const LOCAL_LOCK_TTL_MS = 60_000;
+/** The lock is renewed this often, a third of its life: two renewals may fail before it expires. */
+const LOCK_RENEW_MS = LOCAL_LOCK_TTL_MS / 3;
+
 const exportedJobs = (summary: UnitSummary | undefined): number =>
   Object.values(summary?.jobs ?? {}).filter((r) => r.outcome === 'exported').length;
 
 /** Runs start → plan → export → finish and returns the manifest (status failed on a fatal error). */
 export async function runExport(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
+  const started = await startRun(deps, {
+    mode: options.mode,
+    dt: options.dt,
+    driver: 'local',
+    lock: { ttlMs: LOCAL_LOCK_TTL_MS, ...(options.waitForLockMs ? { waitMs: options.waitForLockMs } : {}) },
+  });
+  const lock = started.lock!; // Taken: the run was not started unlocked.
+  // A failed renewal marks the lock lost; the run then stops before publishing (beforePublish).
+  const renewal = setInterval(() => {
+    lock.renew().catch((error: unknown) => {
+      deps.log.warn('could not renew the output lock', { run_id: lock.runId, error: describeError(error) });
+    });
+  }, LOCK_RENEW_MS);
+  renewal.unref();
+  try {
+    return await runSteps(deps, options, started);
+  } finally {
+    clearInterval(renewal);
+    // Released by finishing; released here too when the run stopped on an error (a no-op otherwise).
+    await lock.release().catch(() => undefined);
+  }
+}
+
+async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: StartedRun): Promise<Manifest> {
   const emit = options.onProgress ?? (() => {});
-  const started = await startRun(deps, { mode: options.mode, dt: options.dt, driver: 'local' });
+  const lock = started.lock!;
   emit({ type: 'started', runId: started.run.run_id, campaigns: started.campaigns.length });
 
   // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.
@@ -119,7 +153,12 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
       round = again;
     }
   }
-  const manifest = await finishRun(deps, started.run.run_id, { force: true, records });
+  const manifest = await finishRun(deps, started.run.run_id, {
+    force: true,
+    records,
+    // Renewing checks the lock is still ours: a run that stalled past its expiry must not publish.
+    beforePublish: () => lock.renew(),
+  });
   if (!manifest) throw new ExporterError(`run ${started.run.run_id} has no records to finish`);
   return manifest;
 }

@@ -1,5 +1,5 @@
 /**
- * Step 2 of a run, once per campaign: list the campaign's jobs, write the jobs snapshot,
+ * Step 2 of a run, once per campaign: list the campaign's jobs, stage the jobs snapshot,
  * compare with the incremental state, and cut the reports to fetch into units of work.
  */
 import { ApiError } from '../../errors.js';
@@ -7,6 +7,7 @@ import { jobRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { STATE_KEYS } from '../layout.js';
+import { rawLine } from '../raw-lines.js';
 import { fingerprint } from '../state/fingerprint.js';
 import { loadCampaignState, planJobs } from '../state/incremental.js';
 import { quarantine } from '../state/quarantine.js';
@@ -23,7 +24,7 @@ import {
   type UnitJob,
 } from '../state/records.js';
 import { type ExportDeps, requestCounts } from './context.js';
-import { writeRaw, writeTables } from './staging.js';
+import { stageStep } from './staging.js';
 
 /** Reports per unit of work by default: one file per table per unit, so 100 reports cost about eight storage writes. */
 export const DEFAULT_UNIT_SIZE = 100;
@@ -78,7 +79,7 @@ export async function planCampaign(
   try {
     for await (const item of api.jobs(campaignId)) {
       const fetchedAt = deps.now().toISOString();
-      rawLines.add({ run_id: run.run_id, fetched_at: fetchedAt, campaign_id: campaignId, data: item.raw });
+      rawLines.add(rawLine(run.run_id, fetchedAt, item.raw, { campaign_id: campaignId }));
       if (item.valid) {
         listed.push({ job_id: item.item.id, fp: fingerprint(item.raw) });
         rows.add('jobs', jobRow(item.item, campaignId, ctx));
@@ -106,11 +107,7 @@ export async function planCampaign(
     }
   }
 
-  const stem = `${run.run_id}-c${campaignId}`;
-  await Promise.all([
-    writeRaw(deps.storage, 'jobs', run.dt, stem, rawLines),
-    writeTables(deps.storage, run.dt, stem, rows),
-  ]);
+  const staged = await stageStep(deps.storage, run.run_id, 'jobs', `c${campaignId}`, rows, rawLines);
 
   let fetch: UnitJob[] = [];
   let unchanged: UnitJob[] = [];
@@ -131,6 +128,7 @@ export async function planCampaign(
     jobs_invalid: invalid,
     requests: requestCounts(api),
     campaign_gone: gone,
+    staged,
     ...(fatal ? { fatal } : {}),
   };
   await deps.storage.put(planKey, encodeRecord(record));

@@ -1,38 +1,66 @@
 /**
- * Writes a batch: one Parquet file per table and one gzip JSON Lines file per raw entity,
- * named by a stem that is unique per batch, so a retried batch overwrites its own files.
+ * Stages a step's data in the run's staging area (`state/runs/<run_id>/staged/`): one Parquet
+ * file per table and one gzip JSON Lines file per raw entity, named by a stem unique per step
+ * and attempt. Nothing here is visible in `parquet/` or `raw/`: the finish step publishes the
+ * files the run's records list, so a file left by a delivery that died before its record is
+ * never published.
  */
 import type { Storage } from '../../storage/storage.js';
 import type { JsonLinesBuffer } from '../format/jsonl.js';
 import type { TableBuffer } from '../format/table-buffer.js';
-import { parquetKey, rawKey } from '../layout.js';
+import { stagedParquetKey, stagedRawKey } from '../layout.js';
+import type { FileEntry } from '../state/records.js';
 import { type RawEntity, TABLE_NAMES } from '../tables.js';
 
-/** Writes one Parquet file per table that has rows (an empty table gets no file). Returns the keys. */
-export async function writeTables(
+/** Stages one Parquet file per table that has rows (an empty table gets no file). */
+export async function stageTables(
   storage: Storage,
-  dt: string,
+  runId: string,
   stem: string,
   rows: TableBuffer,
-): Promise<string[]> {
+): Promise<FileEntry[]> {
   const writes = TABLE_NAMES.filter((table) => rows.rowCount(table) > 0).map(async (table) => {
-    const key = parquetKey(table, dt, stem);
-    await storage.put(key, rows.encode(table));
-    return key;
+    const key = stagedParquetKey(runId, table, stem);
+    const body = rows.encode(table);
+    await storage.put(key, body);
+    return {
+      key,
+      table_or_entity: table,
+      format: 'parquet',
+      rows: rows.rowCount(table),
+      bytes: body.byteLength,
+    } satisfies FileEntry;
   });
   return Promise.all(writes);
 }
 
-/** Writes one gzip JSON Lines file of raw lines, when there are any. Returns the key. */
-export async function writeRaw(
+/** Stages one gzip JSON Lines file of raw lines, when there are any. */
+export async function stageRaw(
   storage: Storage,
+  runId: string,
   entity: RawEntity,
-  dt: string,
   stem: string,
   lines: JsonLinesBuffer,
-): Promise<string | undefined> {
-  if (lines.length === 0) return undefined;
-  const key = rawKey(entity, dt, stem);
-  await storage.put(key, lines.encodeGzip());
-  return key;
+): Promise<FileEntry[]> {
+  if (lines.length === 0) return [];
+  const key = stagedRawKey(runId, entity, stem);
+  const body = lines.encodeGzip();
+  await storage.put(key, body);
+  return [{ key, table_or_entity: entity, format: 'jsonl', rows: lines.length, bytes: body.byteLength }];
+}
+
+/** Stages a step's rows and raw lines at once; returns every file staged. */
+export async function stageStep(
+  storage: Storage,
+  runId: string,
+  entity: RawEntity,
+  stem: string,
+  rows: TableBuffer,
+  lines: JsonLinesBuffer,
+): Promise<FileEntry[]> {
+  const [raw, tables] = await Promise.all([
+    stageRaw(storage, runId, entity, stem, lines),
+    stageTables(storage, runId, stem, rows),
+  ]);
+  return [...raw, ...tables];
 }

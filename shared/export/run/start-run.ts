@@ -1,6 +1,8 @@
 /**
- * Step 1 of a run: verify the key, list every campaign, write the campaigns snapshot, and
- * record the run. A fatal API error is recorded (the run then ends as failed), not thrown.
+ * Step 1 of a run: take the output's lock (one run at a time; before any API request), close
+ * runs left open by interrupted ones, verify the key, list every campaign, stage the campaigns
+ * snapshot, and record the run. A fatal API error is recorded (the run then ends as failed),
+ * not thrown; a lock held by another run throws `OutputLockedError`.
  */
 
 import type { CampaignItem } from '../../api/schemas.js';
@@ -8,6 +10,8 @@ import { campaignRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { dtOf, STATE_KEYS } from '../layout.js';
+import { rawLine } from '../raw-lines.js';
+import { type AcquireOptions, OutputLock } from '../state/lock.js';
 import { quarantine } from '../state/quarantine.js';
 import {
   encodeRecord,
@@ -18,7 +22,8 @@ import {
   type RunRef,
 } from '../state/records.js';
 import { type ExportDeps, newRunId, requestCounts } from './context.js';
-import { writeRaw, writeTables } from './staging.js';
+import { type RecoverOptions, recoverOpenRuns } from './recover.js';
+import { stageStep } from './staging.js';
 
 export interface StartRunInput {
   mode: Mode;
@@ -26,17 +31,58 @@ export interface StartRunInput {
   dt?: string | undefined;
   /** Who carries the run's steps: this process (CLI) or the queues (AWS). */
   driver: RunRecord['driver'];
+  /**
+   * The output's lock: how long it lasts unless renewed, how long to wait for another run's.
+   * `unlocked`: the caller has made sure no other run writes the output (tests and benchmarks
+   * that drive the steps one by one); no lock is taken and no interrupted run is closed.
+   */
+  lock: Omit<AcquireOptions, 'newRunId' | 'now'> | 'unlocked';
+  /** Announces a run this start closed for an interrupted one (AWS: its ExportRunFinished event). */
+  announce?: RecoverOptions['announce'];
 }
 
 export interface StartedRun {
   run: RunRef;
   record: RunRecord;
   campaigns: CampaignItem[];
+  /** The output's lock, held by this run until it finishes (none when started `unlocked`). */
+  lock: OutputLock | undefined;
 }
 
 export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<StartedRun> {
-  const startedAt = deps.now();
-  const run: RunRef = { run_id: newRunId(startedAt), dt: input.dt ?? dtOf(startedAt), mode: input.mode };
+  let lock: OutputLock | undefined;
+  let startedAt: Date;
+  let runId: string;
+  if (input.lock === 'unlocked') {
+    startedAt = deps.now();
+    runId = newRunId(startedAt);
+  } else {
+    // The run starts when it holds the output: its id then sorts after every run before it.
+    lock = await OutputLock.acquire(deps.storage, { ...input.lock, newRunId, now: deps.now });
+    startedAt = lock.acquiredAt;
+    runId = lock.runId;
+  }
+  try {
+    // Runs left open by interrupted ones: closed before this one starts (the lock says none runs).
+    if (lock) await recoverOpenRuns(deps, { by: runId, announce: input.announce });
+    const run: RunRef = { run_id: runId, dt: input.dt ?? dtOf(startedAt), mode: input.mode };
+    const { record, campaigns } = await recordStart(deps, input, run, startedAt);
+    return { run, record, campaigns, lock };
+  } catch (error) {
+    // Nothing will finish a run that has no record: let the output go (fatal API answers are
+    // recorded, not thrown; this is a storage failure or a bug).
+    await lock?.release().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Verifies, lists the campaigns, stages their snapshot and writes the run record. */
+async function recordStart(
+  deps: ExportDeps,
+  input: StartRunInput,
+  run: RunRef,
+  startedAt: Date,
+): Promise<Pick<StartedRun, 'record' | 'campaigns'>> {
   const api = deps.api();
   const campaigns: CampaignItem[] = [];
   const rawLines = new JsonLinesBuffer();
@@ -44,13 +90,14 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   const ctx = { runId: run.run_id, exportedAt: deps.now() };
   let invalid = 0;
   let fatal: Fatal | undefined;
+  let companyName: string | undefined;
   try {
-    const { companyName } = await api.verify();
+    ({ companyName } = await api.verify());
     deps.log.info('key verified', { company: companyName, run_id: run.run_id });
     let position = 0;
     for await (const listed of api.campaigns()) {
       const fetchedAt = deps.now().toISOString();
-      rawLines.add({ run_id: run.run_id, fetched_at: fetchedAt, data: listed.raw });
+      rawLines.add(rawLine(run.run_id, fetchedAt, listed.raw));
       if (listed.valid) {
         campaigns.push(listed.item);
         rows.add('campaigns', campaignRow(listed.item, ctx, listed.raw));
@@ -70,22 +117,20 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     deps.log.error('run stopped', { run_id: run.run_id, ...fatal });
   }
 
-  if (!fatal) {
-    const stem = `${run.run_id}-campaigns`;
-    await Promise.all([
-      writeRaw(deps.storage, 'campaigns', run.dt, stem, rawLines),
-      writeTables(deps.storage, run.dt, stem, rows),
-    ]);
-  }
+  const staged = fatal
+    ? []
+    : await stageStep(deps.storage, run.run_id, 'campaigns', 'campaigns', rows, rawLines);
   const record: RunRecord = {
     ...run,
     driver: input.driver,
     started_at: startedAt.toISOString(),
     campaign_ids: campaigns.map((c) => c.id),
     campaigns_invalid: invalid,
+    ...(companyName !== undefined ? { company_name: companyName } : {}),
+    staged,
     requests: requestCounts(api),
     ...(fatal ? { fatal } : {}),
   };
   await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record));
-  return { run, record, campaigns };
+  return { record, campaigns };
 }

@@ -57,11 +57,12 @@ export function planJobs(state: CampaignState, listed: readonly UnitJob[], mode:
 }
 
 /** A job's outcome in a run, as recorded in the state. */
-export interface RecordedOutcome {
-  job_id: number;
-  fp: string;
-  outcome: JobState['outcome'];
-}
+export const RecordedOutcomeSchema = z.object({
+  job_id: z.number().int(),
+  fp: z.string(),
+  outcome: JobStateSchema.shape.outcome,
+});
+export type RecordedOutcome = z.infer<typeof RecordedOutcomeSchema>;
 
 /** Applies one run's outcomes to a state: entries of later runs are kept; jobs the run did not list are dropped. */
 export function applyOutcomes(

@@ -3,7 +3,18 @@
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';
-import { DtSchema, type JobOutcome, ModeSchema, RequestCountsSchema, RunIdSchema } from './records.js';
+import {
+  DtSchema,
+  FileEntrySchema,
+  type JobOutcome,
+  ModeSchema,
+  RequestCountsSchema,
+  RunIdSchema,
+} from './records.js';
+
+/** One file a run published (manifest `files`), for ingestion that copies files instead of listing prefixes. */
+export const PublishedFileSchema = FileEntrySchema;
+export type PublishedFile = z.infer<typeof PublishedFileSchema>;
 
 const count = z.number().int().nonnegative();
 
@@ -31,8 +42,17 @@ export const ManifestSchema = z.object({
   finished_at: z.string(),
   counts: ManifestCountsSchema,
   requests: RequestCountsSchema,
+  /** The files the run published, data before manifest; empty for a failed run (it publishes nothing). */
+  files: z.array(PublishedFileSchema),
+  /** The company the key belongs to, as the verify endpoint named it (absent when verify failed). */
+  company_name: z.string().optional(),
   /** Campaigns whose jobs could not be listed in this run (their jobs are not counted); status is then partial. */
   unlisted_campaigns: z.array(z.number().int()).optional(),
+  /**
+   * Set when the run was interrupted (its process killed, its lock expired) and a later run
+   * closed it: that run's id. It published what it had finished; the rest is counted failed.
+   */
+  recovered_by: RunIdSchema.optional(),
   /** Present when status is "failed": the one-line reason, with the API's error_code. */
   error: z.object({ message: z.string(), error_code: z.string().optional() }).optional(),
 });
@@ -47,6 +67,9 @@ export const OUTCOME_COUNTER: Record<JobOutcome, keyof ManifestCounts> = {
   invalid: 'reports_invalid',
   failed: 'reports_failed',
 };
+
+/** A manifest as stored: one line of JSON, so that Athena's JSON SerDe reads the runs table. */
+export const encodeManifest = (manifest: Manifest): string => `${JSON.stringify(manifest)}\n`;
 
 export const emptyCounts = (): ManifestCounts => ({
   campaigns: 0,

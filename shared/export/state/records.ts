@@ -31,6 +31,22 @@ export const RequestCountsSchema = z.object({
 });
 export type RequestCounts = z.infer<typeof RequestCountsSchema>;
 
+/** What a data file holds: a Parquet table's rows, or a raw entity's JSON Lines. */
+export const FileFormatSchema = z.enum(['parquet', 'jsonl']);
+export type FileFormat = z.infer<typeof FileFormatSchema>;
+
+/** A data file a step staged, or the run published: where it is, what it holds, how big. */
+export const FileEntrySchema = z.object({
+  /** Relative to the output root. */
+  key: z.string(),
+  /** The table (Parquet) or the raw entity (JSON Lines): `campaigns` is both, `format` tells which. */
+  table_or_entity: z.string(),
+  format: FileFormatSchema,
+  rows: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+});
+export type FileEntry = z.infer<typeof FileEntrySchema>;
+
 /** A fatal error that stopped a step: what the manifest and the CLI report. */
 export const FatalSchema = z.object({
   message: z.string(),
@@ -64,6 +80,10 @@ export const RunRecordSchema = RunRefSchema.extend({
   campaign_ids: z.array(int),
   /** Campaign list items that failed validation (kept in raw/ and quarantine/). */
   campaigns_invalid: int,
+  /** The company the key belongs to, as verify named it. */
+  company_name: z.string().optional(),
+  /** The campaigns files it staged. */
+  staged: z.array(FileEntrySchema),
   requests: RequestCountsSchema,
   fatal: FatalSchema.optional(),
 });
@@ -112,6 +132,8 @@ export const PlanRecordSchema = z.object({
   requests: RequestCountsSchema,
   /** 404 on listing: the campaign went away between the listings. */
   campaign_gone: z.boolean(),
+  /** The jobs files it staged. */
+  staged: z.array(FileEntrySchema),
   fatal: FatalSchema.optional(),
 });
 export type PlanRecord = z.infer<typeof PlanRecordSchema>;
@@ -130,6 +152,8 @@ export const UnitSummarySchema = z.object({
   campaign_id: int,
   attempt: int,
   jobs: z.record(z.string(), UnitJobResultSchema),
+  /** The files of every delivery so far (each delivery stages its own, named by attempt). */
+  staged: z.array(FileEntrySchema),
   requests: RequestCountsSchema,
   fatal: FatalSchema.optional(),
 });

@@ -282,6 +282,7 @@ export class LoopbackTopology {
     containers: Containers,
     input: Record<string, unknown> = { mode: 'incremental' },
     hooks: PollerHooks = {},
+    extraFinishers?: readonly Container[],
   ): Promise<TopologyRun> {
     const { aws } = this.#options;
     const started = await containers.start.startRun(
@@ -322,9 +323,10 @@ export class LoopbackTopology {
     } finally {
       this.#poller = undefined;
     }
-    const finished = await containers.finish.finishRun(
-      {},
-      fakeContext({ functionName: 'finish-run', timeoutMs: 120_000 }),
+    // Scheduler delivers at least once: with `finishers`, finish-run is invoked in each at once.
+    const finishers = [containers.finish, ...(extraFinishers ?? [])];
+    const [finished] = await Promise.all(
+      finishers.map((f) => f.finishRun({}, fakeContext({ functionName: 'finish-run', timeoutMs: 120_000 }))),
     );
     return { runId, started, poll, finished, manifest: await this.manifest(runId) };
   }

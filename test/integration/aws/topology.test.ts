@@ -26,6 +26,7 @@ import {
   stackSettings,
   type TopologyRun,
 } from './loopback.js';
+import { fakeContext } from './poller.js';
 
 /** Small units, so that a small dataset still makes many units and batches. */
 const SETTINGS = stackSettings({ unitSize: 5 });
@@ -254,5 +255,73 @@ describe('the AWS topology on loopback', () => {
     expect(new Set(jobIds).size).toBe(jobIds.length);
     expect(output).toEqual(baseline.output);
     expect(run.manifest?.counts).toEqual(baseline.manifest.counts);
+  }, 45_000);
+
+  it('publishes one file per table and raw entity, exactly the files its manifest lists, and leaves no staging', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('publish', sim);
+
+    const run = await topo.run(containers);
+
+    const storage = topo.storage();
+    const listed: string[] = [];
+    for await (const key of storage.list('')) if (/^(parquet|raw)\//.test(key)) listed.push(key);
+    const files = run.manifest?.files ?? [];
+    expect(listed.sort()).toEqual(files.map((f) => f.key).sort());
+    const perTable = files.map((f) => `${f.format}:${f.table_or_entity}`);
+    expect(new Set(perTable).size).toBe(perTable.length);
+    const staged: string[] = [];
+    for await (const key of storage.list('state/runs/')) staged.push(key);
+    expect(staged).toEqual([]);
+    expect(run.manifest?.company_name).toBe(sim.dataset.company);
+  });
+
+  it('closes a run once when finish-run is invoked twice at once', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('two-finishers', sim);
+    const second = await loadContainer();
+    topo.attach(second);
+
+    const run = await topo.run(containers, { mode: 'incremental' }, {}, [second]);
+
+    expect(run.manifest?.counts).toEqual(baseline.manifest.counts);
+    expect(await snapshotOutput(topo.storage(), db)).toEqual(baseline.output);
+    const staged: string[] = [];
+    for await (const key of topo.storage().list('state/runs/')) staged.push(key);
+    expect(staged).toEqual([]);
+  }, 45_000);
+
+  it('finishes a publish that was cut short on the next look of finish-run', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('publish-cut', sim);
+    let writes = 0;
+    containers.finish.s3.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = String((args.input as { Key?: string }).Key ?? '');
+        const write =
+          context.commandName === 'PutObjectCommand' ||
+          context.commandName === 'CreateMultipartUploadCommand';
+        if (write && /\/(parquet|raw)\//.test(key) && ++writes === 3) {
+          throw new Error('injected: finish-run timed out in the middle of publishing');
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'cutPublish' },
+    );
+
+    await expect(topo.run(containers)).rejects.toThrow(/could not be finished/);
+    const runId = (await topo.storage().list('state/runs/')[Symbol.asyncIterator]().next()).value?.split(
+      '/',
+    )[2];
+    expect(runId).toBeDefined();
+    expect(await topo.manifest(runId!)).toBeUndefined();
+    const again = await containers.finish.finishRun(
+      {},
+      fakeContext({ functionName: 'finish-run', timeoutMs: 120_000 }),
+    );
+
+    expect(again).toEqual({ finished: [runId] });
+    expect((await topo.manifest(runId!))?.counts).toEqual(baseline.manifest.counts);
+    expect(await snapshotOutput(topo.storage(), db)).toEqual(baseline.output);
   }, 45_000);
 });

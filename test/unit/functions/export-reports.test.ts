@@ -8,7 +8,7 @@ import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
+import { STATE_KEYS, stagedParquetKey, stagedRawKey } from '../../../shared/export/layout.js';
 import { type Unit, UnitSummarySchema } from '../../../shared/export/state/records.js';
 import { METRIC } from '../../../shared/metrics.js';
 import { type DuckDb, openDuckDb, readParquet } from '../../helpers/duckdb.js';
@@ -16,6 +16,7 @@ import type { SimJob } from '../../simulator/index.js';
 import {
   context,
   dataFiles,
+  keysUnder,
   openRun,
   QUEUE_URLS,
   RUN_ID,
@@ -78,7 +79,7 @@ describe('export-reports', () => {
     await bed?.close();
   });
 
-  it('writes one raw file and one Parquet file per table for a unit, and lets the message go', async () => {
+  it('stages one raw file and one Parquet file per table for a unit, and lets the message go', async () => {
     const response = await exportReports(
       sqsEvent([{ body: unit('c1-u0', published.slice(0, 3)) }]),
       context('export-reports'),
@@ -86,9 +87,14 @@ describe('export-reports', () => {
 
     expect(response).toEqual({ batchItemFailures: [] });
     expect(handBacks()).toEqual([]);
-    const files = await dataFiles(bed.storage);
-    expect(files).toContain(`parquet/reports/dt=2026-11-22/${RUN_ID}-c1-u0-a1.parquet`);
-    expect(files).toContain(`raw/reports/dt=2026-11-22/${RUN_ID}-c1-u0-a1.jsonl.gz`);
+    // Staged, and listed in the unit's summary: nothing is visible before the run is published.
+    expect(await dataFiles(bed.storage)).toEqual([]);
+    const staged = (await summaryOf('c1-u0'))?.staged.map((f) => f.key);
+    expect(staged).toContain(stagedParquetKey(RUN_ID, 'reports', 'c1-u0-a1'));
+    expect(staged).toContain(stagedRawKey(RUN_ID, 'reports', 'c1-u0-a1'));
+    expect(await keysUnder(bed.storage, STATE_KEYS.staged(RUN_ID, ''))).toEqual(
+      expect.arrayContaining(staged ?? []),
+    );
     const summary = await summaryOf('c1-u0');
     expect(Object.values(summary?.jobs ?? {}).map((r) => r.outcome)).toEqual([
       'exported',
@@ -133,7 +139,7 @@ describe('export-reports', () => {
     expect(jobs.map(requestsFor).reduce((a, b) => a + b) - before.reduce((a, b) => a + b)).toBe(1);
     const ids: bigint[] = [];
     for (const attempt of ['a1', 'a2']) {
-      const file = await bed.storage.get(`parquet/reports/dt=2026-11-22/${RUN_ID}-c1-u1-${attempt}.parquet`);
+      const file = await bed.storage.get(stagedParquetKey(RUN_ID, 'reports', `c1-u1-${attempt}`));
       for (const row of await readParquet(db, file?.body ?? new Uint8Array())) ids.push(row.job_id as bigint);
     }
     expect(ids.map(Number).sort()).toEqual(jobs.map((j) => j.id).sort());

@@ -42,7 +42,7 @@ describe('finish-run', () => {
   /** A run started `ageMs` ago, planned; `exported` says whether its units ran. */
   async function makeRun(ageMs: number, exported: boolean): Promise<string> {
     const deps = depsAt(ageMs);
-    const started = await startRun(deps, { mode: 'full', dt: DT, driver: 'queues' });
+    const started = await startRun(deps, { mode: 'full', dt: DT, driver: 'queues', lock: 'unlocked' });
     for (const campaignId of started.record.campaign_ids) {
       const planned = await planCampaign(deps, { ...started.run, campaign_id: campaignId }, 5);
       if (exported) for (const unit of planned.units) await exportUnit(deps, unit, { resume: true });
@@ -108,7 +108,16 @@ describe('finish-run', () => {
       bucket: BUCKET,
       manifest_key: `${PREFIX}${manifestKey}`,
       counts: manifest.counts,
+      files: manifest.files.map((f) => ({ ...f, key: `${PREFIX}${f.key}` })),
     });
+    // One file per table and raw entity that has rows, published before the manifest.
+    expect(manifest.files.map((f) => `${f.format}:${f.table_or_entity}`)).toEqual(
+      expect.arrayContaining(['jsonl:campaigns', 'jsonl:jobs', 'jsonl:reports', 'parquet:reports']),
+    );
+    for (const file of manifest.files) {
+      expect(file.key).toMatch(new RegExp(`^(parquet|raw)/${file.table_or_entity}/dt=${DT}/${runId}-0\\.`));
+      expect((await bed.storage.get(file.key))?.body.byteLength).toBe(file.bytes);
+    }
     expect(manifest.counts.jobs).toBe(12);
     expect(addMetric).toHaveBeenCalledWith(METRIC.reportsExported, 'Count', manifest.counts.reports_exported);
     expect(await openRunIds()).not.toContain(runId);

@@ -7,6 +7,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
 import { METRIC } from '../../../shared/metrics.js';
 import { context, keysUnder, SECRET_ID, startTestbed, type Testbed } from './testbed.js';
 
@@ -40,7 +41,9 @@ describe('the API key secret in a start-run container', () => {
     addMetric = vi.spyOn(runtime.metrics, 'addMetric');
   });
 
-  afterEach(() => {
+  afterEach(async () => {
+    // Each test starts on an output that no run holds (a started run keeps the lock until finish-run).
+    await bed.storage.delete([STATE_KEYS.lock]);
     sqs.resetHistory();
     secrets.resetHistory();
     addMetric.mockClear();

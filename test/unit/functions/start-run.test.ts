@@ -2,6 +2,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
 import { PlanMessageSchema } from '../../../shared/export/state/records.js';
 import { context, keysUnder, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
 
@@ -28,9 +29,11 @@ describe('start-run', () => {
     startRun = (await import('../../../functions/aws/start-run.js')).handler as unknown as StartRun;
   });
 
-  afterEach(() => {
+  afterEach(async () => {
     sqs.reset();
     bed.sim.resetStats();
+    // Each test starts on an output that no run holds (a started run keeps the lock until finish-run).
+    await bed.storage.delete([STATE_KEYS.lock]);
   });
 
   afterAll(async () => {
@@ -55,7 +58,23 @@ describe('start-run', () => {
     expect(new Set(messages.map((m) => JSON.stringify({ run: m.run_id, dt: m.dt, mode: m.mode })))).toEqual(
       new Set([JSON.stringify({ run: result.run_id, dt: '2026-11-22', mode: 'full' })]),
     );
-    expect(await keysUnder(bed.storage, 'parquet/campaigns/dt=2026-11-22/')).toHaveLength(1);
+    // Staged, not yet visible: finish-run publishes the run's files when it closes it.
+    expect(
+      await keysUnder(bed.storage, STATE_KEYS.staged(String(result.run_id), 'parquet/campaigns/')),
+    ).toHaveLength(1);
+    expect(await keysUnder(bed.storage, 'parquet/')).toEqual([]);
+  });
+
+  it('starts nothing, before any API request, while another run holds the output', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const first = await startRun({ mode: 'full' }, context('start-run'));
+
+    const second = await startRun({ mode: 'full' }, context('start-run'));
+
+    expect(second).toMatchObject({ status: 'skipped' });
+    expect(String(second.reason)).toContain(`run ${String(first.run_id)} (aws-lambda`);
+    expect(bed.sim.stats.total).toBe(2); // verify + one page of campaigns, of the first run only
+    expect(planMessages().every((m) => m.run_id === first.run_id)).toBe(true);
   });
 
   it('starts an incremental run dated today on an empty event', async () => {
@@ -91,5 +110,11 @@ describe('start-run', () => {
     });
 
     await expect(startRun({ mode: 'incremental' }, context('start-run'))).rejects.toThrow(/SQS refused/);
+
+    // The lock is let go, so that the schedule's retry can start a run (which closes this one).
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    await expect(startRun({ mode: 'incremental' }, context('start-run'))).resolves.toMatchObject({
+      status: 'started',
+    });
   });
 });

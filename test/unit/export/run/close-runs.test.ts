@@ -27,6 +27,7 @@ async function storageWith(runs: { id: string; unitDone: boolean; driver?: RunRe
       jobs_invalid: 0,
       requests: none,
       campaign_gone: false,
+      staged: [],
     };
     await storage.put(STATE_KEYS.plan(id, 1), encodeRecord(plan));
     if (unitDone) {
@@ -34,6 +35,7 @@ async function storageWith(runs: { id: string; unitDone: boolean; driver?: RunRe
         unit: 'c1-u0',
         campaign_id: 1,
         attempt: 1,
+        staged: [],
         jobs: { 7: { fp: 'f', outcome: 'exported' } },
         requests: none,
       };

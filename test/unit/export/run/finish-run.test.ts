@@ -24,11 +24,13 @@ async function storageWithRun(): Promise<LocalStorage> {
     jobs_invalid: 0,
     requests: none,
     campaign_gone: false,
+    staged: [],
   };
   const unit: UnitSummary = {
     unit: 'c1-u0',
     campaign_id: 1,
     attempt: 1,
+    staged: [],
     jobs: { 11: { fp: 'a', outcome: 'exported' }, 12: { fp: 'b', outcome: 'not_ready' } },
     requests: none,
   };

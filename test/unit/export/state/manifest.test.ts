@@ -36,6 +36,7 @@ function records(
       jobs_invalid: 1,
       requests: requests(1),
       campaign_gone: false,
+      staged: [],
     },
   ];
   const units: UnitSummary[] = overrides.units ?? [
@@ -43,6 +44,7 @@ function records(
       unit: 'c1-u0',
       campaign_id: 1,
       attempt: 1,
+      staged: [],
       jobs: {
         11: { fp: 'a', outcome: 'exported' },
         12: { fp: 'b', outcome: 'not_ready', detail: 'not_published' },
@@ -110,6 +112,7 @@ describe('buildManifest', () => {
           jobs_invalid: 0,
           requests: requests(1),
           campaign_gone: false,
+          staged: [],
         },
       ],
       units: [
@@ -117,6 +120,7 @@ describe('buildManifest', () => {
           unit: 'c1-u0',
           campaign_id: 1,
           attempt: 1,
+          staged: [],
           jobs: { 11: { fp: 'a', outcome: 'exported' } },
           requests: requests(1),
         },

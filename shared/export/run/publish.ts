@@ -1,0 +1,133 @@
+/**
+ * Publishing a run: the files its steps staged become one file per table (and one per raw
+ * entity) under the contract's layout, `parquet/<table>/dt=…/<run_id>-0.parquet` and
+ * `raw/<entity>/dt=…/<run_id>-0.jsonl.gz`, split only above a size. Parquet files are
+ * concatenated row group by row group (column chunks copied, offsets rewritten, one footer):
+ * nothing is decoded or encoded again. Raw files are gzip members, and a gzip stream of several
+ * members is one valid file: their bytes are concatenated. Output is streamed (a multipart
+ * upload on S3), so memory holds a few staged files and a few parts, whatever the run's size.
+ */
+import { ExporterError } from '../../errors.js';
+import { ParquetConcat } from '../../parquet/concat.js';
+import type { Storage } from '../../storage/storage.js';
+import { parquetKey, publishedStem, rawKey } from '../layout.js';
+import type { FileEntry, RunRef } from '../state/records.js';
+import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, type TableName } from '../tables.js';
+import { mapPool } from './pool.js';
+
+/** Above this many bytes of staged input, a table's data goes on in a further file. */
+export const DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024;
+/** Published files written at once (each streams its own inputs). */
+const PUBLISH_CONCURRENCY = 2;
+/** Staged files read ahead of the one being written, per output file. */
+const READ_AHEAD = 4;
+
+export interface PublishOptions {
+  /** Start a further file once a file's inputs add up to this many bytes; default 256 MB. */
+  maxFileBytes?: number;
+}
+
+/** One output file: the staged files it concatenates, in order. */
+interface OutputPlan {
+  key: string;
+  table_or_entity: TableName | RawEntity;
+  format: FileEntry['format'];
+  inputs: FileEntry[];
+}
+
+/**
+ * The files a run publishes, from the files it staged: per table and raw entity, the staged
+ * files in key order, cut into consecutive groups of at most `maxFileBytes` (a group holds at
+ * least one file). Deterministic: the same staged files always give the same keys and bytes.
+ */
+export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBytes: number): OutputPlan[] {
+  const plans: OutputPlan[] = [];
+  const groups = [
+    ...RAW_ENTITIES.map((name) => ({ name, format: 'jsonl' as const })),
+    ...TABLE_NAMES.map((name) => ({ name, format: 'parquet' as const })),
+  ];
+  for (const { name, format } of groups) {
+    const inputs = staged
+      .filter((f) => f.format === format && f.table_or_entity === name && f.rows > 0)
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    let current: FileEntry[] = [];
+    let bytes = 0;
+    const close = () => {
+      if (current.length === 0) return;
+      const stem = publishedStem(
+        run.run_id,
+        plans.filter((p) => p.format === format && p.table_or_entity === name).length,
+      );
+      const key =
+        format === 'parquet'
+          ? parquetKey(name as TableName, run.dt, stem)
+          : rawKey(name as RawEntity, run.dt, stem);
+      plans.push({ key, table_or_entity: name, format, inputs: current });
+      current = [];
+      bytes = 0;
+    };
+    for (const input of inputs) {
+      if (current.length > 0 && bytes + input.bytes > maxFileBytes) close();
+      current.push(input);
+      bytes += input.bytes;
+    }
+    close();
+  }
+  return plans;
+}
+
+/** Reads staged files in order, a few ahead of the writer. */
+async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
+  const read = (input: FileEntry) =>
+    storage.get(input.key).then((found) => {
+      if (!found) throw new ExporterError(`staged file ${input.key} is missing`, { retryable: true });
+      return found.body;
+    });
+  const ahead: Promise<Uint8Array>[] = [];
+  let next = 0;
+  while (next < inputs.length && ahead.length < READ_AHEAD) ahead.push(read(inputs[next++]!));
+  // Rejections of files read ahead are observed when their turn comes; keep them from going unhandled.
+  for (const p of ahead) p.catch(() => undefined);
+  while (ahead.length > 0) {
+    const body = await ahead.shift()!;
+    if (next < inputs.length) {
+      const p = read(inputs[next++]!);
+      p.catch(() => undefined);
+      ahead.push(p);
+    }
+    yield body;
+  }
+}
+
+async function* parquetBytes(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
+  const concat = new ParquetConcat();
+  yield concat.start();
+  for await (const file of readInOrder(storage, inputs)) yield concat.append(file);
+  yield concat.finish();
+}
+
+/**
+ * Publishes a run's staged files: one output per table and raw entity (more above the split
+ * size). Writing the same staged files again writes the same keys with the same bytes, so a
+ * publish cut short is simply done again. Returns the published files, as the manifest lists them.
+ */
+export async function publishRun(
+  storage: Storage,
+  run: RunRef,
+  staged: readonly FileEntry[],
+  options: PublishOptions = {},
+): Promise<FileEntry[]> {
+  const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
+  return mapPool(plans, PUBLISH_CONCURRENCY, async (plan) => {
+    const chunks =
+      plan.format === 'parquet' ? parquetBytes(storage, plan.inputs) : readInOrder(storage, plan.inputs);
+    const { bytes } = await storage.putStream(plan.key, chunks);
+    return {
+      key: plan.key,
+      table_or_entity: plan.table_or_entity,
+      format: plan.format,
+      rows: plan.inputs.reduce((n, f) => n + f.rows, 0),
+      bytes,
+    };
+  });
+}

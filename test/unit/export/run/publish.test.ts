@@ -1,0 +1,109 @@
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appendReportRows } from '../../../../shared/export/format/flatten.js';
+import { JsonLinesBuffer } from '../../../../shared/export/format/jsonl.js';
+import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
+import { rawLine } from '../../../../shared/export/raw-lines.js';
+import { publishRun } from '../../../../shared/export/run/publish.js';
+import { stageStep } from '../../../../shared/export/run/staging.js';
+import type { FileEntry, RunRef } from '../../../../shared/export/state/records.js';
+import { LocalStorage } from '../../../../shared/storage/local.js';
+import { type DuckDb, openDuckDb } from '../../../helpers/duckdb.js';
+import { tempDir } from '../../../helpers/export.js';
+import { realisticReports } from '../../../helpers/realistic-reports.js';
+
+const RUN: RunRef = { run_id: '20261122T031500Z-a1b2c3', dt: '2026-11-22', mode: 'full' };
+const UNITS = 6;
+const PER_UNIT = 5;
+
+describe('publishRun', () => {
+  let db: DuckDb;
+  let storage: LocalStorage;
+  let staged: FileEntry[];
+
+  /** Stages UNITS units of PER_UNIT realistic reports, as export-unit does. */
+  beforeAll(async () => {
+    db = await openDuckDb();
+    storage = new LocalStorage(await tempDir('publish'));
+    const reports = realisticReports(7);
+    staged = [];
+    for (let u = 0; u < UNITS; u++) {
+      const rows = new TableBuffer();
+      const lines = new JsonLinesBuffer();
+      for (let i = 0; i < PER_UNIT; i++) {
+        const jobId = u * PER_UNIT + i + 1;
+        const ids = { campaignId: 1, jobId };
+        const report = reports.report(jobId, 1);
+        appendReportRows(rows, report, ids, {
+          runId: RUN.run_id,
+          exportedAt: new Date('2026-11-22T03:20:00Z'),
+        });
+        lines.add(rawLine(RUN.run_id, '2026-11-22T03:20:00.000Z', report, { campaign_id: 1, job_id: jobId }));
+      }
+      staged.push(...(await stageStep(storage, RUN.run_id, 'reports', `c1-u${u}-a1`, rows, lines)));
+    }
+  });
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  /** The rows of Parquet objects, in order, as DuckDB reads them. */
+  async function rowsOf(keys: readonly string[]): Promise<unknown[]> {
+    const rows: unknown[] = [];
+    for (const key of keys) {
+      const bytes = (await storage.get(key))?.body ?? new Uint8Array();
+      rows.push(...(await db.all(`SELECT * FROM read_parquet(${await db.file(bytes, 'parquet')})`)));
+    }
+    return rows;
+  }
+
+  it('publishes one file per table and raw entity, value for value the staged files in order', async () => {
+    const files = await publishRun(storage, RUN, staged);
+
+    const tables = [...new Set(staged.map((f) => `${f.format}:${f.table_or_entity}`))].sort();
+    expect(files.map((f) => `${f.format}:${f.table_or_entity}`).sort()).toEqual(tables);
+    for (const file of files.filter((f) => f.format === 'parquet')) {
+      const inputs = staged.filter(
+        (f) => f.format === 'parquet' && f.table_or_entity === file.table_or_entity,
+      );
+      expect(file.key).toBe(`parquet/${file.table_or_entity}/dt=2026-11-22/${RUN.run_id}-0.parquet`);
+      expect(await rowsOf([file.key])).toEqual(await rowsOf(inputs.map((f) => f.key)));
+      expect(file.rows).toBe(inputs.reduce((n, f) => n + f.rows, 0));
+      expect((await storage.get(file.key))?.body.byteLength).toBe(file.bytes);
+    }
+    const raw = files.find((f) => f.format === 'jsonl');
+    const text = gunzipSync((await storage.get(raw?.key ?? ''))?.body ?? new Uint8Array()).toString('utf8');
+    const lines = text.split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(UNITS * PER_UNIT);
+    expect(lines.map((l) => (JSON.parse(l) as { job_id: number }).job_id)).toEqual(
+      Array.from({ length: UNITS * PER_UNIT }, (_, i) => i + 1),
+    );
+  });
+
+  it('splits a table above the size limit into consecutive files that hold every row once', async () => {
+    const questions = staged.filter((f) => f.format === 'parquet' && f.table_or_entity === 'questions');
+    const limit = Math.max(...questions.map((f) => f.bytes)) * 2; // two or three units' files per output
+
+    const files = (await publishRun(storage, RUN, staged, { maxFileBytes: limit })).filter(
+      (f) => f.table_or_entity === 'questions',
+    );
+
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    expect(files.length).toBeLessThanOrEqual(UNITS / 2);
+    expect(files.map((f) => f.key)).toEqual(
+      files.map((_, i) => `parquet/questions/dt=2026-11-22/${RUN.run_id}-${i}.parquet`),
+    );
+    expect(await rowsOf(files.map((f) => f.key))).toEqual(await rowsOf(questions.map((f) => f.key)));
+  });
+
+  it('writes the same keys and bytes when done again (a publish cut short is simply redone)', async () => {
+    const first = await publishRun(storage, RUN, staged);
+    const bytes = await Promise.all(first.map(async (f) => (await storage.get(f.key))?.body));
+
+    const second = await publishRun(storage, RUN, [...staged].reverse());
+
+    expect(second).toEqual(first);
+    for (const [i, f] of second.entries()) expect((await storage.get(f.key))?.body).toEqual(bytes[i]);
+  });
+});
