@@ -168,7 +168,7 @@ export function isComplete({ record, plans, units }: RunRecords): boolean {
  * Counts, requests and status of a run; every listed job gets exactly one outcome. `files` is
  * empty: publishing fills it in.
  */
-export function buildManifest(records: RunRecords, finishedAt: Date, recoveredBy?: string): Manifest {
+export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
   const { record, plans, units } = records;
   const counts = emptyCounts();
   let requests = addRequestCounts(record.requests, records.unrecorded);
@@ -212,7 +212,6 @@ export function buildManifest(records: RunRecords, finishedAt: Date, recoveredBy
     files: [],
     ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
     ...(unlisted.length > 0 ? { unlisted_campaigns: unlisted } : {}),
-    ...(recoveredBy ? { recovered_by: recoveredBy } : {}),
     ...(fatal
       ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
       : {}),
@@ -251,8 +250,8 @@ function stagedFiles({ record, plans, units }: RunRecords): FileEntry[] {
 }
 
 /** The closing record of a run: what it will publish and record, from its records now. */
-export function closingOf(records: RunRecords, finishedAt: Date, recoveredBy?: string): ClosingRecord {
-  const manifest = buildManifest(records, finishedAt, recoveredBy);
+export function closingOf(records: RunRecords, finishedAt: Date): ClosingRecord {
+  const manifest = buildManifest(records, finishedAt);
   // A failed run publishes nothing and records nothing: its jobs are asked for again.
   const failed = manifest.status === 'failed';
   return {
@@ -296,7 +295,7 @@ async function publishAndRecord(
   closing: ClosingRecord,
   options: FinishOptions,
 ): Promise<Manifest> {
-  // A run closed for an interrupted one says by whom, also when its own closing had begun.
+  // A run closed for an interrupted one says by whom (whether or not its own closing had begun).
   const manifest: Manifest = options.recoveredBy
     ? { ...closing.manifest, recovered_by: options.recoveredBy }
     : closing.manifest;
@@ -342,7 +341,7 @@ export async function finishRun(
   if (!closing) {
     const records = options.records ?? (await readRunRecords(deps, runId));
     if (!records || (!options.force && !isComplete(records))) return undefined;
-    closing = await startClosing(deps, closingOf(records, deps.now(), options.recoveredBy));
+    closing = await startClosing(deps, closingOf(records, deps.now()));
   }
   const manifest = await publishAndRecord(deps, closing, options);
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
