@@ -35,7 +35,22 @@ export interface ThriftList {
  * BYTE, I16, I32 and DOUBLE are numbers; I64 a number while exact, else a bigint (read it with
  * {@link ThriftStruct.i64}); BINARY bytes; bool a boolean.
  */
-export type ThriftValue = boolean | number | bigint | Uint8Array | ThriftList | ThriftStruct;
+export type ThriftValue = boolean | number | bigint | Uint8Array | ThriftList | ThriftStruct | EncodedStruct;
+
+/**
+ * A struct already written in the compact protocol, kept as its bytes: far smaller in memory
+ * than its {@link ThriftStruct}, and written out as is.
+ */
+export class EncodedStruct {
+  constructor(readonly bytes: Uint8Array) {}
+
+  /** Writes `struct` into new bytes of its own (no view into anything read). */
+  static of(struct: ThriftStruct): EncodedStruct {
+    const writer = new ThriftWriter(1024);
+    writer.struct(struct);
+    return new EncodedStruct(writer.bytes().slice());
+  }
+}
 
 /** A struct: fields by id, each with its wire type. */
 export class ThriftStruct {
@@ -309,7 +324,8 @@ export class ThriftWriter {
         return;
       }
       case TType.STRUCT:
-        this.struct(value as ThriftStruct);
+        if (value instanceof EncodedStruct) this.#out.append(value.bytes);
+        else this.struct(value as ThriftStruct);
         return;
       default:
         throw malformed(`wire type ${type}`);
