@@ -1,6 +1,7 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
- * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory, topology.
+ * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
+ * topology, parquet-scan, publish.
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
 import { benchClient } from './client.js';
@@ -8,6 +9,8 @@ import { benchCost } from './cost.js';
 import { benchEncode } from './encode.js';
 import { benchExport } from './export-main.js';
 import { benchLambda } from './lambda.js';
+import { benchParquetScan } from './parquet-scan.js';
+import { benchPublish } from './publish.js';
 import { benchTopology } from './topology.js';
 import { benchUnitMemory } from './unit-memory.js';
 
@@ -19,6 +22,8 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   lambda: benchLambda,
   'unit-memory': benchUnitMemory,
   topology: benchTopology,
+  'parquet-scan': () => benchParquetScan(),
+  publish: benchPublish,
 };
 
 function print(name: string, figures: Record<string, number>): void {
