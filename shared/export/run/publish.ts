@@ -52,12 +52,10 @@ export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBy
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     let current: FileEntry[] = [];
     let bytes = 0;
+    let index = 0;
     const close = () => {
       if (current.length === 0) return;
-      const stem = publishedStem(
-        run.run_id,
-        plans.filter((p) => p.format === format && p.table_or_entity === name).length,
-      );
+      const stem = publishedStem(run.run_id, index++);
       const key =
         format === 'parquet'
           ? parquetKey(name as TableName, run.dt, stem)
