@@ -51,3 +51,10 @@ export interface Storage {
   /** Requests sent so far. */
   stats(): StorageStats;
 }
+
+/** Every key under a prefix, as an array (for prefixes known to be small: one run's records). */
+export async function listAll(storage: Storage, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const key of storage.list(prefix)) keys.push(key);
+  return keys;
+}

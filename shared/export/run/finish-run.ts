@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
+import { listAll } from '../../storage/storage.js';
 import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../layout.js';
 import { RecordedOutcomeSchema, saveOutcomes } from '../state/incremental.js';
 import { releaseLockOf } from '../state/lock.js';
@@ -90,8 +91,7 @@ export interface RunRecords {
 
 /** Reads a run's records; `undefined` when the run has none (finished already, or unknown). */
 export async function readRunRecords(deps: ExportDeps, runId: string): Promise<RunRecords | undefined> {
-  const keys: string[] = [];
-  for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
+  const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
   const runKey = STATE_KEYS.runRecord(runId);
   if (!keys.includes(runKey)) return undefined;
   // A key listed a moment ago and gone now: another finisher closed the run meanwhile.
@@ -349,8 +349,7 @@ export async function finishRun(
     await saveOutcomes(deps.storage, campaign_id, runId, jobs, new Set(jobs.map((o) => o.job_id)));
   });
   await options.announce?.(manifest);
-  const keys: string[] = [];
-  for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
+  const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
   // The closing record goes last, so that a finisher cut short here still finds it.
   const closingKey = STATE_KEYS.closing(runId);
   await deps.storage.delete(keys.filter((key) => key !== closingKey));

@@ -8,8 +8,8 @@
  * wrote after its run closed) are deleted.
  */
 import { describeError } from '../../errors.js';
+import { listAll } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
-import type { Manifest } from '../state/manifest.js';
 import type { ExportDeps } from './context.js';
 import { type FinishOptions, finishRun, openRuns, readClosing, readRunRecords } from './finish-run.js';
 
@@ -19,16 +19,14 @@ export interface RecoverOptions {
   announce?: FinishOptions['announce'];
 }
 
-/** Closes every open run but `by`; returns the manifests of the runs it closed. */
-export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions): Promise<Manifest[]> {
-  const closed: Manifest[] = [];
+/** Closes every open run but `by` (each one logged; one that cannot be closed is left for the next run). */
+export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions): Promise<void> {
   for (const runId of await openRuns(deps)) {
     if (runId === options.by) continue;
     const closing = await readClosing(deps, runId);
     const records = closing ? undefined : await readRunRecords(deps, runId);
     if (!closing && !records) {
-      const keys: string[] = [];
-      for await (const key of deps.storage.list(STATE_KEYS.runPrefix(runId))) keys.push(key);
+      const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
       await deps.storage.delete(keys);
       deps.log.warn('deleted the leftovers of a run that never recorded its start', {
         run_id: runId,
@@ -38,17 +36,15 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
     }
     deps.log.warn('closing a run left open by an interrupted exporter', { run_id: runId, by: options.by });
     try {
-      const manifest = await finishRun(deps, runId, {
+      await finishRun(deps, runId, {
         force: true,
         records,
         recoveredBy: options.by,
         announce: options.announce,
       });
-      if (manifest) closed.push(manifest);
     } catch (error) {
       // Left for the next run to try again; this run goes on.
       deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
     }
   }
-  return closed;
 }
