@@ -5,11 +5,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { DT_PROJECTION_FORMAT, partitionTemplate, RUNS_PREFIX } from '../../shared/export/layout.js';
+import { RUNS_PREFIX } from '../../shared/export/layout.js';
 import { ManifestSchema } from '../../shared/export/state/manifest.js';
 import { type ColumnType, REPORT_TABLES, TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
-import { logicalIdOf, removeSynthOutputs, resourcesOf, type Synthesized, synthExporter } from './helpers.js';
+import {
+  dataLakeUrl,
+  logicalIdOf,
+  projectedTableParameters,
+  removeSynthOutputs,
+  resourcesOf,
+  type Synthesized,
+  synthExporter,
+} from './helpers.js';
 
 interface TableInput {
   Name: string;
@@ -63,7 +71,7 @@ beforeAll(() => {
 });
 afterAll(removeSynthOutputs);
 
-const bucketUrl = (key: string) => ({ 'Fn::Join': ['', ['s3://', { Ref: bucketId }, `/${key}`]] });
+const bucketUrl = (key: string) => dataLakeUrl(bucketId, key);
 
 describe('the runs table', () => {
   const runs = () => inputs.get(RUNS_TABLE)!;
@@ -85,17 +93,7 @@ describe('the runs table', () => {
       InputFormat: 'org.apache.hadoop.mapred.TextInputFormat',
       SerdeInfo: { SerializationLibrary: 'org.openx.data.jsonserde.JsonSerDe' },
     });
-    expect(t.Parameters).toEqual({
-      classification: 'json',
-      EXTERNAL: 'TRUE',
-      'projection.enabled': 'true',
-      'projection.dt.type': 'date',
-      'projection.dt.format': DT_PROJECTION_FORMAT,
-      'projection.dt.range': '2025-01-01,NOW',
-      'projection.dt.interval': '1',
-      'projection.dt.interval.unit': 'DAYS',
-      'storage.location.template': bucketUrl(partitionTemplate(RUNS_PREFIX)),
-    });
+    expect(t.Parameters).toEqual(projectedTableParameters(bucketId, RUNS_PREFIX, 'json'));
   });
 });
 

@@ -9,6 +9,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
 import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
+import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/export/layout.js';
 
 const CDK_JSON = new URL('../../cdk.json', import.meta.url);
 
@@ -125,3 +126,21 @@ export function functionIds(template: Template): FunctionIds {
     ]),
   ) as FunctionIds;
 }
+
+/** The `s3://<data bucket>/<key>` the template builds for a key of the data lake. */
+export const dataLakeUrl = (bucketId: string, key: string) => ({
+  'Fn::Join': ['', ['s3://', { Ref: bucketId }, `/${key}`]],
+});
+
+/** The Glue table parameters of a table over `prefix`: its classification and `dt` partition projection. */
+export const projectedTableParameters = (bucketId: string, prefix: string, classification: string) => ({
+  classification,
+  EXTERNAL: 'TRUE',
+  'projection.enabled': 'true',
+  'projection.dt.type': 'date',
+  'projection.dt.format': DT_PROJECTION_FORMAT,
+  'projection.dt.range': '2025-01-01,NOW',
+  'projection.dt.interval': '1',
+  'projection.dt.interval.unit': 'DAYS',
+  'storage.location.template': dataLakeUrl(bucketId, partitionTemplate(prefix)),
+});

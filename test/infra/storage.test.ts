@@ -5,17 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATHENA_ENGINE_VERSION } from '../../infra/constructs/athena.js';
 import { RAW_REPORTS_TABLE } from '../../infra/constructs/catalog.js';
-import {
-  DT_PROJECTION_FORMAT,
-  partitionTemplate,
-  rawPrefix,
-  tablePrefix,
-} from '../../shared/export/layout.js';
+import { partitionTemplate, rawPrefix, tablePrefix } from '../../shared/export/layout.js';
 import { QUERIES } from '../../shared/export/queries.js';
 import { TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
 import {
+  dataLakeUrl,
   logicalIdOf,
+  projectedTableParameters,
   referencedIds,
   removeSynthOutputs,
   resourcesOf,
@@ -31,7 +28,7 @@ beforeAll(() => {
   bucketId = logicalIdOf(s.template, 'AWS::S3::Bucket', 'DataLakeBucket');
 });
 
-const bucketUrl = (key: string) => ({ 'Fn::Join': ['', ['s3://', { Ref: bucketId }, `/${key}`]] });
+const bucketUrl = (key: string) => dataLakeUrl(bucketId, key);
 
 afterAll(removeSynthOutputs);
 
@@ -211,17 +208,7 @@ describe('Glue catalog', () => {
         InputFormat: 'org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat',
         SerdeInfo: { SerializationLibrary: 'org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe' },
       });
-      expect(t.Parameters).toEqual({
-        classification: 'parquet',
-        EXTERNAL: 'TRUE',
-        'projection.enabled': 'true',
-        'projection.dt.type': 'date',
-        'projection.dt.format': DT_PROJECTION_FORMAT,
-        'projection.dt.range': '2025-01-01,NOW',
-        'projection.dt.interval': '1',
-        'projection.dt.interval.unit': 'DAYS',
-        'storage.location.template': bucketUrl(partitionTemplate(tablePrefix(def.name))),
-      });
+      expect(t.Parameters).toEqual(projectedTableParameters(bucketId, tablePrefix(def.name), 'parquet'));
     }
   });
 
