@@ -4,6 +4,7 @@
  */
 import type { Construct } from 'constructs';
 import * as z from 'zod';
+import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
 
 /** Bad deployment configuration: the message names the context key(s) to fix. */
 export class InfraConfigError extends Error {
@@ -37,6 +38,9 @@ const integer = (min: number, max: number, fallback: number) => {
     }, z.number({ error }).int({ error }).min(min, { error }).max(max, { error }).optional())
     .transform((v) => v ?? fallback);
 };
+
+/** A context key whose default and range are a run default's (shared/run-defaults.ts). */
+const runDefault = (entry: RunDefault) => integer(entry.min, entry.max, entry.value);
 
 const decimal = (min: number, max: number, fallback: number) => {
   const error = `expected a number greater than ${min} and less than ${max} (default ${fallback})`;
@@ -162,11 +166,11 @@ export const ExporterConfigSchema = z
     reportBatchSize: integer(1, 10, 2),
     reportMaxConcurrency: integer(2, 1000, 2),
     planMaxConcurrency: integer(2, 1000, 2),
-    unitSize: integer(1, 500, 100),
-    reportConcurrency: integer(1, 64, 8),
-    rateCeiling: integer(1, 1000, 20),
-    secretCacheTtlSeconds: integer(1, 86_400, 300),
-    runDeadlineMinutes: integer(10, 10_080, 360),
+    unitSize: runDefault(RUN_DEFAULTS.unitSize),
+    reportConcurrency: runDefault(RUN_DEFAULTS.concurrency),
+    rateCeiling: runDefault(RUN_DEFAULTS.lambdaRateCeiling),
+    secretCacheTtlSeconds: runDefault(RUN_DEFAULTS.secretCacheTtlSeconds),
+    runDeadlineMinutes: runDefault(RUN_DEFAULTS.runDeadlineMinutes),
     rawRetentionDays: integer(1, 36_500, 365),
     athenaResultsRetentionDays: integer(1, 3650, 7),
     logRetentionDays: z
@@ -188,7 +192,7 @@ export const ExporterConfigSchema = z
       z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }),
     ),
     bytesScannedCutoffMb: integer(10, 7_000_000_000, 10_240),
-    maxReceiveCount: integer(1, 1000, 5),
+    maxReceiveCount: runDefault(RUN_DEFAULTS.maxReceiveCount),
     projectionStartDate: z.preprocess((v) => emptyToUndefined(v) ?? '2025-01-01', isoDate),
     dataPrefix: z.preprocess((v) => emptyToUndefined(v) ?? '', dataPrefix),
     databaseName: z.preprocess((v) => emptyToUndefined(v) ?? 'campaign_report_exporter', glueName),

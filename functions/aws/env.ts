@@ -4,23 +4,33 @@
  */
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
+import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 
-const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** A whole number bounded and defaulted as its run default says. */
+const bounded = (entry: RunDefault) => {
+  const error = `expected a whole number from ${describeRange(entry)}`;
+  return z.coerce
+    .number({ error })
+    .int({ error })
+    .min(entry.min, { error })
+    .max(entry.max, { error })
+    .default(entry.value);
+};
 
-const EnvSchema = z.object({
+export const EnvSchema = z.object({
   DATA_BUCKET: z.string().min(1),
   DATA_PREFIX: z.string().default(''),
   API_BASE_URL: z.url().optional(),
   API_KEY_SECRET_ID: z.string().min(1).optional(),
-  SECRET_CACHE_TTL_SECONDS: int(300),
+  SECRET_CACHE_TTL_SECONDS: bounded(RUN_DEFAULTS.secretCacheTtlSeconds),
   PLAN_QUEUE_URL: z.string().optional(),
   REPORT_QUEUE_URL: z.string().optional(),
-  UNIT_SIZE: int(100),
-  REPORT_CONCURRENCY: int(8),
-  RATE_CEILING: int(20),
+  UNIT_SIZE: bounded(RUN_DEFAULTS.unitSize),
+  REPORT_CONCURRENCY: bounded(RUN_DEFAULTS.concurrency),
+  RATE_CEILING: bounded(RUN_DEFAULTS.lambdaRateCeiling),
   EVENT_BUS_NAME: z.string().default('default'),
-  RUN_DEADLINE_MINUTES: int(360),
-  MAX_RECEIVE_COUNT: int(5),
+  RUN_DEADLINE_MINUTES: bounded(RUN_DEFAULTS.runDeadlineMinutes),
+  MAX_RECEIVE_COUNT: bounded(RUN_DEFAULTS.maxReceiveCount),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

@@ -4,10 +4,15 @@
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
+import type { LocalRunOptions } from '../../shared/export/run/local-run.js';
 import { DtSchema } from '../../shared/export/state/records.js';
+import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 
 /** The bucket's region when neither --s3-region nor AWS_REGION says (S3's own default). */
 const DEFAULT_S3_REGION = 'us-east-1';
+
+/** `default 64, 1 to 256` for the usage text. */
+const defaultAndRange = (entry: RunDefault): string => `default ${entry.value}, ${describeRange(entry)}`;
 
 export const USAGE = `Usage: npm run --silent export -- --out <DIR | s3://bucket/prefix> [options]
 
@@ -18,9 +23,12 @@ Options:
   --out <DIR|s3://bucket/prefix>  where to write (required)
   --date <YYYY-MM-DD>             the dt= partition (default: today, UTC)
   --full                          fetch every report again (default: incremental)
-  --concurrency <n>               most API requests in flight at once (default 8)
-  --max-rate <n>                  ceiling on requests per second (default 50; the rate adapts below it)
-  --unit-size <n>                 reports per unit of work (default 100)
+  --concurrency <n>               ceiling of API requests in flight; the number used follows
+                                  rate x latency (${defaultAndRange(RUN_DEFAULTS.concurrency)})
+  --max-rate <n>                  ceiling on requests per second; the rate adapts below it
+                                  (${defaultAndRange(RUN_DEFAULTS.maxRate)})
+  --unit-size <n>                 reports per unit of work, held in memory together
+                                  (${defaultAndRange(RUN_DEFAULTS.unitSize)})
   --wait-lock <seconds>           wait this long for another run writing to --out to finish
                                   (default 0: refuse at once)
   --s3-region <region>            region of the bucket (default: AWS_REGION, else us-east-1)
@@ -35,20 +43,19 @@ Exit code 0 when the run finished (reports not ready or not found are counted, n
 1 with a one-line reason on a fatal error or when another run is writing to --out; 2 on a
 usage error.`;
 
-const positiveInt = (flag: string, max: number) =>
-  z.coerce
-    .number({ error: `${flag} takes a whole number` })
-    .int(`${flag} takes a whole number`)
-    .min(1)
-    .max(max);
+/** A whole-number flag bounded as its run default says; every error names the flag and the range. */
+const boundedInt = (entry: RunDefault & { flag: string }) => {
+  const error = `${entry.flag} takes a whole number from ${describeRange(entry)}`;
+  return z.coerce.number({ error }).int({ error }).min(entry.min, { error }).max(entry.max, { error });
+};
 
 export const CliConfigSchema = z.object({
   out: z.string({ error: '--out is required' }).min(1, '--out is required'),
   date: DtSchema.optional(),
   full: z.boolean(),
-  concurrency: positiveInt('--concurrency', 64),
-  maxRate: positiveInt('--max-rate', 1000),
-  unitSize: positiveInt('--unit-size', 1000),
+  concurrency: boundedInt(RUN_DEFAULTS.concurrency),
+  maxRate: boundedInt(RUN_DEFAULTS.maxRate),
+  unitSize: boundedInt(RUN_DEFAULTS.unitSize),
   waitLockSeconds: z.coerce
     .number({ error: '--wait-lock takes a whole number of seconds' })
     .int('--wait-lock takes a whole number of seconds')
@@ -71,9 +78,9 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
         out: { type: 'string' },
         date: { type: 'string' },
         full: { type: 'boolean', default: false },
-        concurrency: { type: 'string', default: '8' },
-        'max-rate': { type: 'string', default: '50' },
-        'unit-size': { type: 'string', default: '100' },
+        concurrency: { type: 'string', default: String(RUN_DEFAULTS.concurrency.value) },
+        'max-rate': { type: 'string', default: String(RUN_DEFAULTS.maxRate.value) },
+        'unit-size': { type: 'string', default: String(RUN_DEFAULTS.unitSize.value) },
         'wait-lock': { type: 'string', default: '0' },
         's3-region': { type: 'string' },
         's3-endpoint': { type: 'string' },
@@ -101,4 +108,18 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
   });
   if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => i.message).join('; '));
   return parsed.data;
+}
+
+/**
+ * What a CLI configuration asks of runExport. --concurrency is the ceiling of a unit's report
+ * fetches (fetchConcurrency) as well as the limiter's (cliDeps), not of the limiter alone.
+ */
+export function runOptionsOf(config: CliConfig): LocalRunOptions {
+  return {
+    mode: config.full ? 'full' : 'incremental',
+    dt: config.date,
+    unitSize: config.unitSize,
+    fetchConcurrency: config.concurrency,
+    waitForLockMs: config.waitLockSeconds * 1000,
+  };
 }

@@ -8,7 +8,9 @@ import { resolve } from 'node:path';
 import { manifestKey } from '../../shared/export/layout.js';
 import { QUERIES } from '../../shared/export/queries.js';
 import { runExport } from '../../shared/export/run/local-run.js';
+import { RUN_DEFAULTS } from '../../shared/run-defaults.js';
 import { startSimulator } from '../../test/simulator/index.js';
+import { parseCli, runOptionsOf } from './config.js';
 import { cliDeps, consoleLog } from './deps.js';
 import { formatSummary, Progress } from './progress.js';
 import { formatResult, openLakeSql } from './sql.js';
@@ -25,18 +27,18 @@ async function main(): Promise<void> {
     out.write(
       `Integration API simulator on ${simulator.url} (${DEMO_DATASET.campaigns} campaigns × ${DEMO_DATASET.jobsPerCampaign} jobs)\n\n`,
     );
-    const deps = cliDeps({
-      baseUrl: simulator.url,
-      apiKey: simulator.keys.valid,
-      out: OUT,
-      concurrency: 16,
-      maxRate: 1000,
-      log: consoleLog(false),
+    // The CLI's configuration at its defaults, but for the rate ceiling: the simulator runs without
+    // a rate limit (no rateLimit given), so there is no API limit to stay politely below.
+    const config = parseCli(['--out', OUT, '--max-rate', String(RUN_DEFAULTS.maxRate.max)], {
+      INTEGRATION_API_BASE_URL: simulator.url,
+      INTEGRATION_API_KEY: simulator.keys.valid,
     });
+    if (config === 'help') throw new Error('the demo asks for no help');
+    const deps = cliDeps({ ...config, log: consoleLog(false) });
     for (const mode of ['full', 'incremental'] as const) {
       out.write(`── ${mode} export → ${OUT}\n`);
       const progress = new Progress();
-      const manifest = await runExport(deps, { mode, onProgress: progress.onEvent });
+      const manifest = await runExport(deps, { ...runOptionsOf(config), mode, onProgress: progress.onEvent });
       progress.finish();
       out.write(
         `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n\n`,

@@ -3,7 +3,7 @@
  * a client per step sharing it, the storage named by --out, and a console log.
  */
 import { IntegrationApiClient } from '../../shared/api/client.js';
-import { AdaptiveRateLimiter } from '../../shared/api/limiter.js';
+import { AdaptiveRateLimiter, type AdaptiveRateLimiterOptions } from '../../shared/api/limiter.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { openStorage } from '../../shared/storage/open.js';
@@ -19,8 +19,15 @@ export interface CliDepsOptions {
   log: Log;
 }
 
+/** The process's limiter: --max-rate its ceiling in requests per second, --concurrency its ceiling of requests in flight. */
+export function limiterOptionsOf(
+  options: Pick<CliDepsOptions, 'maxRate' | 'concurrency'>,
+): AdaptiveRateLimiterOptions {
+  return { maxRate: options.maxRate, concurrency: options.concurrency };
+}
+
 export function cliDeps(options: CliDepsOptions): ExportDeps {
-  const limiter = new AdaptiveRateLimiter({ maxRate: options.maxRate, concurrency: options.concurrency });
+  const limiter = new AdaptiveRateLimiter(limiterOptionsOf(options));
   const storage = openStorage(options.out, {
     ...(options.s3Region ? { region: options.s3Region } : {}),
     ...(options.s3Endpoint ? { endpoint: options.s3Endpoint, forcePathStyle: true } : {}),

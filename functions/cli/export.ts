@@ -5,7 +5,7 @@
 import { describeError } from '../../shared/errors.js';
 import { manifestKey } from '../../shared/export/layout.js';
 import { runExport } from '../../shared/export/run/local-run.js';
-import { parseCli, USAGE } from './config.js';
+import { parseCli, runOptionsOf, USAGE } from './config.js';
 import { cliDeps, consoleLog } from './deps.js';
 import { formatSummary, Progress } from './progress.js';
 
@@ -25,13 +25,7 @@ async function main(): Promise<number> {
   const progress = new Progress();
   let manifest: Awaited<ReturnType<typeof runExport>>;
   try {
-    manifest = await runExport(deps, {
-      mode: config.full ? 'full' : 'incremental',
-      dt: config.date,
-      unitSize: config.unitSize,
-      waitForLockMs: config.waitLockSeconds * 1000,
-      onProgress: progress.onEvent,
-    });
+    manifest = await runExport(deps, { ...runOptionsOf(config), onProgress: progress.onEvent });
   } finally {
     progress.finish();
   }

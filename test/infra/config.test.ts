@@ -8,6 +8,7 @@ import {
   parseConfig,
   readConfig,
 } from '../../infra/config.js';
+import { RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 import { cdkJsonContext } from './helpers.js';
 
 const BASE = { apiBaseUrl: 'https://api.acme.test' };
@@ -34,7 +35,7 @@ describe('parseConfig', () => {
       reportMaxConcurrency: 2,
       planMaxConcurrency: 2,
       unitSize: 100,
-      reportConcurrency: 8,
+      reportConcurrency: 128,
       rateCeiling: 20,
       secretCacheTtlSeconds: 300,
       runDeadlineMinutes: 360,
@@ -50,6 +51,38 @@ describe('parseConfig', () => {
       throttleShareThreshold: 0.05,
       missedRunAlarmHours: 26,
     });
+  });
+
+  it('takes the default and range of every run default with a context key from shared/run-defaults.ts', () => {
+    const defaults = parseConfig(BASE) as unknown as Record<string, unknown>;
+    const withContext = Object.values(RUN_DEFAULTS as Readonly<Record<string, RunDefault>>).filter(
+      (entry) => entry.context !== undefined,
+    );
+    expect(withContext.map((entry) => entry.context).sort()).toEqual(
+      [
+        'maxReceiveCount',
+        'rateCeiling',
+        'reportConcurrency',
+        'runDeadlineMinutes',
+        'secretCacheTtlSeconds',
+        'unitSize',
+      ].sort(),
+    );
+    for (const entry of withContext) {
+      const key = entry.context!;
+      expect(defaults[key], key).toBe(entry.value);
+      expect((parseConfig({ ...BASE, [key]: entry.min }) as unknown as Record<string, unknown>)[key]).toBe(
+        entry.min,
+      );
+      expect(
+        (parseConfig({ ...BASE, [key]: String(entry.max) }) as unknown as Record<string, unknown>)[key],
+      ).toBe(entry.max);
+      for (const outside of [entry.min - 1, entry.max + 1]) {
+        const message = errorOf({ ...BASE, [key]: outside });
+        expect(message).toContain(`context "${key}"`);
+        expect(message).toContain(`from ${entry.min} to ${entry.max} (default ${entry.value})`);
+      }
+    }
   });
 
   it('accepts the strings `cdk -c key=value` passes', () => {

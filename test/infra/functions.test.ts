@@ -19,6 +19,7 @@ import {
   SERVICE_NAME,
 } from '../../infra/constructs/functions.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
+import { RUN_DEFAULTS } from '../../shared/run-defaults.js';
 import {
   actionsOf,
   allowStatements,
@@ -107,9 +108,9 @@ describe('functions', () => {
     const api = {
       API_BASE_URL: EXAMPLE_API_BASE_URL,
       API_KEY_SECRET_ID: { Ref: secretId },
-      SECRET_CACHE_TTL_SECONDS: '300',
-      REPORT_CONCURRENCY: '8',
-      RATE_CEILING: '20',
+      SECRET_CACHE_TTL_SECONDS: String(RUN_DEFAULTS.secretCacheTtlSeconds.value),
+      REPORT_CONCURRENCY: String(RUN_DEFAULTS.concurrency.value),
+      RATE_CEILING: String(RUN_DEFAULTS.lambdaRateCeiling.value),
     };
     const planQueue = { Ref: expect.stringMatching(/^QueuesPlanQueue/) };
     const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };
@@ -119,19 +120,19 @@ describe('functions', () => {
       ...api,
       PLAN_QUEUE_URL: planQueue,
       REPORT_QUEUE_URL: reportQueue,
-      UNIT_SIZE: '100',
-      MAX_RECEIVE_COUNT: '5',
+      UNIT_SIZE: String(RUN_DEFAULTS.unitSize.value),
+      MAX_RECEIVE_COUNT: String(RUN_DEFAULTS.maxReceiveCount.value),
     });
     expect(envOf('export-reports')).toEqual({
       ...common,
       ...api,
       REPORT_QUEUE_URL: reportQueue,
-      MAX_RECEIVE_COUNT: '5',
+      MAX_RECEIVE_COUNT: String(RUN_DEFAULTS.maxReceiveCount.value),
     });
     expect(envOf('finish-run')).toEqual({
       ...common,
       EVENT_BUS_NAME: 'default',
-      RUN_DEADLINE_MINUTES: '360',
+      RUN_DEADLINE_MINUTES: String(RUN_DEFAULTS.runDeadlineMinutes.value),
       PLAN_QUEUE_URL: planQueue,
       REPORT_QUEUE_URL: reportQueue,
     });

@@ -63,7 +63,7 @@ describe('dependencies point one way', () => {
     expect(await violations('shared/export/state', under('shared/export/run'))).toEqual([]);
   });
 
-  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names', async () => {
+  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults', async () => {
     const allowed = new Set([
       'shared/export/tables.js',
       'shared/export/layout.js',
@@ -73,6 +73,7 @@ describe('dependencies point one way', () => {
       'shared/export/state/manifest.js',
       'shared/errors.js',
       'shared/metrics.js',
+      'shared/run-defaults.js',
     ]);
     expect(await violations('infra', (t) => t.startsWith('shared/') && !allowed.has(t))).toEqual([]);
   });

@@ -3,6 +3,7 @@
  * compare with the incremental state, and cut the reports to fetch into units of work.
  */
 import { ApiError } from '../../errors.js';
+import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { jobRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
@@ -26,8 +27,8 @@ import {
 import { type ExportDeps, requestCounts } from './context.js';
 import { stageStep } from './staging.js';
 
-/** Reports per unit of work by default: one file per table per unit, so 100 reports cost about eight storage writes. */
-export const DEFAULT_UNIT_SIZE = 100;
+/** Reports per unit of work by default (RUN_DEFAULTS.unitSize): one file per table per unit, so a unit costs about eight storage writes. */
+export const DEFAULT_UNIT_SIZE: number = RUN_DEFAULTS.unitSize.value;
 
 export interface PlannedCampaign {
   record: PlanRecord;

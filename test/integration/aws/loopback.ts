@@ -27,6 +27,7 @@ import { FUNCTION_SETTINGS } from '../../../infra/constructs/functions.js';
 import { VISIBILITY_TO_TIMEOUT_RATIO } from '../../../infra/constructs/queues.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import { RAW_ENTITIES, TABLE_NAMES } from '../../../shared/export/tables.js';
+import { RUN_DEFAULTS } from '../../../shared/run-defaults.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import type { Storage } from '../../../shared/storage/storage.js';
 import type { DuckDb } from '../../helpers/duckdb.js';
@@ -188,14 +189,14 @@ export class LoopbackTopology {
       DATA_PREFIX: this.prefix,
       API_BASE_URL: options.apiBaseUrl,
       API_KEY_SECRET_ID,
-      SECRET_CACHE_TTL_SECONDS: '300',
+      SECRET_CACHE_TTL_SECONDS: String(RUN_DEFAULTS.secretCacheTtlSeconds.value),
       PLAN_QUEUE_URL: plan.url,
       REPORT_QUEUE_URL: report.url,
       UNIT_SIZE: String(settings.unitSize),
       REPORT_CONCURRENCY: String(settings.reportConcurrency),
       RATE_CEILING: String(settings.rateCeiling),
       EVENT_BUS_NAME: 'default',
-      RUN_DEADLINE_MINUTES: '360',
+      RUN_DEADLINE_MINUTES: String(RUN_DEFAULTS.runDeadlineMinutes.value),
       POWERTOOLS_SERVICE_NAME: 'campaign-report-exporter',
       POWERTOOLS_METRICS_NAMESPACE: 'CampaignReportExporter',
       POWERTOOLS_LOG_LEVEL: 'SILENT',

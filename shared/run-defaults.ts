@@ -1,0 +1,101 @@
+/**
+ * The run settings that the CLI, the Lambda environment and the CDK context all carry: each
+ * one's default, allowed range and why, in one place. The edges derive their defaults, bounds,
+ * usage text and documentation from here; test/unit/docs/run-defaults.test.ts holds the README
+ * to the same values.
+ */
+
+export interface RunDefault {
+  readonly value: number;
+  /** Smallest value accepted, inclusive. */
+  readonly min: number;
+  /** Largest value accepted, inclusive. */
+  readonly max: number;
+  /** Why this value, in one sentence. */
+  readonly reason: string;
+  /** The CLI flag that sets it, if any. */
+  readonly flag?: string;
+  /** The CDK context key that sets it, if any. */
+  readonly context?: string;
+  /** The Lambda environment variable that carries it, if any. */
+  readonly env?: string;
+}
+
+const entries = {
+  unitSize: {
+    value: 100,
+    min: 1,
+    max: 500,
+    reason:
+      'A unit is fetched, staged and held in memory whole: 100 large reports peak at ~566 MB in the 1 GB export-reports function (BENCHMARKS.md, unit-memory), and 100 gives $0.085 per 100,000 reports where 50 gave $0.126.',
+    flag: '--unit-size',
+    context: 'unitSize',
+    env: 'UNIT_SIZE',
+  },
+  concurrency: {
+    value: 128,
+    min: 1,
+    max: 256,
+    reason:
+      "A ceiling on API requests in flight, enough for 50 req/s at 2 s latency; the limiter keeps in flight what the rate times the latency needs (Little's law), so the ceiling binds only on a slow API.",
+    flag: '--concurrency',
+    context: 'reportConcurrency',
+    env: 'REPORT_CONCURRENCY',
+  },
+  maxRate: {
+    value: 50,
+    min: 1,
+    max: 1000,
+    reason:
+      "A polite ceiling for one process against an API whose limit is not published; the adaptive limiter finds the API's limit below it.",
+    flag: '--max-rate',
+  },
+  lambdaRateCeiling: {
+    value: 20,
+    min: 1,
+    max: 1000,
+    reason:
+      'A ceiling in req/s per Lambda container, not per deployment: up to reportMaxConcurrency + planMaxConcurrency + 1 containers call the API at once, so 100 req/s at the defaults (a deployment-wide budget is issue 9).',
+    context: 'rateCeiling',
+    env: 'RATE_CEILING',
+  },
+  secretCacheTtlSeconds: {
+    value: 300,
+    min: 1,
+    max: 86_400,
+    reason:
+      'A rotated key reaches every container within 5 minutes without a Secrets Manager call per invocation; a 401 re-reads the key at once anyway.',
+    context: 'secretCacheTtlSeconds',
+    env: 'SECRET_CACHE_TTL_SECONDS',
+  },
+  runDeadlineMinutes: {
+    value: 360,
+    min: 10,
+    max: 10_080,
+    reason:
+      "Six hours leaves a large run time to drain at the rate ceilings, while a stuck run's lock (held until the deadline + 15 min) is free long before the next daily schedule.",
+    context: 'runDeadlineMinutes',
+    env: 'RUN_DEADLINE_MINUTES',
+  },
+  maxReceiveCount: {
+    value: 5,
+    min: 1,
+    max: 1000,
+    reason:
+      'Five deliveries ride out a 429 storm or a short outage (each retry comes back later), yet a message that keeps failing reaches its dead-letter queue, or its jobs are counted failed, within the run.',
+    context: 'maxReceiveCount',
+    env: 'MAX_RECEIVE_COUNT',
+  },
+} as const satisfies Record<string, RunDefault>;
+
+export type RunDefaultName = keyof typeof entries;
+
+for (const entry of Object.values(entries)) Object.freeze(entry);
+
+/** Every run default, frozen. */
+export const RUN_DEFAULTS = Object.freeze(entries);
+
+/** The allowed range in words, e.g. `1 to 500`. */
+export function describeRange(entry: Pick<RunDefault, 'min' | 'max'>): string {
+  return `${entry.min} to ${entry.max}`;
+}
