@@ -67,9 +67,9 @@ export function notReadyAnswer(reason: keyof typeof NOT_READY_MESSAGES): Answer 
   return jsonAnswer(409, { error_code: 'REPORT_NOT_READY', message: NOT_READY_MESSAGES[reason] });
 }
 
-/** 429 with Retry-After in whole seconds. */
-export function rateLimitedAnswer(retryAfterSeconds: number): Answer {
-  return errorAnswer('RATE_LIMIT_EXCEEDED', { 'retry-after': String(retryAfterSeconds) });
+/** 429 with Retry-After in whole seconds, plus any rate-limit `headers`. */
+export function rateLimitedAnswer(retryAfterSeconds: number, headers: Record<string, string> = {}): Answer {
+  return errorAnswer('RATE_LIMIT_EXCEEDED', { ...headers, 'retry-after': String(retryAfterSeconds) });
 }
 
 const REASONS: Record<number, string> = {

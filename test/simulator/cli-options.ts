@@ -1,8 +1,9 @@
 /** Command-line flags of the standalone simulator (main.ts), as simulator options. */
 import { parseArgs } from 'node:util';
-import type { ReportSize, SimulatorOptions } from './types.js';
+import type { RateLimit, RateLimitHeaderStyle, ReportSize, SimulatorOptions } from './types.js';
 
 const SIZES: readonly ReportSize[] = ['tiny', 'small', 'mixed', 'large'];
+const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['none', 'laravel', 'github', 'ietf'];
 
 function integer(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -18,6 +19,40 @@ function positive(name: string, raw: string | undefined): number | undefined {
   return value;
 }
 
+function nonNegative(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!(value >= 0 && value < Infinity)) throw new Error(`--${name} must be a number >= 0, got "${raw}"`);
+  return value;
+}
+
+/** `--window <requests>/<seconds>` (e.g. 500/10) and `--headers <style>` as a fixed window. */
+function windowLimit(raw: string, style: string | undefined): RateLimit {
+  const match = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(raw);
+  const requests = Number(match?.[1]);
+  const seconds = Number(match?.[2]);
+  if (!(requests >= 1 && seconds > 0))
+    throw new Error(`--window must be <requests>/<seconds> with both positive, got "${raw}"`);
+  const headers = style as RateLimitHeaderStyle | undefined;
+  if (headers !== undefined && !HEADER_STYLES.includes(headers))
+    throw new Error(`--headers must be one of ${HEADER_STYLES.join(', ')}`);
+  return { windowRequests: requests, windowMs: Math.round(seconds * 1000), headers };
+}
+
+/** The rate limit of `--rate`/`--burst` or `--window`/`--headers`, or null. */
+function rateLimit(values: Record<string, string | undefined>): RateLimit | null {
+  const rate = positive('rate', values.rate);
+  const burst = positive('burst', values.burst);
+  if (burst !== undefined && rate === undefined) throw new Error('--burst needs --rate');
+  if (values.headers !== undefined && values.window === undefined)
+    throw new Error('--headers needs --window');
+  if (values.window !== undefined) {
+    if (rate !== undefined) throw new Error('--window and --rate exclude each other');
+    return windowLimit(values.window, values.headers);
+  }
+  return rate === undefined ? null : { ratePerSecond: rate, burst: burst ?? Math.max(1, Math.ceil(rate)) };
+}
+
 /** Turns command-line flags into simulator options. */
 export function optionsFromArgs(args: string[]): SimulatorOptions {
   const { values } = parseArgs({
@@ -29,6 +64,9 @@ export function optionsFromArgs(args: string[]): SimulatorOptions {
       jobs: { type: 'string' },
       rate: { type: 'string' },
       burst: { type: 'string' },
+      window: { type: 'string' },
+      headers: { type: 'string' },
+      latency: { type: 'string' },
       size: { type: 'string' },
     },
     strict: true,
@@ -36,16 +74,13 @@ export function optionsFromArgs(args: string[]): SimulatorOptions {
   const size = values.size as ReportSize | undefined;
   if (size !== undefined && !SIZES.includes(size))
     throw new Error(`--size must be one of ${SIZES.join(', ')}`);
-  const rate = positive('rate', values.rate);
-  const burst = positive('burst', values.burst);
-  if (burst !== undefined && rate === undefined) throw new Error('--burst needs --rate');
   return {
     port: integer('port', values.port),
     seed: integer('seed', values.seed),
     campaigns: integer('campaigns', values.campaigns),
     jobsPerCampaign: integer('jobs', values.jobs),
     reportSize: size,
-    rateLimit:
-      rate === undefined ? null : { ratePerSecond: rate, burst: burst ?? Math.max(1, Math.ceil(rate)) },
+    rateLimit: rateLimit(values),
+    latencyMs: nonNegative('latency', values.latency),
   };
 }

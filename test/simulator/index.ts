@@ -1,12 +1,13 @@
 /**
  * The Integration API simulator: a seeded, deterministic stand-in for the real API (spec
- * sections 2, 4, 5, 7, 8) with faults, rate limiting and a mutable dataset, for the tests, the
+ * sections 2, 4, 5, 7, 8) with faults, rate limiting, latency and a mutable dataset, for the tests, the
  * demo and the benchmarks.
  */
 export { ERROR_MESSAGES, NOT_READY_MESSAGES } from './answers.js';
 export { ALLOWED_ORIGIN, OTHER_COMPANY_NAME, RESTRICTED_IP } from './auth.js';
 export { COMPANY_NAME, DEFAULTS, generateDataset } from './dataset.js';
 export { DEFAULT_SLOW_MS } from './faults.js';
+export { LATENCY_JITTER } from './latency.js';
 export {
   type ConcreteSize,
   concreteSize,
@@ -20,8 +21,10 @@ export type {
   Dataset,
   FailKind,
   FaultOptions,
+  FixedWindowLimit,
   JobState,
   RateLimit,
+  RateLimitHeaderStyle,
   ReportSize,
   SimCampaign,
   SimJob,
@@ -29,4 +32,5 @@ export type {
   SimulatorKeys,
   SimulatorOptions,
   SimulatorStats,
+  TokenBucketLimit,
 } from './types.js';

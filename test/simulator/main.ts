@@ -1,7 +1,8 @@
 /**
  * Standalone simulator: `npm run simulator -- --port P --seed S [--campaigns N] [--jobs N]
- * [--rate R --burst B] [--size tiny|small|mixed|large]`. Prints one JSON line
- * `{"url", "keys"}` first, then serves until SIGINT/SIGTERM.
+ * [--rate R --burst B | --window N/SECONDS [--headers none|laravel|github|ietf]] [--latency MS]
+ * [--size tiny|small|mixed|large]`. Prints one JSON line `{"url", "keys"}` first, then serves
+ * until SIGINT/SIGTERM.
  */
 import { optionsFromArgs } from './cli-options.js';
 import { startSimulator } from './server.js';

@@ -84,4 +84,5 @@ export const STREAM = {
   report: 8,
   size: 9,
   invalid: 10,
+  latency: 11,
 } as const;

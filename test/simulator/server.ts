@@ -1,7 +1,8 @@
 /**
- * The simulator's HTTP server (node:http, 127.0.0.1 only). Per request: route → method → auth
- * → scripted fault, else rate limit then random fault → the endpoint's answer, delivered whole,
- * truncated, delayed, or not at all (reset).
+ * The simulator's HTTP server (node:http, 127.0.0.1 only). Per request, on arrival: route →
+ * method → auth → scripted fault, else rate limit then random fault; then, after the latency
+ * (plus a slow fault's delay), the answer: the early one, or the endpoint's with the limiter's
+ * headers, delivered whole, truncated, or not at all (reset).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,9 +20,10 @@ import {
 import { ALLOWED_ORIGIN, KeyRing, makeKeys, OTHER_COMPANY_NAME, type Principal } from './auth.js';
 import { DEFAULTS, generateDataset } from './dataset.js';
 import { type FaultPlan, Faults } from './faults.js';
-import { TokenBuckets } from './rate-limit.js';
+import { Latency } from './latency.js';
+import { RateLimiter } from './rate-limit.js';
 import { answerRoute, matchRoute, type Route } from './routes.js';
-import { clearStats, countOutcome, countRequest, emptyStats } from './stats.js';
+import { clearStats, countOutcome, countRequest, countWindowStart, emptyStats } from './stats.js';
 import type { Simulator, SimulatorOptions } from './types.js';
 
 const HOST = '127.0.0.1';
@@ -30,6 +32,8 @@ interface Admitted {
   route: Route;
   principal: Principal;
   plan: FaultPlan;
+  /** The rate limiter's headers for the answer. */
+  headers: Record<string, string>;
 }
 
 /** Starts a simulator on 127.0.0.1 (port 0 = any free port). */
@@ -38,8 +42,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const dataset = generateDataset({ ...options, seed });
   const keys = makeKeys(seed);
   const keyRing = new KeyRing(keys);
-  const buckets = new TokenBuckets(options.rateLimit);
+  const limiter = new RateLimiter(options.rateLimit);
   const faults = new Faults(seed, options.faults);
+  const latency = new Latency(seed, options.latencyMs);
   const stats = emptyStats();
   const timers = new Set<NodeJS.Timeout>();
 
@@ -82,13 +87,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
   }
 
-  function respond(
-    req: IncomingMessage,
-    res: ServerResponse,
-    plan: FaultPlan,
-    route: Route,
-    principal: Principal,
-  ) {
+  function respond(req: IncomingMessage, res: ServerResponse, admitted: Admitted) {
+    const { plan, route, principal, headers } = admitted;
     let answer: Answer | 'reset';
     try {
       answer = answerWith(plan, route, new URL(req.url ?? '/', `http://${HOST}`), principal);
@@ -102,7 +102,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       req.socket.resetAndDestroy();
       return;
     }
-    deliver(res, answer, plan.kind === 'truncate');
+    deliver(res, { ...answer, headers: { ...answer.headers, ...headers } }, plan.kind === 'truncate');
   }
 
   /** The answer that stops a request before its endpoint runs, or how to run it. */
@@ -112,10 +112,24 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const auth = keyRing.authenticate(req.headers, req.socket.remoteAddress);
     if (auth.answer) return auth.answer;
     const scripted = faults.takeScript(target);
-    if (scripted) return { route, principal: auth.principal, plan: scripted };
-    const token = buckets.take(auth.principal.key);
-    if (!token.ok) return rateLimitedAnswer(token.retryAfterSeconds);
-    return { route, principal: auth.principal, plan: faults.draw() };
+    if (scripted) return { route, principal: auth.principal, plan: scripted, headers: {} };
+    const verdict = limiter.take(auth.principal.key);
+    if (!verdict.ok) return rateLimitedAnswer(verdict.retryAfterSeconds, verdict.headers);
+    if (verdict.windowStarted) countWindowStart(stats);
+    return { route, principal: auth.principal, plan: faults.draw(), headers: verdict.headers };
+  }
+
+  /** Runs `run` after `delayMs` (now when 0), on a timer that close() clears. */
+  function later(delayMs: number, run: () => void): void {
+    if (delayMs <= 0) {
+      run();
+      return;
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      run();
+    }, delayMs);
+    timers.add(timer);
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -124,19 +138,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     countRequest(stats, route);
     const admitted = admit(req, target, route);
     if (!('plan' in admitted)) {
-      deliver(res, admitted);
+      later(latency.draw(), () => deliver(res, admitted));
       return;
     }
-    const { plan, principal } = admitted;
-    if (plan.delayMs <= 0) {
-      respond(req, res, plan, admitted.route, principal);
-      return;
-    }
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      respond(req, res, plan, admitted.route, principal);
-    }, plan.delayMs);
-    timers.add(timer);
+    later(latency.draw() + admitted.plan.delayMs, () => respond(req, res, admitted));
   }
 
   const server = createServer(handle);
@@ -159,7 +164,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     stats,
     resetStats: () => clearStats(stats),
     setFaults: (next) => faults.set(next),
-    setRateLimit: (limit) => buckets.set(limit),
+    setRateLimit: (limit) => limiter.set(limit),
+    setLatency: (ms) => latency.set(ms),
     failNext: (match, kind, times = 1) => faults.failNext(match, kind, times),
     revokeKey: (key) => keyRing.revoke(key),
     close() {

@@ -11,6 +11,7 @@ export function emptyStats(): SimulatorStats {
     byEndpoint: { verify: 0, campaigns: 0, jobs: 0, report: 0 },
     reportRequestsByJob: new Map(),
     okTimes: [],
+    windowStarts: [],
   };
 }
 
@@ -22,6 +23,7 @@ export function clearStats(stats: SimulatorStats): void {
   stats.byEndpoint = fresh.byEndpoint;
   stats.reportRequestsByJob.clear();
   stats.okTimes.length = 0;
+  stats.windowStarts.length = 0;
 }
 
 /** Counts a request when it arrives. */
@@ -42,4 +44,9 @@ export function countOutcome(
   const key = String(outcome);
   stats.byStatus[key] = (stats.byStatus[key] ?? 0) + 1;
   if (outcome === 200) stats.okTimes.push(performance.now());
+}
+
+/** Notes that a request opened a fixed rate-limit window. */
+export function countWindowStart(stats: SimulatorStats): void {
+  stats.windowStarts.push(performance.now());
 }

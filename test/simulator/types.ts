@@ -18,10 +18,38 @@ export interface FaultOptions {
 
 export type ReportSize = 'tiny' | 'small' | 'mixed' | 'large';
 
-export interface RateLimit {
+/** Token bucket per key: `burst` tokens, refilled at `ratePerSecond`. */
+export interface TokenBucketLimit {
   ratePerSecond: number;
   burst: number;
 }
+
+/**
+ * Rate-limit headers a fixed window sends (names compared case-insensitively, sent lowercase):
+ * - 'none': only `retry-after` on a 429;
+ * - 'laravel': `x-ratelimit-limit` and `x-ratelimit-remaining` on every admitted answer; a 429 adds
+ *   `retry-after` and `x-ratelimit-reset` (Unix seconds);
+ * - 'github': `x-ratelimit-limit`, `-remaining`, `-used`, `-reset` (Unix seconds, rounded up) on
+ *   every admitted answer and 429, plus `retry-after` on a 429;
+ * - 'ietf': `ratelimit-policy: "default";q=N;w=S` and `ratelimit: "default";r=R;t=T` on every
+ *   admitted answer and 429, plus `retry-after` on a 429 (draft-ietf-httpapi-ratelimit-headers).
+ */
+export type RateLimitHeaderStyle = 'none' | 'laravel' | 'github' | 'ietf';
+
+/**
+ * Fixed window per key, as Laravel's `throttle` middleware: the first request after a window
+ * expired opens one of `windowMs`; `windowRequests` requests pass in it, the rest answer 429 and
+ * are not counted. With 'laravel' headers the window ends on a whole second of the wall clock
+ * (Laravel's availableAt), so `windowMs` must be a multiple of 1000.
+ */
+export interface FixedWindowLimit {
+  windowRequests: number;
+  windowMs: number;
+  /** Default 'none'. */
+  headers?: RateLimitHeaderStyle;
+}
+
+export type RateLimit = TokenBucketLimit | FixedWindowLimit;
 
 export interface SimulatorOptions {
   /** Default 0 = any free port; always binds 127.0.0.1. */
@@ -47,8 +75,13 @@ export interface SimulatorOptions {
   invalidReportJobs?: number;
   /** Published jobs whose report answers 403 FORBIDDEN for the valid key (default 0). */
   forbiddenReportJobs?: number;
-  /** Token bucket per key; default null (no limit). */
+  /** Token bucket or fixed window per key; default null (no limit). */
   rateLimit?: RateLimit | null;
+  /**
+   * Every answer (429s and auth errors included) leaves this many ms (±20%, seeded jitter) after
+   * its request arrived; the rate limit counts the request on arrival. Default 0.
+   */
+  latencyMs?: number;
   /** Default none. */
   faults?: FaultOptions;
 }
@@ -62,6 +95,8 @@ export interface SimulatorStats {
   reportRequestsByJob: Map<number, number>;
   /** Timestamps (ms, performance.now()) of requests that got a whole 200, for rate measurements. */
   okTimes: number[];
+  /** Timestamps (ms, performance.now()) of the first request of each fixed window, of any key. */
+  windowStarts: number[];
 }
 
 export type FailKind =
@@ -139,7 +174,10 @@ export interface Simulator {
   stats: SimulatorStats;
   resetStats(): void;
   setFaults(faults: FaultOptions): void;
+  /** Replaces the rate limit (null lifts it); every key starts with a fresh bucket or window. */
   setRateLimit(limit: RateLimit | null | undefined): void;
+  /** Changes `latencyMs` for requests that arrive from now on. */
+  setLatency(ms: number): void;
   /** Scripted faults: the next `times` (default 1) requests whose path+query matches answer with `kind`. */
   failNext(match: RegExp, kind: FailKind, times?: number): void;
   /** Afterwards that key answers 401 INVALID_API_KEY. */

@@ -58,3 +58,20 @@ export function findJob(
   }
   throw new Error('no job matches');
 }
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Resolves once the wall clock (Date.now()) reaches `epochMs`. */
+export async function untilWallClock(epochMs: number): Promise<void> {
+  while (Date.now() < epochMs) await sleep(Math.max(1, epochMs - Date.now()));
+}
+
+const RATE_HEADER = /^(retry-after|x-ratelimit-|ratelimit)/;
+
+/** The rate-limit headers of a reply (Retry-After, X-RateLimit-*, RateLimit*), by lowercase name. */
+export function rateHeaders(reply: Reply): Record<string, string> {
+  return Object.fromEntries([...reply.headers].filter(([name]) => RATE_HEADER.test(name)));
+}

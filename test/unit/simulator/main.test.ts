@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { optionsFromArgs } from '../../simulator/cli-options.js';
+import { startSimulator } from '../../simulator/index.js';
 
 describe('simulator command line', () => {
   let child: ChildProcess | undefined;
@@ -39,6 +40,34 @@ describe('simulator command line', () => {
     expect(() => optionsFromArgs(['--size', 'huge'])).toThrow(/--size/);
     expect(() => optionsFromArgs(['--seed', 'x'])).toThrow(/--seed/);
     expect(() => optionsFromArgs(['--nope'])).toThrow();
+  });
+
+  it('reads a fixed window, its header style and the latency', () => {
+    expect(optionsFromArgs(['--window', '500/10', '--headers', 'laravel', '--latency', '80'])).toEqual({
+      rateLimit: { windowRequests: 500, windowMs: 10_000, headers: 'laravel' },
+      latencyMs: 80,
+    });
+    expect(optionsFromArgs(['--window', '3/1.5']).rateLimit).toStrictEqual({
+      windowRequests: 3,
+      windowMs: 1_500,
+      headers: undefined,
+    });
+    expect(optionsFromArgs(['--latency', '0']).latencyMs).toBe(0);
+    for (const bad of ['500', '0/10', '5/0', '5/-1', '1.5/10', 'a/b'])
+      expect(() => optionsFromArgs(['--window', bad])).toThrow(`--window must be <requests>/<seconds>`);
+    expect(() => optionsFromArgs(['--window', '5/1', '--rate', '3'])).toThrow(
+      '--window and --rate exclude each other',
+    );
+    expect(() => optionsFromArgs(['--headers', 'ietf'])).toThrow('--headers needs --window');
+    expect(() => optionsFromArgs(['--window', '5/1', '--headers', 'nginx'])).toThrow(
+      '--headers must be one of none, laravel, github, ietf',
+    );
+    expect(() => optionsFromArgs(['--latency=-5'])).toThrow('--latency must be a number >= 0');
+  });
+
+  it('leaves validating the window to the simulator', async () => {
+    const options = optionsFromArgs(['--window', '5/1.5', '--headers', 'laravel']);
+    await expect(startSimulator(options)).rejects.toThrow(/multiple of 1000/);
   });
 
   it('prints one JSON line with url and keys first, serves, and stops on SIGTERM', async () => {

@@ -1,0 +1,35 @@
+/**
+ * Network latency: every answer leaves `ms` after its request arrived, give or take a jitter of
+ * ±20% drawn from a seeded stream, so a run is reproducible.
+ */
+import { type Rng, rngFor, STREAM } from './prng.js';
+
+/** The jitter: a delay lies in [ms × (1 − JITTER), ms × (1 + JITTER)). */
+export const LATENCY_JITTER = 0.2;
+
+/** The latency of a simulator, changeable while it runs. */
+export class Latency {
+  private ms: number;
+  private readonly rng: Rng;
+
+  constructor(seed: number, ms = 0) {
+    this.rng = rngFor(seed, STREAM.latency);
+    this.ms = checked(ms);
+  }
+
+  /** Applies to requests that arrive from now on. */
+  set(ms: number): void {
+    this.ms = checked(ms);
+  }
+
+  /** The delay of the next answer in ms (0 without latency, drawing nothing). */
+  draw(): number {
+    if (this.ms === 0) return 0;
+    return this.ms * (1 + LATENCY_JITTER * (2 * this.rng.next() - 1));
+  }
+}
+
+function checked(ms: number): number {
+  if (!(ms >= 0 && ms < Infinity)) throw new Error(`simulator: latencyMs must be a number >= 0, got ${ms}`);
+  return ms;
+}
