@@ -6,10 +6,11 @@ import type { z } from 'zod';
 import { ConfigError, TransientApiError } from '../errors.js';
 import { type Clock, systemClock } from './clock.js';
 import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
-import { type Classified, classify, httpGet } from './http.js';
-import { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
+import { type Classified, classify, type HttpResult, httpGet } from './http.js';
+import { AdaptiveRateLimiter, type RateLimiter, RateLimitWaitError } from './limiter.js';
 import { issuesOf, type ListedItem, type ReportOutcome } from './outcome.js';
 import { type ItemSchema, paginate } from './pagination.js';
+import { parseRateLimitHeaders } from './rate-limit-headers.js';
 import { decideRetry, parseRetryAfter, type RetryPolicy, resolveRetryPolicy } from './retry.js';
 import {
   type CampaignItem,
@@ -266,22 +267,33 @@ export class IntegrationApiClient {
     }
   }
 
-  /** One request through the limiter, counted. */
+  /**
+   * One request through the limiter, counted. When the limiter holds every request back for
+   * longer than this caller waits for a Retry-After, nothing is sent: the answer is a 429 the
+   * API already gave, with the wait.
+   */
   private async send(
     url: URL,
     key: string,
     attempt: number,
   ): Promise<{ answer: Classified; durationMs: number }> {
-    const release = await this.limiter.acquire();
+    let release: () => void;
+    try {
+      release = await this.limiter.acquire(this.policy.maxRetryAfterMs);
+    } catch (error) {
+      if (!(error instanceof RateLimitWaitError)) throw error;
+      const detail = `not sent: ${error.message}`;
+      return {
+        answer: { kind: 'throttled', status: 429, retryAfterMs: error.waitMs, detail },
+        durationMs: 0,
+      };
+    }
     const sentAt = this.clock.now();
     let answer: Classified;
     try {
       const result = await httpGet(url, this.headers(key), this.timeoutMs);
       answer = classify(result, (value) => parseRetryAfter(value, this.clock.wallNow()));
-      if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs);
-      // Only answers the API gave as itself teach the limiter that the rate is fine: a fast
-      // 5xx outage must not speed it up.
-      else if (answer.status !== 'error' && answer.status < 500) this.limiter.onSuccess();
+      this.teachLimiter(result, answer);
     } finally {
       release();
     }
@@ -290,6 +302,15 @@ export class IntegrationApiClient {
     if (attempt > 1) this.counters.retried += 1;
     this.counters.byStatus[label] = (this.counters.byStatus[label] ?? 0) + 1;
     return { answer: redactAnswer(answer, this.redact), durationMs: Math.round(this.clock.now() - sentAt) };
+  }
+
+  private teachLimiter(result: HttpResult, answer: Classified): void {
+    const info =
+      result.kind === 'answer' ? parseRateLimitHeaders(result.headers, this.clock.wallNow()) : undefined;
+    if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs, info);
+    // Only answers the API gave as itself teach the limiter that the rate is fine: a fast
+    // 5xx outage must not speed it up.
+    else if (answer.status !== 'error' && answer.status < 500) this.limiter.onSuccess(info);
   }
 
   /** The key to retry a 401 with; none when there is no refresh, it gave the same key, or it failed (`cause`). */

@@ -3,7 +3,7 @@
  * used rather than fetch: measured here, it serves ~2x the small requests per second of
  * undici's fetch, and it reports a body cut short (Content-Length not reached) as such.
  */
-import http from 'node:http';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { ErrorBodySchema, type NotReadyReason, notReadyReason } from './schemas.js';
 
@@ -15,7 +15,14 @@ const httpsAgent = new https.Agent(AGENT_OPTIONS);
 
 /** What a request came back with: an HTTP answer whose body was read in full, or nothing usable. */
 export type HttpResult =
-  | { kind: 'answer'; status: number; body: string; retryAfter: string | undefined }
+  | {
+      kind: 'answer';
+      status: number;
+      body: string;
+      retryAfter: string | undefined;
+      /** Every header, for the rate-limit fields (rate-limit-headers.ts). */
+      headers: IncomingHttpHeaders;
+    }
   | { kind: 'failure'; failure: NetworkFailureKind; detail: string; cause: unknown };
 
 /** timeout: our deadline; reset: the connection dropped; truncated: the body ended early; network: no connection. */
@@ -53,6 +60,7 @@ export function httpGet(url: URL, headers: Record<string, string>, timeoutMs: nu
             status: response.statusCode ?? 0,
             body: Buffer.concat(chunks).toString('utf8'),
             retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+            headers: response.headers,
           });
         });
       },
@@ -88,8 +96,8 @@ function describe(error: unknown): string {
 export type Classified =
   /** 2xx with a JSON body. */
   | { kind: 'json'; status: number; value: unknown; body: string }
-  /** 429: slow down. */
-  | { kind: 'throttled'; status: 429; retryAfterMs: number | undefined }
+  /** 429: slow down. `detail` when the limiter answered for the API (nothing was sent). */
+  | { kind: 'throttled'; status: 429; retryAfterMs: number | undefined; detail?: string }
   /** 5xx, 408, no answer, or a 2xx whose body is not JSON (truncated): worth retrying. */
   | { kind: 'transient'; status: number | 'error'; detail: string; cause?: unknown }
   /** 409 REPORT_NOT_READY (or any 409) with its reason. */

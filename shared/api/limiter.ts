@@ -2,43 +2,89 @@
  * Client-side rate limiting. The Integration API answers 429 when called too fast but does not
  * publish its thresholds (spec section 8), so the limiter discovers them: it speeds up while
  * requests succeed, and on a 429 estimates the rate the API allows and hovers just below it,
- * probing upward slowly. One limiter is shared by every request of the process.
+ * probing upward slowly. When answers carry rate-limit headers it also keeps to what they say.
+ * The number of requests in flight follows rate x latency (in-flight.ts). One limiter is
+ * shared by every request of the process.
  */
 import { ConfigError } from '../errors.js';
+import { RUN_DEFAULTS } from '../run-defaults.js';
 import { type Clock, systemClock } from './clock.js';
+import { InFlightLimit } from './in-flight.js';
+import type { RateLimitInfo } from './rate-limit-headers.js';
+import { WindowQuota } from './window-quota.js';
 
 /** Paces and bounds the requests of a process; the client reports every answer back to it. */
 export interface RateLimiter {
-  /** Waits for a request slot (rate and concurrency); call the returned function once the answer is read. */
-  acquire(): Promise<() => void>;
-  /** A request got an answer other than 429. */
-  onSuccess(): void;
   /**
-   * A request got 429; `retryAfterMs` when the API said how long to wait. The limiter slows
-   * down, and if 429s keep coming, holds every request back for the Retry-After.
+   * Waits for a request slot (rate, requests in flight, the API's window); call the returned
+   * function once the answer is read. Rejects with a RateLimitWaitError, at once, when every
+   * request is held back for longer than `maxWaitMs` (a spent window, a Retry-After).
    */
-  onThrottle(retryAfterMs?: number): void;
+  acquire(maxWaitMs?: number): Promise<() => void>;
+  /** A request got an answer other than 429, with the rate-limit fields of its headers. */
+  onSuccess(info?: RateLimitInfo): void;
+  /**
+   * A request got 429; `retryAfterMs` when the API said how long to wait. Without rate-limit
+   * fields the limiter slows down, and if 429s keep coming, holds every request back for the
+   * Retry-After; with them (a window the API says is spent) it holds every request back until
+   * the window resets, and keeps its rate.
+   */
+  onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void;
   /** The pacing rate right now, in requests per second. */
   currentRate(): number;
+}
+
+/** Every request is held back longer than its caller waits: the limiter says how long instead. */
+export class RateLimitWaitError extends Error {
+  constructor(readonly waitMs: number) {
+    super(`every request is held back for ${Math.round(waitMs)} ms (the API's rate limit)`);
+    this.name = 'RateLimitWaitError';
+  }
+}
+
+/** The limiter's state, for benchmarks and logs. */
+export interface LimiterState {
+  rate: number;
+  inFlight: number;
+  /** Requests allowed in flight right now. */
+  inFlightLimit: number;
+  /** The most requests in flight at once so far. */
+  peakInFlight: number;
+  /** Moving average of the time from grant to answer, ms. */
+  latencyMs: number;
 }
 
 export interface AdaptiveRateLimiterOptions {
   /** Rate of the first requests, req/s (default 10). */
   initialRate?: number;
-  /** Ceiling, req/s: never faster than this (default 100). */
+  /** Ceiling, req/s: never faster than this (default: the CLI's, RUN_DEFAULTS.maxRate). */
   maxRate?: number;
   /** Floor, req/s: a run of 429s never slows below this (default 0.2). */
   minRate?: number;
-  /** Requests in flight at once (default 8). */
+  /** Most requests in flight at once, whatever the latency (default RUN_DEFAULTS.concurrency). */
   concurrency?: number;
+  /** Fewest requests allowed in flight, and the number before the latency is known (default 4). */
+  minConcurrency?: number;
   /** Time source; tests pass a fake one. */
   clock?: Clock;
 }
 
-export const LIMITER_DEFAULTS = { initialRate: 10, maxRate: 100, minRate: 0.2, concurrency: 8 } as const;
+export const LIMITER_DEFAULTS = {
+  initialRate: 10,
+  maxRate: RUN_DEFAULTS.maxRate.value,
+  minRate: 0.2,
+  concurrency: RUN_DEFAULTS.concurrency.value,
+  minConcurrency: 4,
+} as const;
 
 /** Before the first 429 the rate doubles this often while requests are paced (slow start). */
 const SLOW_START_DOUBLING_S = 0.5;
+/**
+ * ...or once per this many round trips when that is longer: a 429 is heard of one round trip
+ * after the request that met it, and what was sent meanwhile at a rate too high meets one too.
+ */
+const SLOW_START_DOUBLING_TRIPS = 2;
+const GUESS_DOUBLING_TRIPS = 4;
 /** After a guessed estimate the rate doubles this often until the next 429 (a gentler slow start). */
 const GUESS_DOUBLING_S = 2;
 /** After a measured estimate the rate drops to (1 - DIP) x the limit, so the API's bucket refills a little... */
@@ -50,6 +96,11 @@ const MARGIN = 0.01;
 // hundred requests. A unit is capped so that a low estimate is still left behind in minutes.
 /** Longest request unit, seconds. */
 const MAX_UNIT_S = 0.2;
+/**
+ * A unit is at least this share of a round trip: what is sent at too high a rate is heard of a
+ * round trip later, so the phases must last several round trips for the API's bucket to refill.
+ */
+const TRIPS_PER_UNIT = 10;
 /** The rate returns towards the limit with this time constant after a dip, in units. */
 const RECOVERY_TAU_UNITS = 25;
 /**
@@ -72,8 +123,6 @@ const MAX_IDLE_SHARE = 0.1;
 const MAX_PAUSED_SHARE = 0.25;
 /** Share of a pacing interval a late timer may make up. */
 const CATCH_UP = 0.5;
-/** Weight of the newest sample in the moving average of request latency. */
-const LATENCY_EWMA_WEIGHT = 0.2;
 
 interface LimitEstimate {
   /**
@@ -102,13 +151,15 @@ interface LimitEstimate {
  * 10% below the measurement, recovers to a plateau 1% under it, and after a while probes
  * upward, slowly at first, in case the limit rose. A 429 that comes again right after the
  * slow-down lowers the estimate once more and, with a Retry-After, holds every request back.
- * Pacing is spread evenly (no bursts), FIFO, and bounded by `concurrency`.
+ * Pacing is spread evenly (no bursts) and FIFO. The requests in flight follow rate x latency
+ * between `minConcurrency` and `concurrency`. Rate-limit headers, when the API sends them, are
+ * obeyed: no request goes out in a window the API says is spent.
  *
- * Measured (test/bench/client.ts, simulator with a 50 req/s bucket and burst 10 it is not told
- * about, 2,000 reports, 8 workers): ~98% of the allowed rate, ~0.3% of requests answered 429.
+ * Measured: BENCHMARKS.md, "API client" (test/bench/client.ts: token buckets behind 0 to
+ * 1,000 ms of latency, fixed windows with and without headers).
  *
  * @example
- * const limiter = new AdaptiveRateLimiter({ maxRate: 40, concurrency: 8 });
+ * const limiter = new AdaptiveRateLimiter({ maxRate: 40, concurrency: 64 });
  * const release = await limiter.acquire();
  * try { ... } finally { release(); }
  */
@@ -116,14 +167,16 @@ export class AdaptiveRateLimiter implements RateLimiter {
   private readonly clock: Clock;
   private readonly maxRate: number;
   private readonly minRate: number;
-  private readonly concurrency: number;
+  private readonly inFlightLimit: InFlightLimit;
+  private readonly quota = new WindowQuota();
 
   /** Slow-start rate; used until the first 429. */
   private slowStartRate: number;
   private estimate: LimitEstimate | undefined;
 
-  private readonly waiting: Array<(release: () => void) => void> = [];
+  private readonly waiting: Waiter[] = [];
   private inFlight = 0;
+  private peakInFlight = 0;
   /** Earliest time of the next grant (even spacing). */
   private nextAt = Number.NEGATIVE_INFINITY;
   /** Set by Retry-After: nobody is granted before this time. */
@@ -139,7 +192,6 @@ export class AdaptiveRateLimiter implements RateLimiter {
   private idleMsSinceEvent = 0;
   /** Time every request was held back for a Retry-After since the last 429 event. */
   private pausedMsSinceEvent = 0;
-  private latencyMs = 0;
 
   constructor(options: AdaptiveRateLimiterOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -150,29 +202,51 @@ export class AdaptiveRateLimiter implements RateLimiter {
     }
     this.maxRate = options.maxRate ?? LIMITER_DEFAULTS.maxRate;
     this.minRate = Math.min(options.minRate ?? LIMITER_DEFAULTS.minRate, this.maxRate);
-    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? LIMITER_DEFAULTS.concurrency));
+    this.inFlightLimit = new InFlightLimit({
+      floor: options.minConcurrency ?? LIMITER_DEFAULTS.minConcurrency,
+      ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
+    });
     this.slowStartRate = this.clamp(options.initialRate ?? LIMITER_DEFAULTS.initialRate);
   }
 
-  acquire(): Promise<() => void> {
-    return new Promise((resolve) => {
-      this.waiting.push(resolve);
+  acquire(maxWaitMs?: number): Promise<() => void> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject, maxWaitMs });
       this.pump();
     });
   }
 
-  onSuccess(): void {
+  onSuccess(info?: RateLimitInfo): void {
+    if (info !== undefined) this.quota.observe(info, this.clock.now(), this.inFlight - 1);
     this.successes += 1;
     // Grow only while demand is above the rate: an idle client learns nothing about the API.
     if (this.estimate === undefined && this.lastGrantPaced) {
-      this.slowStartRate = this.clamp(this.slowStartRate + Math.LN2 / SLOW_START_DOUBLING_S);
+      const doublingS = Math.max(SLOW_START_DOUBLING_S, (SLOW_START_DOUBLING_TRIPS * this.tripMs()) / 1000);
+      this.slowStartRate = this.clamp(this.slowStartRate + Math.LN2 / doublingS);
     }
   }
 
-  onThrottle(retryAfterMs?: number): void {
+  onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void {
     const now = this.clock.now();
+    if (info !== undefined) {
+      this.quota.observe(info, now, this.inFlight - 1);
+      // A reset the headers name is exact; Retry-After is rounded up to whole seconds.
+      this.quota.refused(now, info.resetInMs === undefined ? retryAfterMs : undefined);
+      // The API says the window is spent: waiting for its reset is the answer, not a slower rate.
+      if ((info.remaining ?? 0) === 0) {
+        this.pump();
+        return;
+      }
+    }
+    this.congestion(now, retryAfterMs);
+    this.pump();
+  }
+
+  /** A 429 without the API's account of its window: slow down (see the class comment). */
+  private congestion(now: number, retryAfterMs: number | undefined): void {
+    const latencyMs = this.tripMs();
     const previous = this.estimate;
-    const hold = Math.max(MIN_EVENT_HOLD_MS, 2 * this.latencyMs);
+    const hold = Math.max(MIN_EVENT_HOLD_MS, 2 * latencyMs);
     if (previous === undefined || now - previous.at >= hold) {
       // A new congestion event: slowing down is enough. (The throttled request itself waits
       // its Retry-After in the client. A token bucket's Retry-After is rounded up to whole
@@ -181,11 +255,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
       this.successesAtEvent = this.successes;
       this.idleMsSinceEvent = 0;
       this.pausedMsSinceEvent = 0;
-    } else if (now - previous.at > 2 * this.latencyMs) {
+    } else if (now - previous.at > 2 * latencyMs) {
       // A 429 for a request sent after the slow-down: it was not enough.
       this.slowDownFurther(previous, now, retryAfterMs);
     }
-    this.pump();
   }
 
   /** Lowers the estimate once more, and if the API said how long, holds every request back that long. */
@@ -194,25 +267,48 @@ export class AdaptiveRateLimiter implements RateLimiter {
       estimate.recut = true;
       estimate.limit = this.clamp(estimate.limit * (estimate.kind === 'guessed' ? 0.5 : 1 - DIP));
     }
-    if (retryAfterMs !== undefined && retryAfterMs > 0) {
-      // A fixed window, say: everybody waits, and the rate curve starts after the wait.
-      const until = now + retryAfterMs;
-      this.pausedMsSinceEvent += Math.max(0, until - Math.max(now, this.pausedUntil));
-      this.pausedUntil = Math.max(this.pausedUntil, until);
-      estimate.from = Math.max(estimate.from, until);
-    }
+    // A fixed window, say: everybody waits.
+    if (retryAfterMs !== undefined && retryAfterMs > 0) this.pauseFor(estimate, now, retryAfterMs);
+  }
+
+  /** Holds every request back `waitMs`; the rate curve starts after the wait. */
+  private pauseFor(estimate: LimitEstimate, now: number, waitMs: number): void {
+    const until = now + waitMs;
+    this.pausedMsSinceEvent += Math.max(0, until - Math.max(now, this.pausedUntil));
+    this.pausedUntil = Math.max(this.pausedUntil, until);
+    estimate.from = Math.max(estimate.from, until);
+  }
+
+  /** The time from a grant to its answer, lately. */
+  private tripMs(): number {
+    return this.inFlightLimit.latencyMs();
   }
 
   currentRate(): number {
     return this.rateAt(this.clock.now());
   }
 
+  state(): LimiterState {
+    const rate = this.currentRate();
+    return {
+      rate,
+      inFlight: this.inFlight,
+      inFlightLimit: this.inFlightLimit.at(rate),
+      peakInFlight: this.peakInFlight,
+      latencyMs: this.inFlightLimit.latencyMs(),
+    };
+  }
+
   private rateAt(now: number): number {
     const e = this.estimate;
     if (e === undefined) return this.slowStartRate;
     const seconds = Math.max(0, now - e.from) / 1000;
-    if (e.kind === 'guessed') return this.clamp(e.limit * 2 ** (seconds / GUESS_DOUBLING_S));
-    const units = seconds / Math.min(1 / e.limit, MAX_UNIT_S);
+    if (e.kind === 'guessed') {
+      const doublingS = Math.max(GUESS_DOUBLING_S, (GUESS_DOUBLING_TRIPS * this.tripMs()) / 1000);
+      return this.clamp(e.limit * 2 ** (seconds / doublingS));
+    }
+    const unitS = Math.max(Math.min(1 / e.limit, MAX_UNIT_S), this.tripMs() / 1000 / TRIPS_PER_UNIT);
+    const units = seconds / unitS;
     const recovery = (DIP - MARGIN) * Math.exp(-units / RECOVERY_TAU_UNITS);
     const { plateau, slope, doubling } = e.confirmed ? CONFIRMED_PROBE : TENTATIVE_PROBE;
     const probing = units - plateau;
@@ -260,13 +356,16 @@ export class AdaptiveRateLimiter implements RateLimiter {
     return Math.min(this.maxRate, Math.max(this.minRate, rate));
   }
 
-  /** Grants waiting callers, in order, as their pacing slots come and concurrency allows. */
+  /** Grants waiting callers, in order, as their pacing slots come and the in-flight limit allows. */
   private pump(): void {
-    while (this.waiting.length > 0 && this.inFlight < this.concurrency) {
+    while (this.waiting.length > 0) {
       const now = this.clock.now();
-      const slotAt = Math.max(this.nextAt, this.pausedUntil);
+      if (this.inFlight >= this.inFlightLimit.at(this.rateAt(now))) return; // A release pumps again.
+      const heldUntil = Math.max(this.pausedUntil, this.quota.heldUntil(now, this.inFlight));
+      if (heldUntil > now) this.refuseLongWaits(heldUntil - now);
+      const slotAt = Math.max(this.nextAt, heldUntil);
       if (slotAt > now) {
-        this.wake(slotAt);
+        if (Number.isFinite(slotAt)) this.wake(slotAt); // Else held until an answer comes back.
         return;
       }
       const interval = 1000 / this.rateAt(now);
@@ -284,17 +383,26 @@ export class AdaptiveRateLimiter implements RateLimiter {
     }
   }
 
+  /** Callers that wait at most less than `waitMs` are told so now rather than kept waiting. */
+  private refuseLongWaits(waitMs: number): void {
+    for (const waiter of this.waiting.filter((w) => w.maxWaitMs !== undefined && waitMs > w.maxWaitMs)) {
+      this.waiting.splice(this.waiting.indexOf(waiter), 1);
+      waiter.reject(new RateLimitWaitError(waitMs));
+    }
+  }
+
   private grant(grantedAt: number): void {
-    const resolve = this.waiting.shift();
-    if (resolve === undefined) return;
+    const waiter = this.waiting.shift();
+    if (waiter === undefined) return;
     this.inFlight += 1;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    this.quota.spend(grantedAt);
     let released = false;
-    resolve(() => {
+    waiter.resolve(() => {
       if (released) return;
       released = true;
       this.inFlight -= 1;
-      const latency = this.clock.now() - grantedAt;
-      this.latencyMs += LATENCY_EWMA_WEIGHT * (latency - this.latencyMs);
+      this.inFlightLimit.onAnswered(this.clock.now() - grantedAt);
       this.pump();
     });
   }
@@ -307,4 +415,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
       this.pump();
     });
   }
+}
+
+interface Waiter {
+  resolve: (release: () => void) => void;
+  reject: (error: RateLimitWaitError) => void;
+  maxWaitMs: number | undefined;
 }

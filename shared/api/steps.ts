@@ -36,7 +36,7 @@ export function done<T>(value: T): Step<T> {
 export function commonStep<T>(answer: Classified, path: string): Step<T> {
   switch (answer.kind) {
     case 'throttled':
-      return { kind: 'retry', detail: 'HTTP 429', retryAfterMs: answer.retryAfterMs };
+      return { kind: 'retry', detail: answer.detail ?? 'HTTP 429', retryAfterMs: answer.retryAfterMs };
     case 'transient':
       return { kind: 'retry', detail: answer.detail, cause: answer.cause };
     case 'json':

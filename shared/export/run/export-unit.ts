@@ -6,6 +6,7 @@
  * no (job_id, run_id) gets rows twice, even when a delivery died between its files and its summary.
  */
 import type { ReportOutcome } from '../../api/client.js';
+import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { appendReportRows } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
@@ -27,8 +28,11 @@ import { type ExportDeps, requestCounts } from './context.js';
 import { mapPool } from './pool.js';
 import { stageStep } from './staging.js';
 
-/** Reports fetched at once within a unit; the client's limiter bounds the process as a whole. */
-export const DEFAULT_FETCH_CONCURRENCY = 8;
+/**
+ * Reports asked for at once within a unit: the limiter's ceiling, so that every report of the
+ * unit waits in the limiter, which keeps in flight what rate x latency needs.
+ */
+export const DEFAULT_FETCH_CONCURRENCY = RUN_DEFAULTS.concurrency.value;
 
 export interface ExportUnitOptions {
   /** Read the unit's summary first and fetch only its pending jobs (a redelivery). */

@@ -7,6 +7,7 @@ const answer = (status: number, body: unknown, retryAfter?: string): HttpResult 
   status,
   body: typeof body === 'string' ? body : JSON.stringify(body),
   retryAfter,
+  headers: {},
 });
 const seconds = (value: string | undefined) => (value === undefined ? undefined : Number(value) * 1000);
 

@@ -1,35 +1,52 @@
 /**
- * A deterministic simulation of the limiter against a token-bucket API on virtual time:
- * `workers` loops fetch `items` reports each through the limiter; a 429 is retried after a
- * full-jitter backoff, as the client does. Seeded, so a run is reproducible.
+ * A deterministic simulation of the limiter against an API on virtual time: `workers` loops
+ * fetch `items` reports each through the limiter; a 429 is retried after its Retry-After or a
+ * full-jitter backoff, as the client does. The API limits with a token bucket or a fixed window
+ * (with the rate-limit headers of Laravel, GitHub or the IETF draft, or none) and answers after
+ * a latency that may change over time. Seeded, so a run is reproducible.
  */
 import { AdaptiveRateLimiter, type AdaptiveRateLimiterOptions } from '../../../shared/api/limiter.js';
+import type { RateLimitInfo } from '../../../shared/api/rate-limit-headers.js';
 import { FakeClock } from './fake-clock.js';
 
+export type HeaderStyle = 'none' | 'laravel' | 'github' | 'ietf';
+
+export type ApiLimit =
+  | { ratePerSecond: number; burst: number }
+  | { windowRequests: number; windowMs: number; headers: HeaderStyle };
+
 export interface SimulationOptions {
-  /** The API's token bucket, unknown to the limiter. */
-  ratePerSecond: number;
-  burst: number;
+  /** The API's limit, unknown to the limiter unless its headers tell. */
+  limit: ApiLimit;
   items: number;
   workers: number;
-  /** Round trip, ms (each request takes 50-100% of it). */
-  latencyMs?: number;
+  /** Round trip, ms (each request takes 50-100% of it), or a function of virtual time. */
+  latencyMs?: number | ((nowMs: number) => number);
   /** Timers fire up to this many ms late. */
   timerLatenessMs?: number;
   seed?: number;
-  /** The API sends Retry-After (whole seconds until a token is back, at least 1), as the simulator does. */
+  /** A token bucket sends Retry-After (whole seconds until a token is back, at least 1), as the simulator does. */
   retryAfter?: boolean;
   limiter?: Omit<AdaptiveRateLimiterOptions, 'clock'>;
+  /** Called on every answer with the virtual time and the limiter, to sample its state. */
+  onAnswer?: (nowMs: number, limiter: AdaptiveRateLimiter) => void;
 }
 
 export interface SimulationResult {
   ok: number;
   throttled: number;
   durationS: number;
+  /**
+   * Answered (non-429) requests per second over the allowed rate; for a fixed window, from the
+   * start of the first window to the start of the last (the last one is cut short by the end).
+   */
   utilisation: number;
   share429: number;
   /** The limiter's rate at the end. */
   finalRate: number;
+  peakInFlight: number;
+  /** Virtual times of the answered requests, ms. */
+  okTimes: number[];
 }
 
 export function seededRandom(seed: number): () => number {
@@ -43,54 +60,143 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** The allowed rate of a limit, req/s. */
+export function allowedRate(limit: ApiLimit): number {
+  return 'ratePerSecond' in limit ? limit.ratePerSecond : (limit.windowRequests * 1000) / limit.windowMs;
+}
+
+/** The API's verdict on a request arriving at `now`: admitted, or refused for `retryAfterMs`. */
+interface Verdict {
+  ok: boolean;
+  retryAfterMs: number | undefined;
+  info: RateLimitInfo | undefined;
+}
+
+/** A token bucket: the simulator's and the client benchmark's default. */
+function tokenBucket(limit: { ratePerSecond: number; burst: number }, retryAfter: boolean) {
+  let tokens = limit.burst;
+  let refilledAt = 0;
+  return (now: number): Verdict => {
+    tokens = Math.min(limit.burst, tokens + ((now - refilledAt) * limit.ratePerSecond) / 1000);
+    refilledAt = now;
+    if (tokens >= 1) {
+      tokens -= 1;
+      return { ok: true, retryAfterMs: undefined, info: undefined };
+    }
+    const waitMs = Math.max(1, Math.ceil((1 - tokens) / limit.ratePerSecond)) * 1000;
+    return { ok: false, retryAfterMs: retryAfter ? waitMs : undefined, info: undefined };
+  };
+}
+
+/**
+ * Laravel's throttle: N requests per window counted from the first request after the last one
+ * expired; Laravel's windows end on a whole second. Epoch and delays in whole seconds, as sent.
+ */
+function fixedWindow(
+  limit: { windowRequests: number; windowMs: number; headers: HeaderStyle },
+  starts: number[],
+) {
+  let expiresAt = Number.NEGATIVE_INFINITY;
+  let hits = 0;
+  const ceilSeconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000)) * 1000;
+  return (now: number): Verdict => {
+    if (now >= expiresAt) {
+      expiresAt =
+        limit.headers === 'laravel' ? Math.floor(now / 1000) * 1000 + limit.windowMs : now + limit.windowMs;
+      hits = 0;
+      starts.push(now);
+    }
+    const ok = hits < limit.windowRequests;
+    if (ok) hits += 1;
+    const remaining = limit.windowRequests - hits;
+    const untilReset = expiresAt - now;
+    const retryAfterMs = ok ? undefined : Math.max(1000, ceilSeconds(untilReset));
+    const counts = { limit: limit.windowRequests, remaining: ok ? remaining : 0 };
+    switch (limit.headers) {
+      case 'none':
+        return { ok, retryAfterMs, info: undefined };
+      case 'laravel':
+        // Reset (epoch seconds) only on a 429; the window ends on a whole second, so it is exact.
+        return { ok, retryAfterMs, info: ok ? counts : { ...counts, resetInMs: untilReset } };
+      case 'github':
+        return { ok, retryAfterMs, info: { ...counts, resetInMs: ceilSeconds(expiresAt) - now } };
+      case 'ietf':
+        return { ok, retryAfterMs, info: { ...counts, resetInMs: ceilSeconds(untilReset) } };
+    }
+  };
+}
+
 export async function simulate(options: SimulationOptions): Promise<SimulationResult> {
   const random = seededRandom(options.seed ?? 1);
-  const clock = new FakeClock({ maxLatenessMs: options.timerLatenessMs ?? 2, random });
-  const limiter = new AdaptiveRateLimiter({ concurrency: options.workers, ...options.limiter, clock });
+  const clock = new FakeClock({ maxLatenessMs: options.timerLatenessMs ?? 2, random, wallStart: 0 });
+  // A ceiling well above the limits simulated: the limiter must find them, not be held under them.
+  const limiter = new AdaptiveRateLimiter({
+    concurrency: options.workers,
+    maxRate: 100,
+    ...options.limiter,
+    clock,
+  });
   const latency = options.latencyMs ?? 4;
-  let tokens = options.burst;
-  let refilledAt = 0;
-  const take = () => {
-    const now = clock.now();
-    tokens = Math.min(options.burst, tokens + ((now - refilledAt) * options.ratePerSecond) / 1000);
-    refilledAt = now;
-    if (tokens < 1) return Math.max(1, Math.ceil((1 - tokens) / options.ratePerSecond)) * 1000;
-    tokens -= 1;
-    return 0;
-  };
-  let ok = 0;
+  const roundTrip = () => (typeof latency === 'number' ? latency : latency(clock.now()));
+  const windowStarts: number[] = [];
+  const verdictAt =
+    'ratePerSecond' in options.limit
+      ? tokenBucket(options.limit, options.retryAfter ?? false)
+      : fixedWindow(options.limit, windowStarts);
+  const okTimes: number[] = [];
   let throttled = 0;
   let next = 0;
-  const halfTrip = () => clock.sleep((latency * (0.5 + random() * 0.5)) / 2);
+  const halfTrip = (trip: number) => clock.sleep((trip * (0.5 + random() * 0.5)) / 2);
   const worker = async () => {
     while (next < options.items) {
       next += 1;
       for (let attempt = 1; ; attempt += 1) {
         const release = await limiter.acquire();
-        await halfTrip();
-        const waitMs = take();
-        await halfTrip();
-        const retryAfterMs = options.retryAfter ? waitMs : undefined;
-        if (waitMs === 0) limiter.onSuccess();
-        else limiter.onThrottle(retryAfterMs);
+        const trip = roundTrip();
+        await halfTrip(trip);
+        const verdict = verdictAt(clock.now());
+        await halfTrip(trip);
+        if (verdict.ok) limiter.onSuccess(verdict.info);
+        else limiter.onThrottle(verdict.retryAfterMs, verdict.info);
         release();
-        if (waitMs === 0) {
-          ok += 1;
+        options.onAnswer?.(clock.now(), limiter);
+        if (verdict.ok) {
+          okTimes.push(clock.now());
           break;
         }
         throttled += 1;
-        await clock.sleep(retryAfterMs ?? random() * Math.min(30_000, 250 * 2 ** (attempt - 1)));
+        if (process.env.DBG)
+          console.log(
+            '429 at',
+            clock.now(),
+            JSON.stringify(verdict),
+            JSON.stringify(limiter.state()),
+            JSON.stringify((limiter as any).quota),
+          );
+        await clock.sleep(verdict.retryAfterMs ?? random() * Math.min(30_000, 250 * 2 ** (attempt - 1)));
       }
     }
   };
   await clock.run(Promise.all(Array.from({ length: options.workers }, worker)));
   const durationS = clock.now() / 1000;
+  const ok = okTimes.length;
   return {
     ok,
     throttled,
     durationS,
-    utilisation: ok / durationS / options.ratePerSecond,
+    utilisation: utilisation(okTimes, windowStarts, allowedRate(options.limit), durationS),
     share429: throttled / (ok + throttled),
     finalRate: limiter.currentRate(),
+    peakInFlight: limiter.state().peakInFlight,
+    okTimes,
   };
+}
+
+function utilisation(okTimes: number[], windowStarts: number[], allowed: number, durationS: number): number {
+  const first = windowStarts[0];
+  const last = windowStarts.at(-1);
+  if (first === undefined || last === undefined || last === first)
+    return okTimes.length / durationS / allowed;
+  const counted = okTimes.filter((t) => t >= first && t < last).length;
+  return counted / ((last - first) / 1000) / allowed;
 }

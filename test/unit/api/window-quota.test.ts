@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { WindowQuota } from '../../../shared/api/window-quota.js';
+
+const OPEN = Number.NEGATIVE_INFINITY;
+
+/** Sends `n` requests at `now` (spending the window). */
+function send(quota: WindowQuota, now: number, n: number): void {
+  for (let i = 0; i < n; i += 1) quota.spend(now);
+}
+
+describe('WindowQuota', () => {
+  it('holds nothing back before an answer says anything', () => {
+    const quota = new WindowQuota();
+    send(quota, 0, 1000);
+    expect(quota.heldUntil(0, 0)).toBe(OPEN);
+    expect(quota.known()).toBe(false);
+  });
+
+  it('holds requests back from the moment the window is spent until its reset', () => {
+    const quota = new WindowQuota();
+    quota.spend(0);
+    quota.observe({ limit: 5, remaining: 4, resetInMs: 10_000 }, 100, 0);
+    send(quota, 200, 3);
+    expect(quota.heldUntil(200, 3)).toBe(OPEN);
+    quota.spend(300); // the fifth: the window is spent
+    expect(quota.heldUntil(300, 4)).toBe(10_100);
+    // At the reset the whole limit is there again, before any answer says so.
+    expect(quota.heldUntil(10_100, 0)).toBe(OPEN);
+    send(quota, 10_100, 5);
+    expect(quota.heldUntil(10_100, 5)).toBeGreaterThan(10_100);
+  });
+
+  it('takes the requests still in flight off what an answer says is left', () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 10, remaining: 3, resetInMs: 5_000 }, 0, 3);
+    // 3 left, but 3 others are out and may not be counted yet: nothing more may go.
+    expect(quota.heldUntil(0, 3)).toBe(5_000);
+  });
+
+  it('keeps the tightest reset of rounded-up delays and ignores answers that overtook others', () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 100, remaining: 50, resetInMs: 3_000 }, 0, 0); // at most 3.0 s
+    quota.observe({ limit: 100, remaining: 49, resetInMs: 3_000 }, 400, 0); // at most 3.4 s: not tighter
+    quota.observe({ limit: 100, remaining: 52, resetInMs: 2_000 }, 900, 0); // an earlier request's answer, late
+    send(quota, 900, 49);
+    expect(quota.heldUntil(900, 0)).toBe(2_900);
+  });
+
+  it('with the window spent and no reset said (Laravel on a 200), lets one probe out at a time', () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 3, remaining: 0 }, 0, 0);
+    expect(quota.heldUntil(0, 1)).toBe(Number.POSITIVE_INFINITY); // one is out: wait for its answer
+    expect(quota.heldUntil(0, 0)).toBe(OPEN); // none out: the probe may go
+    quota.spend(0);
+    expect(quota.heldUntil(10, 0)).toBe(1_000); // the next probe a second later
+    // The probe's 429 names the reset: everybody waits for it.
+    quota.observe({ limit: 3, remaining: 0, resetInMs: 7_000 }, 50, 0);
+    quota.refused(50, undefined);
+    expect(quota.heldUntil(60, 0)).toBe(7_050);
+  });
+
+  it('a probe answered 200 opens a new window', () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 60, remaining: 0 }, 0, 0);
+    quota.spend(0);
+    quota.observe({ limit: 60, remaining: 59 }, 100, 0);
+    expect(quota.heldUntil(100, 0)).toBe(OPEN);
+    send(quota, 100, 58);
+    expect(quota.heldUntil(100, 0)).toBe(OPEN);
+    quota.spend(100);
+    expect(quota.heldUntil(100, 1)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('believes a 429 over a Remaining that says there is room, and a reset in the past means none known', () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 100, remaining: 80, resetInMs: 0 }, 0, 0);
+    quota.refused(0, 4_000);
+    expect(quota.heldUntil(0, 0)).toBe(4_000);
+    const past = new WindowQuota();
+    past.observe({ limit: 100, remaining: 0, resetInMs: 0 }, 0, 0);
+    expect(past.heldUntil(0, 0)).toBe(OPEN); // a probe, not a wait for a reset that is gone
+  });
+});
