@@ -362,7 +362,8 @@ export class AdaptiveRateLimiter implements RateLimiter {
       const now = this.clock.now();
       if (this.inFlight >= this.inFlightLimit.at(this.rateAt(now))) return; // A release pumps again.
       const heldUntil = Math.max(this.pausedUntil, this.quota.heldUntil(now, this.inFlight));
-      if (heldUntil > now) this.refuseLongWaits(heldUntil - now);
+      // (+Infinity: held until a probe's answer says for how long.)
+      if (heldUntil > now && Number.isFinite(heldUntil)) this.refuseLongWaits(heldUntil - now);
       const slotAt = Math.max(this.nextAt, heldUntil);
       if (slotAt > now) {
         if (Number.isFinite(slotAt)) this.wake(slotAt); // Else held until an answer comes back.

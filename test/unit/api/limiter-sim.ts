@@ -165,14 +165,6 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
           break;
         }
         throttled += 1;
-        if (process.env.DBG)
-          console.log(
-            '429 at',
-            clock.now(),
-            JSON.stringify(verdict),
-            JSON.stringify(limiter.state()),
-            JSON.stringify((limiter as any).quota),
-          );
         await clock.sleep(verdict.retryAfterMs ?? random() * Math.min(30_000, 250 * 2 ** (attempt - 1)));
       }
     }
