@@ -19,8 +19,7 @@ export type HttpResult =
       kind: 'answer';
       status: number;
       body: string;
-      retryAfter: string | undefined;
-      /** Every header, for the rate-limit fields (rate-limit-headers.ts). */
+      /** Every header: Retry-After, and the rate-limit fields (rate-limit-headers.ts). */
       headers: IncomingHttpHeaders;
     }
   | { kind: 'failure'; failure: NetworkFailureKind; detail: string; cause: unknown };
@@ -54,12 +53,10 @@ export function httpGet(url: URL, headers: Record<string, string>, timeoutMs: nu
             fail('truncated', `connection closed after ${byteLength(chunks)} bytes of the body`);
             return;
           }
-          const retryAfter = response.headers['retry-after'];
           settle({
             kind: 'answer',
             status: response.statusCode ?? 0,
             body: Buffer.concat(chunks).toString('utf8'),
-            retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
             headers: response.headers,
           });
         });
@@ -133,7 +130,8 @@ export function classify(
       detail: `HTTP ${status} with a body that is not JSON (${body.length} chars)`,
     };
   }
-  if (status === 429) return { kind: 'throttled', status, retryAfterMs: parseRetryAfter(result.retryAfter) };
+  if (status === 429)
+    return { kind: 'throttled', status, retryAfterMs: parseRetryAfter(result.headers['retry-after']) };
   if (status >= 500 || status === 408) return { kind: 'transient', status, detail: `HTTP ${status}` };
   const parsed = parseJson(body);
   const error = parsed.ok ? ErrorBodySchema.safeParse(parsed.value) : undefined;

@@ -26,11 +26,6 @@ export class WindowQuota {
   private resetAt: number | undefined;
   private nextProbeAt = Number.NEGATIVE_INFINITY;
 
-  /** Whether an answer has ever carried rate-limit fields. */
-  known(): boolean {
-    return this.limit !== undefined || this.left !== undefined || this.resetAt !== undefined;
-  }
-
   /**
    * An answer's fields, read at `now`, when `othersInFlight` other requests were out: they may
    * not be counted in its `Remaining` yet, so they are taken off it.

@@ -6,8 +6,7 @@ const answer = (status: number, body: unknown, retryAfter?: string): HttpResult 
   kind: 'answer',
   status,
   body: typeof body === 'string' ? body : JSON.stringify(body),
-  retryAfter,
-  headers: {},
+  headers: retryAfter === undefined ? {} : { 'retry-after': retryAfter },
 });
 const seconds = (value: string | undefined) => (value === undefined ? undefined : Number(value) * 1000);
 
