@@ -50,6 +50,16 @@ const entries = {
       "A polite ceiling for one process against an API whose limit is not published; the adaptive limiter finds the API's limit below it.",
     flag: '--max-rate',
   },
+  maxBodyMiB: {
+    value: 64,
+    min: 1,
+    max: 512,
+    reason:
+      'The largest answer read, in MiB: the biggest real reports are a few MB and a 50 MB one exports fine, while a body that never ends must not fill the memory (a 1 GB export-reports function holds a unit of reports besides).',
+    flag: '--max-body-mb',
+    context: 'maxBodyMiB',
+    env: 'MAX_BODY_MIB',
+  },
   lambdaRateCeiling: {
     value: 20,
     min: 1,

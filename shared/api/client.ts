@@ -42,6 +42,8 @@ export interface ClientOptions {
   retry?: Partial<RetryPolicy>;
   /** Per-request deadline (default 30_000). */
   requestTimeoutMs?: number;
+  /** The largest answer body read, in bytes (default RUN_DEFAULTS.maxBodyMiB); a longer one is abandoned. */
+  maxBodyBytes?: number;
   /** Log hook, called after every request; never contains the key. */
   onEvent?: (e: RequestEvent) => void;
   /** Time source for backoff sleeps; tests pass a fake one. */

@@ -38,6 +38,8 @@ export interface ExportUnitOptions {
   /** Read the unit's summary first and fetch only its pending jobs (a redelivery). */
   resume: boolean;
   concurrency?: number;
+  /** Called as each report gets its result (progress); `pending` will be asked again later. */
+  onReport?: (result: UnitJobResult) => void;
 }
 
 /** Reads the summary of an earlier delivery of a unit, if there was one. */
@@ -103,7 +105,8 @@ export async function exportUnit(
     await mapPool(todo, options.concurrency ?? DEFAULT_FETCH_CONCURRENCY, async (job) => {
       const outcome = sameJob(await api.getReport(unit.campaign_id, job.job_id), job.job_id);
       const fetchedAt = deps.now();
-      results[job.job_id] = resultOf(outcome, job.fp);
+      const result = resultOf(outcome, job.fp);
+      results[job.job_id] = result;
       if (outcome.kind === 'ok') {
         rawLines.add(
           rawLine(unit.run_id, fetchedAt.toISOString(), outcome.raw, {
@@ -125,6 +128,7 @@ export async function exportUnit(
           fetched_at: fetchedAt.toISOString(),
         });
       }
+      options.onReport?.(result);
     });
   } catch (error) {
     // A fatal answer (revoked key, IP restriction) stops the unit; what it fetched is still written.

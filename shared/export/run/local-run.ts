@@ -10,6 +10,7 @@ import {
   emptyRequestCounts,
   type Mode,
   type Unit,
+  type UnitJobResult,
   type UnitSummary,
 } from '../state/records.js';
 import { countingRequests, type ExportDeps } from './context.js';
@@ -43,6 +44,8 @@ export interface LocalRunOptions {
 export type ProgressEvent =
   | { type: 'started'; runId: string; campaigns: number }
   | { type: 'planned'; campaignId: number; jobs: number; toFetch: number }
+  /** One report fetched and written; `again`: in a later round, for a job counted already. */
+  | { type: 'report'; outcome: UnitJobResult['outcome']; again: boolean }
   | { type: 'unit'; unit: string; jobs: number; exported: number };
 
 const DEFAULTS = { planConcurrency: 4, unitConcurrency: 2, retryRounds: 2 };
@@ -141,6 +144,7 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
         const summary = await exportUnit(deps, unit, {
           resume: attempt > 0,
           concurrency: options.fetchConcurrency ?? DEFAULT_FETCH_CONCURRENCY,
+          onReport: (result) => emit({ type: 'report', outcome: result.outcome, again: attempt > 0 }),
         });
         const exportedBefore = exportedJobs(records.units.get(unit.unit));
         records.units.set(unit.unit, summary);

@@ -17,6 +17,8 @@ export interface Reply {
   reset?: boolean;
   /** Announce the whole body's length but send only its first half, then close. */
   truncate?: boolean;
+  /** Answer by hand (endless or dripping bodies, odd framing): the other fields are ignored. */
+  raw?: (response: http.ServerResponse, request: http.IncomingMessage) => void;
 }
 
 export interface RecordedRequest {
@@ -56,6 +58,10 @@ export async function startServer(route: Route): Promise<TestServer> {
     requests.push(recorded);
     const reply = await route(recorded);
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (reply.raw) {
+      reply.raw(res, req);
+      return;
+    }
     if (reply.reset) {
       req.socket.destroy();
       return;
