@@ -83,6 +83,8 @@ const COUNTS = [
   'reports_not_found',
   'reports_invalid',
   'reports_failed',
+  'campaigns_invalid',
+  'duplicates',
 ] as const;
 
 /**

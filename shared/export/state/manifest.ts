@@ -27,6 +27,10 @@ export const ManifestCountsSchema = z.object({
   reports_not_found: count,
   reports_invalid: count,
   reports_failed: count,
+  /** Campaign list items that failed validation (quarantined; they make the run partial). Absent from manifests before 0.2. */
+  campaigns_invalid: count.default(0),
+  /** Items listed again on a later page (campaigns and jobs); one whose content differed is quarantined. */
+  duplicates: count.default(0),
 });
 export type ManifestCounts = z.infer<typeof ManifestCountsSchema>;
 
@@ -80,13 +84,17 @@ export const emptyCounts = (): ManifestCounts => ({
   reports_not_found: 0,
   reports_invalid: 0,
   reports_failed: 0,
+  campaigns_invalid: 0,
+  duplicates: 0,
 });
 
 /**
  * The contract's status rule: failed on a fatal error; partial when reports failed or were
- * invalid, or when campaigns could not be listed; succeeded otherwise.
+ * invalid (invalid job items count as invalid reports), when campaign items were invalid, or
+ * when campaigns could not be listed; succeeded otherwise.
  */
 export function runStatus(counts: ManifestCounts, fatal: boolean, unlistedCampaigns = 0): RunStatus {
   if (fatal) return 'failed';
-  return counts.reports_failed + counts.reports_invalid + unlistedCampaigns > 0 ? 'partial' : 'succeeded';
+  const incomplete = counts.reports_failed + counts.reports_invalid + counts.campaigns_invalid + unlistedCampaigns;
+  return incomplete > 0 ? 'partial' : 'succeeded';
 }
