@@ -94,6 +94,18 @@ export class TransientApiError extends ApiError {
   }
 }
 
+/**
+ * A list the API answers inconsistently (pages that do not advance, a `meta` that contradicts
+ * itself or the items, a list that grows faster than it is read): the listing stops. A
+ * campaign's jobs: the campaign is unlisted (the run is partial); the campaigns: the run fails.
+ */
+export class ListingError extends ApiError {
+  constructor(message: string, fields: ApiErrorFields) {
+    super(message, { ...fields, retryable: false });
+    this.name = 'ListingError';
+  }
+}
+
 /** A storage adapter failed to read or write an object. */
 export class StorageError extends ExporterError {
   readonly key: string;

@@ -16,10 +16,16 @@ export interface ValidationIssue {
   code: string;
 }
 
-/** A list item: validated, or not (never dropped); `raw` is the item exactly as JSON.parse gave it. */
+/**
+ * A list item as listed, never dropped; `raw` is the item exactly as JSON.parse gave it.
+ * `item`: valid. `invalid`: failed its schema. `repeat`: listed again on a later page (the
+ * list shifted while it was read); `changed` when its content differs from the first copy,
+ * which is the one used; `id` is absent for a repeated invalid item.
+ */
 export type ListedItem<T> =
-  | { valid: true; item: T; raw: unknown }
-  | { valid: false; raw: unknown; issues: ValidationIssue[] };
+  | { kind: 'item'; item: T; raw: unknown }
+  | { kind: 'invalid'; raw: unknown; issues: ValidationIssue[] }
+  | { kind: 'repeat'; id: number | undefined; raw: unknown; changed: boolean };
 
 /** The outcome of one Get Report call; only fatal errors (401, 403 IP/domain, 422) are thrown instead. */
 export type ReportOutcome =
@@ -30,7 +36,10 @@ export type ReportOutcome =
   | { kind: 'not_found'; message: string }
   /** A 200 whose body fails ReportResponseSchema; `body` is the raw text. */
   | { kind: 'invalid'; issues: ValidationIssue[]; body: string }
-  /** 403 FORBIDDEN on this report (not retryable), or transient failures after the retry budget. */
+  /**
+   * 403 FORBIDDEN on this report or a body over the size limit (not retryable), or transient
+   * failures after the retry budget.
+   */
   | { kind: 'failed'; error: ApiError; retryable: boolean };
 
 /** `['data', 'sections', 3, 'id']` → `data.sections[3].id`. */

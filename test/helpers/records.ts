@@ -13,6 +13,7 @@ export function runRecord(overrides: Partial<RunRecord> = {}): RunRecord {
     started_at: '2026-11-22T03:15:00.000Z',
     campaign_ids: [1],
     campaigns_invalid: 0,
+    duplicates: 0,
     staged: [],
     requests: { total: 0, retried: 0, by_status: {} },
     ...overrides,

@@ -174,10 +174,20 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
   let requests = addRequestCounts(record.requests, records.unrecorded);
   let fatal: Fatal | undefined = record.fatal;
   counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
-  // A campaign whose jobs were never listed (its plan kept failing): its jobs are unknown.
-  const unlisted = record.fatal ? [] : record.campaign_ids.filter((id) => !plans.has(id));
+  counts.campaigns_invalid = record.campaigns_invalid;
+  counts.duplicates = record.duplicates;
+  // A campaign whose jobs were never listed (its plan kept failing, or its pages contradicted
+  // themselves): its jobs are unknown.
+  const unlisted = record.fatal
+    ? []
+    : record.campaign_ids.filter((id) => {
+        const plan = plans.get(id);
+        return plan === undefined || plan.unlisted !== undefined;
+      });
   for (const plan of plans.values()) {
     requests = addRequestCounts(requests, plan.requests);
+    counts.duplicates += plan.duplicates;
+    if (plan.unlisted !== undefined) continue;
     fatal ??= plan.fatal;
     counts.jobs += plan.jobs;
     counts.reports_unchanged += plan.unchanged.length;
@@ -222,7 +232,7 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
 function stateUpdates({ plans, units }: RunRecords): ClosingRecord['outcomes'] {
   const updates: ClosingRecord['outcomes'] = [];
   for (const plan of plans.values()) {
-    if (plan.fatal || plan.campaign_gone) continue;
+    if (plan.fatal || plan.campaign_gone || plan.unlisted !== undefined) continue;
     const outcomes: ClosingRecord['outcomes'][number]['jobs'] = plan.unchanged.map((j) => ({
       ...j,
       outcome: 'exported',

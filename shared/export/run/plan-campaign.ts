@@ -2,16 +2,14 @@
  * Step 2 of a run, once per campaign: list the campaign's jobs, stage the jobs snapshot,
  * compare with the incremental state, and cut the reports to fetch into units of work.
  */
-import { ApiError } from '../../errors.js';
+import { ApiError, describeError, ListingError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { jobRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { STATE_KEYS } from '../layout.js';
-import { rawLine } from '../raw-lines.js';
 import { fingerprint } from '../state/fingerprint.js';
 import { loadCampaignState, planJobs } from '../state/incremental.js';
-import { quarantine } from '../state/quarantine.js';
 import {
   encodeRecord,
   type Fatal,
@@ -25,6 +23,7 @@ import {
   type UnitJob,
 } from '../state/records.js';
 import { type ExportDeps, requestCounts } from './context.js';
+import { ListingTally } from './listing.js';
 import { stageStep } from './staging.js';
 
 /** Reports per unit of work by default (RUN_DEFAULTS.unitSize): one file per table per unit, so a unit costs about eight storage writes. */
@@ -72,34 +71,27 @@ export async function planCampaign(
   const listed: UnitJob[] = [];
   const rows = new TableBuffer();
   const rawLines = new JsonLinesBuffer();
-  let jobs = 0;
-  let invalid = 0;
+  const tally = new ListingTally(deps, message, rawLines, campaignId);
   let gone = false;
+  let unlisted: string | undefined;
   let fatal: Fatal | undefined;
   const ctx = { runId: run.run_id, exportedAt: deps.now() };
   try {
     for await (const item of api.jobs(campaignId)) {
-      const fetchedAt = deps.now().toISOString();
-      rawLines.add(rawLine(run.run_id, fetchedAt, item.raw, { campaign_id: campaignId }));
-      if (item.valid) {
-        listed.push({ job_id: item.item.id, fp: fingerprint(item.raw) });
-        rows.add('jobs', jobRow(item.item, campaignId, ctx));
-      } else {
-        invalid++;
-        await quarantine(deps.storage, message, {
-          name: `campaign-${campaignId}-jobs-item-${jobs}`,
-          body: item.raw,
-          issues: item.issues,
-          fetched_at: fetchedAt,
-        });
-      }
-      jobs++;
+      const job = await tally.take(item);
+      if (job === undefined) continue;
+      listed.push({ job_id: job.id, fp: fingerprint(item.raw) });
+      rows.add('jobs', jobRow(job, campaignId, ctx));
     }
   } catch (error) {
     // Retries ran out on 5xx/429/timeouts: throw, so the plan is tried again (an SQS redelivery);
     // a campaign that never gets listed shows in the manifest as unlisted.
     if (error instanceof ApiError && error.retryable) throw error;
-    if (error instanceof ApiError && error.status === 404) {
+    if (error instanceof ListingError) {
+      // Asking again would read the same contradictions: unlisted in this run, tried next run.
+      unlisted = describeError(error);
+      deps.log.warn('listing jobs stopped', { campaign_id: campaignId, error: unlisted });
+    } else if (error instanceof ApiError && error.status === 404) {
       gone = true; // Listed a moment ago, gone now: no jobs to account for.
       deps.log.warn('campaign not found while listing its jobs', { campaign_id: campaignId });
     } else {
@@ -108,11 +100,14 @@ export async function planCampaign(
     }
   }
 
-  const staged = await stageStep(deps.storage, run.run_id, 'jobs', `c${campaignId}`, rows, rawLines);
+  // A listing cut short stages no snapshot: the jobs table holds whole listings only.
+  const staged = unlisted
+    ? []
+    : await stageStep(deps.storage, run.run_id, 'jobs', `c${campaignId}`, rows, rawLines);
 
   let fetch: UnitJob[] = [];
   let unchanged: UnitJob[] = [];
-  if (!fatal) {
+  if (!fatal && !unlisted) {
     const { state } = await loadCampaignState(deps.storage, campaignId);
     const plan = planJobs(state, listed, run.mode);
     unchanged = plan.unchanged;
@@ -121,12 +116,14 @@ export async function planCampaign(
   const units = unitsOf(run, campaignId, fetch, unitSize);
   const record: PlanRecord = {
     campaign_id: campaignId,
-    jobs,
+    jobs: listed.length + tally.invalid,
     units: units.map((u) => u.unit),
     fetch,
     unit_size: unitSize,
     unchanged,
-    jobs_invalid: invalid,
+    jobs_invalid: tally.invalid,
+    duplicates: tally.duplicates,
+    ...(unlisted ? { unlisted } : {}),
     requests: requestCounts(api),
     campaign_gone: gone,
     staged,

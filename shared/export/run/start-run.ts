@@ -10,9 +10,7 @@ import { campaignRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { dtOf, STATE_KEYS } from '../layout.js';
-import { rawLine } from '../raw-lines.js';
 import { type AcquireOptions, OutputLock } from '../state/lock.js';
-import { quarantine } from '../state/quarantine.js';
 import {
   encodeRecord,
   type Fatal,
@@ -22,6 +20,7 @@ import {
   type RunRef,
 } from '../state/records.js';
 import { type ExportDeps, newRunId, requestCounts } from './context.js';
+import { ListingTally } from './listing.js';
 import { type RecoverOptions, recoverOpenRuns } from './recover.js';
 import { stageStep } from './staging.js';
 
@@ -88,29 +87,17 @@ async function recordStart(
   const rawLines = new JsonLinesBuffer();
   const rows = new TableBuffer();
   const ctx = { runId: run.run_id, exportedAt: deps.now() };
-  let invalid = 0;
+  const tally = new ListingTally(deps, run, rawLines);
   let fatal: Fatal | undefined;
   let companyName: string | undefined;
   try {
     ({ companyName } = await api.verify());
     deps.log.info('key verified', { company: companyName, run_id: run.run_id });
-    let position = 0;
     for await (const listed of api.campaigns()) {
-      const fetchedAt = deps.now().toISOString();
-      rawLines.add(rawLine(run.run_id, fetchedAt, listed.raw));
-      if (listed.valid) {
-        campaigns.push(listed.item);
-        rows.add('campaigns', campaignRow(listed.item, ctx, listed.raw));
-      } else {
-        invalid++;
-        await quarantine(deps.storage, run, {
-          name: `campaigns-item-${position}`,
-          body: listed.raw,
-          issues: listed.issues,
-          fetched_at: fetchedAt,
-        });
-      }
-      position++;
+      const campaign = await tally.take(listed);
+      if (campaign === undefined) continue;
+      campaigns.push(campaign);
+      rows.add('campaigns', campaignRow(campaign, ctx, listed.raw));
     }
   } catch (error) {
     fatal = fatalOf(error);
@@ -125,7 +112,8 @@ async function recordStart(
     driver: input.driver,
     started_at: startedAt.toISOString(),
     campaign_ids: campaigns.map((c) => c.id),
-    campaigns_invalid: invalid,
+    campaigns_invalid: tally.invalid,
+    duplicates: tally.duplicates,
     ...(companyName !== undefined ? { company_name: companyName } : {}),
     staged,
     requests: requestCounts(api),

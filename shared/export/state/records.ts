@@ -80,6 +80,8 @@ export const RunRecordSchema = RunRefSchema.extend({
   campaign_ids: z.array(int),
   /** Campaign list items that failed validation (kept in raw/ and quarantine/). */
   campaigns_invalid: int,
+  /** Campaign items listed again on a later page (absent in records before 0.2). */
+  duplicates: int.nonnegative().default(0),
   /** The company the key belongs to, as verify named it. */
   company_name: z.string().optional(),
   /** The campaigns files it staged. */
@@ -129,6 +131,13 @@ export const PlanRecordSchema = z.object({
   unchanged: z.array(UnitJobSchema),
   /** Job list items that failed validation: counted invalid. */
   jobs_invalid: int,
+  /** Job items listed again on a later page (absent in records before 0.2). */
+  duplicates: int.nonnegative().default(0),
+  /**
+   * Why the listing stopped before its end when the API's pages contradicted themselves
+   * (ListingError): the campaign counts as unlisted, its jobs uncounted, its state untouched.
+   */
+  unlisted: z.string().optional(),
   requests: RequestCountsSchema,
   /** 404 on listing: the campaign went away between the listings. */
   campaign_gone: z.boolean(),

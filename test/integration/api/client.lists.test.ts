@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ListingError } from '../../../shared/errors.js';
 import { listPage } from '../../unit/api/fixtures.js';
 import { API, collect, harness } from './harness.js';
 import type { RecordedRequest, Reply } from './server.js';
@@ -27,7 +28,7 @@ describe('IntegrationApiClient pagination', () => {
     const items = await collect(client.campaigns());
 
     expect(items).toHaveLength(230);
-    expect(items.every((i) => i.valid)).toBe(true);
+    expect(items.every((i) => i.kind === 'item')).toBe(true);
     expect(server.requests.map((r) => r.url)).toEqual([
       `${API}/campaigns?page=1&per_page=100`,
       `${API}/campaigns?page=2&per_page=100`,
@@ -69,17 +70,20 @@ describe('IntegrationApiClient pagination', () => {
     expect(server.requests).toHaveLength(2);
   });
 
-  it('yields an item repeated on the next page once', async () => {
+  it('yields an item repeated on the next page once, and its second copy as a repeat', async () => {
     // An insertion at the head shifts item 100 from page 1 to page 2.
     const { client } = await harness(
-      pages(listPage(ids(100), 1, 2, 201), listPage(ids(100, 100), 2, 2, 201)),
+      pages(listPage(ids(100), 1, 2, 200), listPage(ids(100, 100), 2, 2, 200)),
     );
 
     const items = await collect(client.campaigns());
 
-    const seen = items.flatMap((i) => (i.valid ? [i.item.id] : []));
+    const seen = items.flatMap((i) => (i.kind === 'item' ? [i.item.id] : []));
     expect(seen).toHaveLength(199);
     expect(new Set(seen).size).toBe(199);
+    expect(items.filter((i) => i.kind === 'repeat')).toEqual([
+      { kind: 'repeat', id: 100, raw: { id: 100, campaign_name: 'C100' }, changed: false },
+    ]);
   });
 
   it('yields an item that fails its schema as invalid, with its raw JSON and the issues, and goes on', async () => {
@@ -88,10 +92,10 @@ describe('IntegrationApiClient pagination', () => {
 
     const items = await collect(client.campaigns());
 
-    expect(items.map((i) => i.valid)).toEqual([true, false, true]);
+    expect(items.map((i) => i.kind)).toEqual(['item', 'invalid', 'item']);
     const invalid = items[1];
-    expect(invalid).toMatchObject({ valid: false, raw: bad });
-    if (invalid?.valid === false)
+    expect(invalid).toMatchObject({ kind: 'invalid', raw: bad });
+    if (invalid?.kind === 'invalid')
       expect(invalid.issues[0]).toMatchObject({ path: 'id', code: 'invalid_type' });
   });
 
@@ -101,15 +105,15 @@ describe('IntegrationApiClient pagination', () => {
 
     const [listed] = await collect(client.jobs(1));
 
-    expect(listed).toEqual({ valid: true, item, raw: item });
+    expect(listed).toEqual({ kind: 'item', item, raw: item });
   });
 
-  it('stops reading empty pages when last_page runs away beyond meta.total', async () => {
+  it('refuses a last_page that runs away beyond meta.total on the first page', async () => {
     const { client, server } = await harness((req) => ({
       body: listPage([], Number(req.query.get('page')), 1_000_000, 0),
     }));
 
-    await expect(collect(client.campaigns())).resolves.toEqual([]);
+    await expect(collect(client.campaigns())).rejects.toThrow(ListingError);
     expect(server.requests).toHaveLength(1);
   });
 });

@@ -45,9 +45,9 @@ describe('IntegrationApiClient against the simulator', () => {
   async function exportAll(api: IntegrationApiClient) {
     const outcomes = new Map<number, ReportOutcome>();
     for await (const campaign of api.campaigns()) {
-      if (!campaign.valid) throw new Error(`invalid campaign: ${JSON.stringify(campaign.issues)}`);
+      if (campaign.kind !== 'item') throw new Error(`not a campaign: ${JSON.stringify(campaign)}`);
       for await (const job of api.jobs(campaign.item.id)) {
-        if (!job.valid) throw new Error(`invalid job: ${JSON.stringify(job.issues)}`);
+        if (job.kind !== 'item') throw new Error(`not a job: ${JSON.stringify(job)}`);
         outcomes.set(job.item.id, await api.getReport(campaign.item.id, job.item.id));
       }
     }

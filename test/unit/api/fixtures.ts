@@ -98,7 +98,13 @@ export function listPage(
 ): Record<string, unknown> {
   return {
     data: items,
-    meta: { current_page: page, per_page: 100, total: total ?? items.length, last_page: lastPage },
+    meta: {
+      current_page: page,
+      per_page: 100,
+      // By default a total that agrees with last_page, as the API's own meta does.
+      total: total ?? (lastPage <= 1 ? items.length : Math.max(items.length, (lastPage - 1) * 100 + 1)),
+      last_page: lastPage,
+    },
   };
 }
 

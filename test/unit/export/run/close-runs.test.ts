@@ -25,6 +25,7 @@ async function storageWith(runs: { id: string; unitDone: boolean; driver?: RunRe
       unit_size: 100,
       unchanged: [],
       jobs_invalid: 0,
+      duplicates: 0,
       requests: none,
       campaign_gone: false,
       staged: [],

@@ -22,6 +22,7 @@ async function storageWithRun(): Promise<LocalStorage> {
     unit_size: 100,
     unchanged: [],
     jobs_invalid: 0,
+    duplicates: 0,
     requests: none,
     campaign_gone: false,
     staged: [],

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { buildManifest, isComplete, type RunRecords } from '../../../../shared/export/run/finish-run.js';
+import {
+  buildManifest,
+  closingOf,
+  isComplete,
+  type RunRecords,
+} from '../../../../shared/export/run/finish-run.js';
 import {
   DtSchema,
   type PlanRecord,
@@ -34,6 +39,7 @@ function records(
       unit_size: 100,
       unchanged: [{ job_id: 10, fp: 'f' }],
       jobs_invalid: 1,
+      duplicates: 0,
       requests: requests(1),
       campaign_gone: false,
       staged: [],
@@ -62,6 +68,38 @@ function records(
   };
 }
 
+/** A run of one campaign whose one job was exported. */
+function cleanRecords(record: Partial<RunRecord> = {}): RunRecords {
+  return records({
+    record,
+    plans: [
+      {
+        campaign_id: 1,
+        jobs: 1,
+        units: ['c1-u0'],
+        fetch: [],
+        unit_size: 100,
+        unchanged: [],
+        jobs_invalid: 0,
+        duplicates: 0,
+        requests: requests(1),
+        campaign_gone: false,
+        staged: [],
+      },
+    ],
+    units: [
+      {
+        unit: 'c1-u0',
+        campaign_id: 1,
+        attempt: 1,
+        staged: [],
+        jobs: { 11: { fp: 'a', outcome: 'exported' } },
+        requests: requests(1),
+      },
+    ],
+  });
+}
+
 describe('buildManifest', () => {
   it('gives every listed job exactly one outcome and sums the requests of every step', () => {
     const manifest = buildManifest(records(), new Date('2026-11-22T03:16:00Z'));
@@ -74,6 +112,8 @@ describe('buildManifest', () => {
       reports_not_found: 1,
       reports_invalid: 2,
       reports_failed: 0,
+      campaigns_invalid: 0,
+      duplicates: 0,
     });
     expect(manifest.requests).toEqual({ total: 8, retried: 1, by_status: { '200': 7, '429': 1 } });
     expect(manifest.status).toBe('partial');
@@ -100,33 +140,33 @@ describe('buildManifest', () => {
   });
 
   it('is succeeded when nothing failed or was invalid', () => {
-    const clean = records({
-      plans: [
-        {
-          campaign_id: 1,
-          jobs: 1,
-          units: ['c1-u0'],
-          fetch: [],
-          unit_size: 100,
-          unchanged: [],
-          jobs_invalid: 0,
-          requests: requests(1),
-          campaign_gone: false,
-          staged: [],
-        },
-      ],
-      units: [
-        {
-          unit: 'c1-u0',
-          campaign_id: 1,
-          attempt: 1,
-          staged: [],
-          jobs: { 11: { fp: 'a', outcome: 'exported' } },
-          requests: requests(1),
-        },
-      ],
-    });
+    const clean = cleanRecords();
     expect(buildManifest(clean, new Date()).status).toBe('succeeded');
+  });
+
+  it('is partial when a campaign item was invalid, and counts it among the campaigns', () => {
+    const manifest = buildManifest(cleanRecords({ campaigns_invalid: 1 }), new Date());
+    expect(manifest.counts).toMatchObject({ campaigns: 2, campaigns_invalid: 1 });
+    expect(manifest.status).toBe('partial');
+  });
+
+  it('sums the duplicates of the campaign listing and of every jobs listing', () => {
+    const withRepeats = records({ record: { duplicates: 2 } });
+    const plan = withRepeats.plans.get(1)!;
+    withRepeats.plans.set(1, { ...plan, duplicates: 3 });
+    expect(buildManifest(withRepeats, new Date()).counts.duplicates).toBe(5);
+  });
+
+  it('counts a campaign whose listing stopped as unlisted: none of its jobs, no outcome recorded', () => {
+    const stopped = records({ units: [] });
+    const plan = stopped.plans.get(1)!;
+    const reason = 'GET /integration/v1/client/campaigns/1/jobs page 3: the pages do not advance';
+    stopped.plans.set(1, { ...plan, units: [], fetch: [], unchanged: [], unlisted: reason });
+    const manifest = buildManifest(stopped, new Date());
+    expect(manifest.unlisted_campaigns).toEqual([1]);
+    expect(manifest.counts).toMatchObject({ jobs: 0, reports_failed: 0, reports_invalid: 0 });
+    expect(manifest.status).toBe('partial');
+    expect(closingOf(stopped, new Date()).outcomes).toEqual([]);
   });
 });
 
