@@ -41,7 +41,8 @@ const TRINO_TYPE: Record<ColumnType, string> = {
 
 /** The Hive type a manifest field must have in Glue, read off its zod schema. */
 function hiveTypeOf(schema: z.ZodType): string {
-  if (schema instanceof z.ZodOptional) return hiveTypeOf(schema.unwrap() as z.ZodType);
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodDefault)
+    return hiveTypeOf(schema.unwrap() as z.ZodType);
   if (schema instanceof z.ZodObject) {
     const fields = Object.entries(schema.shape as Record<string, z.ZodType>);
     return `struct<${fields.map(([k, v]) => `${k}:${hiveTypeOf(v)}`).join(',')}>`;
