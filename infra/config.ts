@@ -170,6 +170,7 @@ export const ExporterConfigSchema = z
     reportConcurrency: runDefault(RUN_DEFAULTS.concurrency),
     rateCeiling: runDefault(RUN_DEFAULTS.lambdaRateCeiling),
     secretCacheTtlSeconds: runDefault(RUN_DEFAULTS.secretCacheTtlSeconds),
+    maxBodyMiB: runDefault(RUN_DEFAULTS.maxBodyMiB),
     runDeadlineMinutes: runDefault(RUN_DEFAULTS.runDeadlineMinutes),
     rawRetentionDays: integer(1, 36_500, 365),
     athenaResultsRetentionDays: integer(1, 3650, 7),

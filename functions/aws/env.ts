@@ -23,6 +23,7 @@ export const EnvSchema = z.object({
   API_BASE_URL: z.url().optional(),
   API_KEY_SECRET_ID: z.string().min(1).optional(),
   SECRET_CACHE_TTL_SECONDS: bounded(RUN_DEFAULTS.secretCacheTtlSeconds),
+  MAX_BODY_MIB: bounded(RUN_DEFAULTS.maxBodyMiB),
   PLAN_QUEUE_URL: z.string().optional(),
   REPORT_QUEUE_URL: z.string().optional(),
   UNIT_SIZE: bounded(RUN_DEFAULTS.unitSize),

@@ -105,6 +105,7 @@ export function exportDeps(context: { apiKey?: unknown }, withApi = true): Expor
         apiKey,
         refreshApiKey: () => refreshApiKey(cached),
         limiter,
+        maxBodyBytes: env.MAX_BODY_MIB * 1024 * 1024,
         // A Lambda does not sleep through long waits: the message comes back later instead.
         retry: { maxRetryAfterMs: 5_000, maxElapsedMs: 30_000 },
       });

@@ -5,6 +5,7 @@
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import { RUN_DEFAULTS } from '../run-defaults.js';
 import { ErrorBodySchema, type NotReadyReason, notReadyReason } from './schemas.js';
 
 // Shared by every client of the process (the CLI makes one client per step): keep-alive
@@ -22,13 +23,37 @@ export type HttpResult =
       /** Every header: Retry-After, and the rate-limit fields (rate-limit-headers.ts). */
       headers: IncomingHttpHeaders;
     }
+  /** An answer whose body was longer than `maxBodyBytes`: abandoned, its body dropped. */
+  | {
+      kind: 'too_large';
+      status: number;
+      headers: IncomingHttpHeaders;
+      limitBytes: number;
+      /** The Content-Length, when it alone gave the answer away (nothing of the body was read then). */
+      announcedBytes: number | undefined;
+      /** Bytes of the body read before it was abandoned. */
+      readBytes: number;
+    }
   | { kind: 'failure'; failure: NetworkFailureKind; detail: string; cause: unknown };
 
 /** timeout: our deadline; reset: the connection dropped; truncated: the body ended early; network: no connection. */
 export type NetworkFailureKind = 'timeout' | 'reset' | 'truncated' | 'network';
 
-/** GET `url` with `headers`; never rejects. The deadline covers the whole exchange, body included. */
-export function httpGet(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<HttpResult> {
+/** The bounds of one exchange. */
+export interface HttpLimits {
+  /** The deadline of the whole exchange, body included. */
+  timeoutMs: number;
+  /** The longest body read, in bytes; a longer one is abandoned at the byte that passes it. */
+  maxBodyBytes: number;
+}
+
+/**
+ * GET `url` with `headers`; never rejects. Nothing in the answer can make it wait longer than
+ * the deadline or hold more than `maxBodyBytes` of body: a body that never ends would otherwise
+ * fill the memory (measured: 2.5 GB after 1 s).
+ */
+export function httpGet(url: URL, headers: Record<string, string>, limits: HttpLimits): Promise<HttpResult> {
+  const { timeoutMs, maxBodyBytes } = limits;
   return new Promise((resolve) => {
     let settled = false;
     const settle = (result: HttpResult) => {
@@ -45,12 +70,37 @@ export function httpGet(url: URL, headers: Record<string, string>, timeoutMs: nu
       url,
       { method: 'GET', headers, agent: secure ? httpsAgent : httpAgent },
       (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let chunks: Buffer[] = [];
+        let readBytes = 0;
+        // The socket is destroyed, not returned to the pool: the rest of the body is still on it.
+        const abandon = (announcedBytes: number | undefined) => {
+          chunks = [];
+          const status = response.statusCode ?? 0;
+          settle({
+            kind: 'too_large',
+            status,
+            headers: response.headers,
+            limitBytes: maxBodyBytes,
+            announcedBytes,
+            readBytes,
+          });
+          request.destroy();
+        };
+        const announced = Number(response.headers['content-length']);
+        if (announced > maxBodyBytes) {
+          abandon(announced);
+          return;
+        }
+        response.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          readBytes += chunk.length;
+          if (readBytes > maxBodyBytes) abandon(undefined);
+          else chunks.push(chunk);
+        });
         response.on('error', (error) => fail(failureKind(error, true), describe(error), error));
         response.on('close', () => {
           if (!response.complete) {
-            fail('truncated', `connection closed after ${byteLength(chunks)} bytes of the body`);
+            fail('truncated', `connection closed after ${readBytes} bytes of the body`);
             return;
           }
           settle({
@@ -69,10 +119,6 @@ export function httpGet(url: URL, headers: Record<string, string>, timeoutMs: nu
     request.on('error', (error) => fail(failureKind(error, false), describe(error), error));
     request.end();
   });
-}
-
-function byteLength(chunks: Buffer[]): number {
-  return chunks.reduce((sum, chunk) => sum + chunk.length, 0);
 }
 
 const NO_CONNECTION = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -99,6 +145,8 @@ export type Classified =
   | { kind: 'transient'; status: number | 'error'; detail: string; cause?: unknown }
   /** 409 REPORT_NOT_READY (or any 409) with its reason. */
   | { kind: 'not_ready'; status: 409; reason: NotReadyReason; message: string }
+  /** A 2xx whose body passed the size limit: not retried, the same answer would come again. */
+  | { kind: 'too_large'; status: number; detail: string }
   /** Any other answer (401, 403, 404, 422, ...), with the error body's fields when it has them. */
   | {
       kind: 'refused';
@@ -120,6 +168,14 @@ export function classify(
       detail: `${result.failure}: ${result.detail}`,
       cause: result.cause,
     };
+  if (result.kind === 'too_large') {
+    const { status, headers } = result;
+    // Only a 2xx needs its body: any other answer means what its status says (a 503 with an
+    // endless page is still retried, a 429 still waits its Retry-After).
+    if (status < 200 || status >= 300)
+      return classify({ kind: 'answer', status, body: '', headers }, parseRetryAfter);
+    return { kind: 'too_large', status, detail: tooLargeDetail(result) };
+  }
   const { status, body } = result;
   if (status >= 200 && status < 300) {
     const parsed = parseJson(body);
@@ -147,6 +203,32 @@ export function classify(
     apiMessage: fields?.message,
     errors: fields?.errors,
   };
+}
+
+/** Where the user sets the limit, named where it is met (shared/run-defaults.ts has both names). */
+const LIMIT_NAMES = `the ${RUN_DEFAULTS.maxBodyMiB.flag} limit; ${RUN_DEFAULTS.maxBodyMiB.context} in AWS`;
+
+function tooLargeDetail(result: Extract<HttpResult, { kind: 'too_large' }>): string {
+  const limitText = formatBytes(result.limitBytes);
+  const limit = `${limitText} (${LIMIT_NAMES})`;
+  const announced = result.announcedBytes;
+  if (announced === undefined) return `answer larger than ${limit}`;
+  // Rounded, a size just over the limit would read as the limit itself.
+  const size = formatBytes(announced) === limitText ? `${announced} bytes` : formatBytes(announced);
+  return `answer of ${size} announced by Content-Length, larger than ${limit}`;
+}
+
+const BINARY_UNITS = [
+  ['GiB', 2 ** 30],
+  ['MiB', 2 ** 20],
+  ['KiB', 2 ** 10],
+] as const;
+
+/** A byte count for people: `64 MiB`, `1.5 KiB`, `100 bytes` (one decimal at most). */
+export function formatBytes(bytes: number): string {
+  for (const [unit, size] of BINARY_UNITS)
+    if (bytes >= size) return `${Number((bytes / size).toFixed(1))} ${unit}`;
+  return `${bytes} bytes`;
 }
 
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {

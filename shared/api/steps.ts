@@ -23,6 +23,7 @@ export type Step<T> =
   | { kind: 'unauthorized'; fields: RefusalFields };
 
 export type Refused = Extract<Classified, { kind: 'refused' }>;
+export type TooLarge = Extract<Classified, { kind: 'too_large' }>;
 
 export function done<T>(value: T): Step<T> {
   return { kind: 'done', value };
@@ -30,8 +31,8 @@ export function done<T>(value: T): Step<T> {
 
 /**
  * 429, 5xx and the like are retried; 401 re-reads the key; 403 is AccessDeniedError; 422 is
- * RequestValidationError with the API's `errors`; anything else is an ApiError. The answer's
- * texts must already be redacted.
+ * RequestValidationError with the API's `errors`; a body over the size limit and anything else
+ * is an ApiError. The answer's texts must already be redacted.
  */
 export function commonStep<T>(answer: Classified, path: string): Step<T> {
   switch (answer.kind) {
@@ -56,7 +57,22 @@ export function commonStep<T>(answer: Classified, path: string): Step<T> {
       };
     case 'refused':
       return refusalStep(answer, path);
+    case 'too_large':
+      return { kind: 'throw', error: tooLarge(answer, path) };
   }
+}
+
+/**
+ * A body over the size limit, as an error: not retryable, the same answer would come again. A
+ * list page's is a ListingError (`as`): the listing ends, the run goes on without it.
+ */
+export function tooLarge(answer: TooLarge, path: string, as: typeof ApiError = ApiError): ApiError {
+  return new as(`GET ${path}: ${answer.detail}`, {
+    status: answer.status,
+    path,
+    retryable: false,
+    hint: 'If answers this large are expected, raise the limit; otherwise the API sent a body that does not end',
+  });
 }
 
 function refusalStep<T>(answer: Refused, path: string): Step<T> {

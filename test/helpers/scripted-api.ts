@@ -73,7 +73,7 @@ export function recordingLog(): Log & {
 /** A run against `server` into a new temp folder (or `out`), with the CLI's dependencies. */
 export async function runAgainst(
   server: TestServer,
-  options: { out?: string; log?: Log; run?: Partial<LocalRunOptions> } = {},
+  options: { out?: string; log?: Log; run?: Partial<LocalRunOptions>; maxBodyMiB?: number } = {},
 ): Promise<{ manifest: Manifest; out: string; deps: ExportDeps }> {
   const out = options.out ?? (await tempDir('scripted-run'));
   const deps = cliDeps({
@@ -83,6 +83,7 @@ export async function runAgainst(
     concurrency: 8,
     maxRate: 10_000,
     log: options.log ?? recordingLog(),
+    ...(options.maxBodyMiB !== undefined && { maxBodyMiB: options.maxBodyMiB }),
   });
   const manifest = await runExport(deps, { mode: 'incremental', ...options.run });
   return { manifest, out, deps };

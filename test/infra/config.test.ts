@@ -38,6 +38,7 @@ describe('parseConfig', () => {
       reportConcurrency: 128,
       rateCeiling: 20,
       secretCacheTtlSeconds: 300,
+      maxBodyMiB: 64,
       runDeadlineMinutes: 360,
       rawRetentionDays: 365,
       athenaResultsRetentionDays: 7,
@@ -60,6 +61,7 @@ describe('parseConfig', () => {
     );
     expect(withContext.map((entry) => entry.context).sort()).toEqual(
       [
+        'maxBodyMiB',
         'maxReceiveCount',
         'rateCeiling',
         'reportConcurrency',

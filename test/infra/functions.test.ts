@@ -111,6 +111,7 @@ describe('functions', () => {
       SECRET_CACHE_TTL_SECONDS: String(RUN_DEFAULTS.secretCacheTtlSeconds.value),
       REPORT_CONCURRENCY: String(RUN_DEFAULTS.concurrency.value),
       RATE_CEILING: String(RUN_DEFAULTS.lambdaRateCeiling.value),
+      MAX_BODY_MIB: String(RUN_DEFAULTS.maxBodyMiB.value),
     };
     const planQueue = { Ref: expect.stringMatching(/^QueuesPlanQueue/) };
     const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };

@@ -35,6 +35,8 @@ const FULL = {
   reportConcurrency: '4',
   rateCeiling: '10',
   secretCacheTtlSeconds: '60',
+  // The most the 512 MB API functions allow: four times the body fits.
+  maxBodyMiB: '128',
   runDeadlineMinutes: '120',
   rawRetentionDays: '30',
   athenaResultsRetentionDays: '3',
@@ -137,6 +139,8 @@ describe('everything configured', () => {
     expect(env('plan-campaign')).toMatchObject({ UNIT_SIZE: '20' });
     expect(env('export-reports')).toMatchObject({ REPORT_CONCURRENCY: '4', RATE_CEILING: '10' });
     expect(env('finish-run')).toMatchObject({ RUN_DEADLINE_MINUTES: '120' });
+    for (const name of API_FUNCTIONS) expect(env(name)).toMatchObject({ MAX_BODY_MIB: '128' });
+    expect(env('finish-run')).not.toHaveProperty('MAX_BODY_MIB');
     s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: fnIds['export-reports'] },
       BatchSize: 5,
@@ -242,6 +246,13 @@ describe('configuration errors at synth', () => {
     expect(() => synthExporter({ reportBatchSize: 10, unitSize: 500 })).toThrow(InfraConfigError);
     expect(() => synthExporter({ reportBatchSize: 10, unitSize: 500 })).toThrow(
       /"reportBatchSize" x "unitSize"/,
+    );
+  });
+
+  it('rejects a body size limit an API function could not hold four times, naming the key and the most allowed', () => {
+    expect(() => synthExporter({ maxBodyMiB: 129 })).toThrow(InfraConfigError);
+    expect(() => synthExporter({ maxBodyMiB: '129' })).toThrow(
+      'context "maxBodyMiB" 129: reading and parsing an answer that large takes about 4 times its size, more than the 512 MB of start-run: give at most 128',
     );
   });
 

@@ -128,4 +128,21 @@ describe('a run against hostile lists', () => {
     });
     expect(server.requests.filter((r) => r.path.endsWith('/jobs/11/report'))).toHaveLength(1);
   });
+
+  it('leaves a campaign whose jobs page is larger than --max-body-mb unlisted, and goes on', async () => {
+    const big = Array.from({ length: 100 }, (_, i) => ({ id: i + 1, notes: 'x'.repeat(20_000) }));
+    const server = await scriptedApi({
+      campaignIds: [1, 2],
+      jobs: (campaignId) => onePage(campaignId === 1 ? big : [{ id: 21 }]),
+    });
+    const log = recordingLog();
+
+    const { manifest } = await runAgainst(server, { log, maxBodyMiB: 1 });
+
+    expect(manifest.status).toBe('partial');
+    expect(manifest.unlisted_campaigns).toEqual([1]);
+    expect(manifest.counts).toMatchObject({ jobs: 1, reports_exported: 1 });
+    const warning = log.lines.find((l) => l.message === 'listing jobs stopped');
+    expect(warning?.fields?.error).toMatch(`GET ${JOBS_PATH}?page=1&per_page=100: answer of 1.9 MiB announced by Content-Length, larger than 1 MiB`);
+  });
 });

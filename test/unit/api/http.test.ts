@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classify, type HttpResult } from '../../../shared/api/http.js';
+import { classify, formatBytes, type HttpResult } from '../../../shared/api/http.js';
 import { NOT_READY_REASONS } from '../../../shared/api/schemas.js';
 
 const answer = (status: number, body: unknown, retryAfter?: string): HttpResult => ({
@@ -88,5 +88,52 @@ describe('classify', () => {
       apiMessage: undefined,
       errors: undefined,
     });
+  });
+});
+
+describe('classify, an answer abandoned for its size', () => {
+  const tooLarge = (status: number, announcedBytes?: number, headers = {}): HttpResult => ({
+    kind: 'too_large',
+    status,
+    headers,
+    limitBytes: 64 * 2 ** 20,
+    announcedBytes,
+    readBytes: announcedBytes === undefined ? 64 * 2 ** 20 + 1 : 0,
+  });
+
+  it('makes a 2xx too_large, naming the size, the limit and where to set it', () => {
+    expect(classify(tooLarge(200), seconds)).toEqual({
+      kind: 'too_large',
+      status: 200,
+      detail: 'answer larger than 64 MiB (the --max-body-mb limit; maxBodyMiB in AWS)',
+    });
+    expect(classify(tooLarge(200, 3 * 2 ** 30), seconds)).toMatchObject({
+      detail:
+        'answer of 3 GiB announced by Content-Length, larger than 64 MiB (the --max-body-mb limit; maxBodyMiB in AWS)',
+    });
+  });
+
+  it('lets the status decide for any other answer, as if its body were empty', () => {
+    expect(classify(tooLarge(503), seconds)).toEqual({ kind: 'transient', status: 503, detail: 'HTTP 503' });
+    expect(classify(tooLarge(429, undefined, { 'retry-after': '2' }), seconds)).toEqual({
+      kind: 'throttled',
+      status: 429,
+      retryAfterMs: 2_000,
+    });
+    expect(classify(tooLarge(404, 2 ** 31), seconds)).toMatchObject({ kind: 'refused', status: 404 });
+  });
+});
+
+describe('formatBytes', () => {
+  it.each([
+    [0, '0 bytes'],
+    [1023, '1023 bytes'],
+    [1024, '1 KiB'],
+    [256 * 1024 + 1, '256 KiB'],
+    [1.5 * 2 ** 20, '1.5 MiB'],
+    [64 * 2 ** 20, '64 MiB'],
+    [2 ** 30, '1 GiB'],
+  ])('%i bytes are %s', (bytes, text) => {
+    expect(formatBytes(bytes)).toBe(text);
   });
 });

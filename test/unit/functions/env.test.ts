@@ -13,6 +13,7 @@ describe('readEnv', () => {
   it('knows every variable a run default names', () => {
     expect(WITH_ENV.map((entry) => entry.env).sort()).toEqual(
       [
+        'MAX_BODY_MIB',
         'MAX_RECEIVE_COUNT',
         'RATE_CEILING',
         'REPORT_CONCURRENCY',
