@@ -1,9 +1,10 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
- * topology, parquet-scan, publish.
+ * topology, parquet-scan, publish, cli-startup.
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
+import { benchCliStartup } from './cli-startup.js';
 import { benchClient } from './client.js';
 import { benchCost } from './cost.js';
 import { benchEncode } from './encode.js';
@@ -24,6 +25,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   topology: benchTopology,
   'parquet-scan': () => benchParquetScan(),
   publish: benchPublish,
+  'cli-startup': benchCliStartup,
 };
 
 function print(name: string, figures: Record<string, number>): void {

@@ -1,0 +1,77 @@
+/**
+ * `campaign-report-exporter <command>`: the packaged CLI (package.json `bin`, bundled by
+ * test/tools/build-cli.ts into dist/cli.mjs). Dispatches to a command; each command resolves to
+ * its exit code.
+ */
+import packageJson from '../../package.json' with { type: 'json' };
+import { describeError } from '../../shared/errors.js';
+
+const PROGRAM = 'campaign-report-exporter';
+
+type Command = (argv: readonly string[], env: NodeJS.ProcessEnv) => Promise<number>;
+
+/**
+ * Loaded when asked, so `--help` and each command evaluate only what they use (esbuild keeps a
+ * module imported this way in the bundle but runs its top level on first use).
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+  export: {
+    summary: 'copy the Integration API into a folder or s3://bucket/prefix',
+    load: async () => (await import('./export-command.js')).exportCommand,
+  },
+  simulator: {
+    summary: "serve the project's Integration API simulator on 127.0.0.1, to try export",
+    // The one import from functions/ into test/: the simulator ships so that the CLI can be
+    // tried without an API account; it stays the test suite's simulator.
+    load: async () => (await import('../../test/simulator/command.js')).simulatorCommand,
+  },
+};
+
+const USAGE = `Usage: ${PROGRAM} <command> [options]
+
+Commands:
+${Object.entries(COMMANDS)
+  .map(([name, { summary }]) => `  ${name.padEnd(10)} ${summary}`)
+  .join('\n')}
+
+Options:
+  -h, --help     this text; \`${PROGRAM} <command> --help\` for a command's options
+  --version      the version
+
+Exit code 2 on a usage error; each command's help says its other codes.`;
+
+/** Runs the command `argv[0]` with the flags after it; resolves to the exit code. */
+async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === '--help' || name === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (name === '--version') {
+    process.stdout.write(`${packageJson.version}\n`);
+    return 0;
+  }
+  if (name === undefined) {
+    process.stderr.write(`error: no command given\n\n${USAGE}\n`);
+    return 2;
+  }
+  // Own keys only: `toString` is no command.
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command === undefined) {
+    process.stderr.write(
+      `error: unknown command "${name}"; the commands are ${Object.keys(COMMANDS).join(', ')} (${PROGRAM} --help)\n`,
+    );
+    return 2;
+  }
+  return (await command.load())(rest, env);
+}
+
+main(process.argv.slice(2), process.env).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`error: ${describeError(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,177 @@
+/**
+ * The packaged CLI as a user gets it: `npm pack` (prepack bundles dist/cli.mjs), the tarball
+ * extracted into a temporary folder outside the repository, and the `bin` file run with Node
+ * alone: no node_modules beside it, no TypeScript compiler.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../../helpers/export.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** npm pack runs prepack (the esbuild bundle) first: a few seconds, more on a busy machine. */
+const PACK_TIMEOUT_MS = 120_000;
+
+interface PackedFile {
+  path: string;
+}
+
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let work: string;
+let packageDir: string;
+let bin: string;
+let packed: PackedFile[];
+let version: string;
+
+/** Runs the packaged bin with `args` from the extracted package; never rejects. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
+  return run(process.execPath, [bin, ...args], {
+    cwd: packageDir,
+    // Nothing of the developer's environment: no NODE_OPTIONS, no tsx loader.
+    env: { PATH: process.env.PATH ?? '', ...env },
+  }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => ({
+      code: error.code,
+      stdout: error.stdout,
+      stderr: error.stderr,
+    }),
+  );
+}
+
+/** Every module specifier of the bundle's static imports and of its literal dynamic imports. */
+function importedModules(bundle: string): string[] {
+  const staticImports = bundle.matchAll(/(?:^|[;}\n])import\s*(?:[\w$*{},\s]+?from\s*)?["']([^"']+)["']/g);
+  const dynamicImports = bundle.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g);
+  return [...new Set([...staticImports, ...dynamicImports].map((m) => m[1]!))].sort();
+}
+
+beforeAll(async () => {
+  work = await tempDir('cli-package');
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
+    cwd: ROOT,
+    maxBuffer: 1 << 20,
+  });
+  const [result] = JSON.parse(stdout) as [{ filename: string; files: PackedFile[] }];
+  packed = result.files;
+  await run('tar', ['-xzf', join(work, result.filename), '-C', work]);
+  packageDir = join(work, 'package');
+  const manifest = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as {
+    version: string;
+    bin: Record<string, string>;
+  };
+  version = manifest.version;
+  bin = join(packageDir, manifest.bin['campaign-report-exporter']!);
+}, PACK_TIMEOUT_MS);
+
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe('the packed CLI', () => {
+  it('ships the bundle, the README and package.json, and none of the sources', () => {
+    expect(packed.map((f) => f.path).sort()).toEqual(['README.md', 'dist/cli.mjs', 'package.json']);
+  });
+
+  it('is one file that needs only Node: a node shebang, Node built-ins, no TypeScript or tsx', async () => {
+    const bundle = await readFile(bin, 'utf8');
+    expect(bundle.startsWith('#!/usr/bin/env node\n')).toBe(true);
+    const modules = importedModules(bundle);
+    expect(modules).toContain('node:zlib');
+    expect(modules.filter((m) => !isBuiltin(m))).toEqual([]);
+    // Matches, not the bundle, in a failure message: the bundle is 700 KB.
+    expect(
+      bundle.match(/(?:from|import\(|require\()\s*["'](?:typescript|tsx)(?:\/[^"']*)?["']/)?.[0],
+    ).toBeUndefined();
+  });
+
+  it('lists its commands on --help and -h', async () => {
+    for (const flag of ['--help', '-h']) {
+      const { code, stdout } = await cli([flag]);
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^Usage: campaign-report-exporter <command>/);
+      expect(stdout).toMatch(/^ {2}export\s+\S/m);
+      expect(stdout).toMatch(/^ {2}simulator\s+\S/m);
+    }
+  });
+
+  it("prints package.json's version on --version", async () => {
+    const { code, stdout } = await cli(['--version']);
+    expect(code).toBe(0);
+    expect(stdout).toBe(`${version}\n`);
+  });
+
+  it('exits 2 naming the commands on an unknown command, and on none', async () => {
+    const unknown = await cli(['exprot']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toContain('unknown command "exprot"; the commands are export, simulator');
+    const inherited = await cli(['toString']);
+    expect(inherited.code).toBe(2);
+    const none = await cli([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('no command given');
+  });
+
+  it("passes a command's flags to it: export --help is the export usage", async () => {
+    const { code, stdout } = await cli(['export', '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('INTEGRATION_API_KEY');
+    expect(stdout).toContain('--out');
+  });
+
+  describe('against the packaged simulator', () => {
+    let simulator: ChildProcess | undefined;
+    afterEach(() => {
+      if (simulator && simulator.exitCode === null) simulator.kill('SIGKILL');
+    });
+
+    it('exports into a folder and writes the run manifest; the simulator stops on SIGTERM with 0', async () => {
+      simulator = spawn(
+        process.execPath,
+        [bin, 'simulator', '--port', '0', '--seed', '3', '--campaigns', '2', '--jobs', '5'],
+        { cwd: packageDir, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const [line] = (await once(createInterface({ input: simulator.stdout! }), 'line')) as [string];
+      const { url, keys } = JSON.parse(line) as { url: string; keys: { valid: string } };
+      const out = join(work, 'out');
+
+      const exported = await cli(['export', '--out', out, '--date', '2026-01-02'], {
+        INTEGRATION_API_BASE_URL: url,
+        INTEGRATION_API_KEY: keys.valid,
+      });
+
+      expect(exported.code, exported.stderr).toBe(0);
+      expect(exported.stdout).toMatch(/status\s+succeeded/);
+      const manifests = await readdir(join(out, 'runs', 'dt=2026-01-02'));
+      expect(manifests).toHaveLength(1);
+      const manifest = JSON.parse(
+        await readFile(join(out, 'runs', 'dt=2026-01-02', manifests[0]!), 'utf8'),
+      ) as {
+        run_id: string;
+        status: string;
+        counts: { campaigns: number; jobs: number };
+      };
+      expect(manifests[0]).toBe(`${manifest.run_id}.json`);
+      expect(manifest.status).toBe('succeeded');
+      expect(manifest.counts).toMatchObject({ campaigns: 2, jobs: 10 });
+      expect(exported.stdout + exported.stderr).not.toContain(keys.valid);
+
+      simulator.kill('SIGTERM');
+      const [code] = await once(simulator, 'exit');
+      expect(code).toBe(0);
+    });
+  });
+});
