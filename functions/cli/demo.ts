@@ -34,12 +34,14 @@ async function main(): Promise<void> {
       INTEGRATION_API_KEY: simulator.keys.valid,
     });
     if (config === 'help') throw new Error('the demo asks for no help');
-    const deps = cliDeps({ ...config, log: consoleLog(false) });
+    const log = consoleLog('normal');
+    const deps = cliDeps({ ...config, log });
     for (const mode of ['full', 'incremental'] as const) {
       out.write(`── ${mode} export → ${OUT}\n`);
       const progress = new Progress();
       const manifest = await runExport(deps, { ...runOptionsOf(config), mode, onProgress: progress.onEvent });
-      progress.finish();
+      progress.finish(manifest.status);
+      log.settle(manifest.status === 'failed');
       out.write(
         `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n\n`,
       );

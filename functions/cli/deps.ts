@@ -2,11 +2,13 @@
  * Builds a run's dependencies for the CLI and the demo: one rate limiter for the process,
  * a client per step sharing it, the storage named by --out, and a console log.
  */
-import { IntegrationApiClient } from '../../shared/api/client.js';
+import { IntegrationApiClient, type RequestEvent } from '../../shared/api/client.js';
 import { AdaptiveRateLimiter, type AdaptiveRateLimiterOptions } from '../../shared/api/limiter.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { openStorage } from '../../shared/storage/open.js';
+
+const MIB = 1024 * 1024;
 
 export interface CliDepsOptions {
   baseUrl: string;
@@ -14,9 +16,13 @@ export interface CliDepsOptions {
   out: string;
   concurrency: number;
   maxRate: number;
+  /** The largest answer body read (--max-body-mb); default: the client's own (RUN_DEFAULTS.maxBodyMiB). */
+  maxBodyMiB?: number;
   s3Region?: string | undefined;
   s3Endpoint?: string | undefined;
   log: Log;
+  /** Called after every API request (--verbose logs each one). */
+  onRequest?: (event: RequestEvent) => void;
 }
 
 /** The process's limiter: --max-rate its ceiling in requests per second, --concurrency its ceiling of requests in flight. */
@@ -33,21 +39,103 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
     ...(options.s3Endpoint ? { endpoint: options.s3Endpoint, forcePathStyle: true } : {}),
   });
   return {
-    api: () => new IntegrationApiClient({ baseUrl: options.baseUrl, apiKey: options.apiKey, limiter }),
+    api: () =>
+      new IntegrationApiClient({
+        baseUrl: options.baseUrl,
+        apiKey: options.apiKey,
+        limiter,
+        ...(options.maxBodyMiB !== undefined && { maxBodyBytes: options.maxBodyMiB * MIB }),
+        ...(options.onRequest && { onEvent: options.onRequest }),
+      }),
     storage,
     log: options.log,
     now: () => new Date(),
   };
 }
 
-/** Warnings and errors to stderr as single lines; info and debug only when asked. */
-export function consoleLog(verbose: boolean): Log {
-  const line = (level: string, message: string, fields?: Record<string, unknown>) =>
-    process.stderr.write(`${level} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}\n`);
+/** How much the console log shows: `quiet` and `normal` show warnings and errors, `verbose` info and debug too. */
+export type Verbosity = 'quiet' | 'normal' | 'verbose';
+
+/** Where the console log writes: stderr, or a test's stream. */
+export interface LineSink {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+/** Back to the start of the line and clear it: a line logged on a terminal replaces the progress bar, which redraws after it. */
+const CLEAR_LINE = '\r\x1b[K';
+
+/** A console log whose error lines wait for the end of the run (see {@link ConsoleLog.settle}). */
+export interface ConsoleLog extends Log {
+  /**
+   * Ends the run's logging. An error the core logged is the reason of a failed run, which the
+   * command prints once as its own error line: for a failed run they are dropped; for one that
+   * finished, they did not stop it and are printed now.
+   */
+  settle(runFailed: boolean): void;
+}
+
+/** `campaign_id=12, error="HTTP 503"`: strings with spaces, quotes or `=` quoted as JSON. */
+export function formatFields(fields: Record<string, unknown>): string {
+  return Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => {
+      const text =
+        typeof value === 'string'
+          ? /^[^\s"=,()]+$/.test(value)
+            ? value
+            : JSON.stringify(value)
+          : typeof value === 'object' && value !== null
+            ? JSON.stringify(value)
+            : String(value);
+      return `${key}=${text}`;
+    })
+    .join(', ');
+}
+
+/** `warn: could not list the jobs of a campaign (campaign_id=12, error="...")`: one line a person reads. */
+export function formatLogLine(level: string, message: string, fields?: Record<string, unknown>): string {
+  const detail = fields && Object.keys(fields).length > 0 ? formatFields(fields) : '';
+  return `${level}: ${message}${detail ? ` (${detail})` : ''}\n`;
+}
+
+/** `GET /integration/v1/client/campaigns?page=1&per_page=100 -> 200 in 35 ms (attempt 2; retry in 1000 ms: HTTP 503)`. */
+export function formatRequestEvent(event: RequestEvent): string {
+  const notes = [
+    ...(event.attempt > 1 ? [`attempt ${event.attempt}`] : []),
+    ...(event.retryInMs !== undefined ? [`retry in ${event.retryInMs} ms`] : []),
+  ].join('; ');
+  const why = event.detail ? `${notes ? ': ' : ''}${event.detail}` : '';
+  const tail = notes || why ? ` (${notes}${why})` : '';
+  return `${event.method} ${event.path} -> ${event.status} in ${event.durationMs} ms${tail}`;
+}
+
+/**
+ * Log lines on stderr, one per line, for a person: `warn: <message> (field=value, ...)`.
+ * Warnings always; info and debug with `verbose`; errors when the run ends ({@link ConsoleLog.settle}).
+ */
+export function consoleLog(verbosity: Verbosity | boolean, sink: LineSink = process.stderr): ConsoleLog {
+  const level: Verbosity = verbosity === true ? 'verbose' : verbosity === false ? 'normal' : verbosity;
+  const verbose = level === 'verbose';
+  const held: string[] = [];
+  let settled = false;
+  const clear = sink.isTTY ? CLEAR_LINE : '';
+  const line = (name: string) => (message: string, fields?: Record<string, unknown>) => {
+    sink.write(clear + formatLogLine(name, message, fields));
+  };
   return {
-    debug: (m, f) => verbose && line('debug', m, f),
-    info: (m, f) => verbose && line('info', m, f),
-    warn: (m, f) => line('warn', m, f),
-    error: (m, f) => line('error', m, f),
+    debug: (m, f) => verbose && line('debug')(m, f),
+    info: (m, f) => verbose && line('info')(m, f),
+    warn: line('warn'),
+    error: (m, f) => {
+      const text = clear + formatLogLine('error', m, f);
+      if (settled) sink.write(text);
+      else held.push(text);
+    },
+    settle(runFailed) {
+      settled = true;
+      if (!runFailed) for (const text of held) sink.write(text);
+      held.length = 0;
+    },
   };
 }

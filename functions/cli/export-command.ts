@@ -1,41 +1,103 @@
 /**
  * The `export` command: one run against the real API, in one process. `npm run export` and
  * the packaged `campaign-report-exporter export` both call {@link exportCommand}.
+ *
+ * What it prints: a usage error or a run that failed or could not start is one line on stderr,
+ * `error: <reason>. <hint>`, and nothing else; a run that finished shows progress and warnings
+ * on stderr and its summary on stdout.
  */
-import { describeError } from '../../shared/errors.js';
-import { manifestKey } from '../../shared/export/layout.js';
+import { randomUUID } from 'node:crypto';
+import { ConfigError, describeError } from '../../shared/errors.js';
+import { manifestKey, STATE_ROOT } from '../../shared/export/layout.js';
 import { runExport } from '../../shared/export/run/local-run.js';
-import { parseCli, runOptionsOf, USAGE } from './config.js';
-import { cliDeps, consoleLog } from './deps.js';
-import { formatSummary, Progress } from './progress.js';
+import type { Manifest } from '../../shared/export/state/manifest.js';
+import { checkWritable } from '../../shared/storage/open.js';
+import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';
+import { cliDeps, consoleLog, formatRequestEvent } from './deps.js';
+import { formatSummary, Progress, type ProgressClock, type ProgressStream } from './progress.js';
+
+/** The command's surroundings; tests pass their own streams, folder and clock. */
+export interface CliIo {
+  stdout: ProgressStream;
+  stderr: ProgressStream;
+  /** The folder a relative --out is taken from (default: the working folder). */
+  cwd: string;
+  /** Time for the progress display. */
+  clock?: ProgressClock;
+}
+
+const USAGE_HINT = 'see --help';
 
 /** Runs `export` with `argv` (the flags after the command) and `env`; resolves to the exit code. */
-export async function exportCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let config: ReturnType<typeof parseCli>;
+export async function exportCommand(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  io: Partial<CliIo> = {},
+): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  const fail = (error: unknown, hint?: string): void => {
+    stderr.write(`error: ${describeError(error)}${hint ? ` (${hint})` : ''}\n`);
+  };
+
+  let config: CliConfig | 'help';
   try {
-    config = parseCli(argv, env);
+    config = parseCli(argv, env, io.cwd ?? process.cwd());
   } catch (error) {
-    process.stderr.write(`error: ${describeError(error)}\n\n${USAGE}\n`);
-    return 2;
+    fail(error, USAGE_HINT);
+    return EXIT.usage;
   }
   if (config === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
+    stdout.write(`${USAGE}\n`);
+    return EXIT.ok;
   }
-  const deps = cliDeps({ ...config, log: consoleLog(false) });
-  const progress = new Progress();
-  let manifest: Awaited<ReturnType<typeof runExport>>;
+
+  const log = consoleLog(config.verbose ? 'verbose' : config.quiet ? 'quiet' : 'normal', stderr);
+  let deps: ReturnType<typeof cliDeps>;
   try {
-    manifest = await runExport(deps, { ...runOptionsOf(config), onProgress: progress.onEvent });
-  } finally {
-    progress.finish();
+    deps = cliDeps({
+      ...config,
+      log,
+      ...(config.verbose && { onRequest: (event) => log.debug(formatRequestEvent(event)) }),
+    });
+  } catch (error) {
+    fail(error, error instanceof ConfigError ? USAGE_HINT : undefined);
+    return error instanceof ConfigError ? EXIT.usage : EXIT.failed;
   }
-  process.stdout.write(
-    `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`,
-  );
+
+  // --out is proven writable before the first API request: a wrong one costs nothing.
+  try {
+    await checkWritable(deps.storage, `${STATE_ROOT}/write-check-${process.pid}-${randomUUID()}`);
+  } catch (error) {
+    fail(error);
+    return EXIT.failed;
+  }
+
+  const progress = config.quiet ? undefined : new Progress(stderr, io.clock);
+  let manifest: Manifest;
+  try {
+    manifest = await runExport(deps, {
+      ...runOptionsOf(config),
+      ...(progress && { onProgress: progress.onEvent }),
+    });
+  } catch (error) {
+    // Another run holds --out, or the storage failed: the run could not go on.
+    progress?.finish('failed');
+    log.settle(true);
+    fail(error);
+    return EXIT.failed;
+  }
+  progress?.finish(manifest.status);
+  log.settle(manifest.status === 'failed');
   if (manifest.status === 'failed') {
-    process.stderr.write(`error: ${manifest.error?.message ?? 'the run failed'}\n`);
-    return 1;
+    // The reason carries the API's error_code and what to do (fatalOf); the manifest is written.
+    stderr.write(`error: ${manifest.error?.message ?? 'the run failed'}\n`);
+    return EXIT.failed;
   }
-  return 0;
+  if (!config.quiet) {
+    stdout.write(
+      `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`,
+    );
+  }
+  return manifest.status === 'partial' && config.failOnPartial ? EXIT.partial : EXIT.ok;
 }

@@ -3,9 +3,10 @@
  * command run from the repository (export-command.ts).
  */
 import { describeError } from '../../shared/errors.js';
+import { npmCallerFolder } from './config.js';
 import { exportCommand } from './export-command.js';
 
-exportCommand(process.argv.slice(2), process.env).then(
+exportCommand(process.argv.slice(2), process.env, { cwd: npmCallerFolder(process.env) }).then(
   (code) => {
     process.exitCode = code;
   },

@@ -16,6 +16,7 @@ import {
   type SqlColumn,
   tableColumns,
 } from '../../shared/export/views.js';
+import { displayWidth, oneLine, padEnd, truncate } from './columns.js';
 
 export interface QueryResult {
   columns: string[];
@@ -85,14 +86,20 @@ export async function openLakeSql(root: string): Promise<LakeSql> {
   };
 }
 
-/** A query result as an aligned text table. */
+/** The widest a result column is shown, in terminal columns; a longer value is cut with `…`. */
+const MAX_CELL_WIDTH = 40;
+
+/**
+ * A query result as an aligned text table. Widths are the columns text takes on a terminal
+ * (CJK and emoji two, combining marks none), so rows line up whatever the data.
+ */
 export function formatResult({ columns, rows }: QueryResult): string {
-  const cells = rows.map((row) => row.map((v) => (v === null || v === undefined ? 'NULL' : String(v))));
-  const widths = columns.map((c, i) =>
-    Math.max(c.length, ...cells.map((r) => Math.min(40, r[i]?.length ?? 0))),
-  );
-  const fmt = (values: string[]) =>
-    values.map((v, i) => (v.length > 40 ? `${v.slice(0, 39)}…` : v).padEnd(widths[i] ?? 0)).join(' │ ');
+  const cell = (v: unknown) =>
+    truncate(oneLine(v === null || v === undefined ? 'NULL' : String(v)), MAX_CELL_WIDTH);
+  const header = columns.map(cell);
+  const cells = rows.map((row) => columns.map((_, i) => cell(row[i])));
+  const widths = header.map((h, i) => Math.max(displayWidth(h), ...cells.map((r) => displayWidth(r[i]!))));
+  const fmt = (values: string[]) => values.map((v, i) => padEnd(v, widths[i]!)).join(' │ ');
   const rule = widths.map((w) => '─'.repeat(w)).join('─┼─');
-  return [fmt(columns), rule, ...cells.map(fmt)].join('\n');
+  return [fmt(header), rule, ...cells.map(fmt)].join('\n');
 }

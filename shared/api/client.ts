@@ -3,10 +3,13 @@
  * classification, retries with backoff, and adaptive rate limiting shared by the process.
  */
 import type { z } from 'zod';
-import { ConfigError, TransientApiError } from '../errors.js';
+import { ConfigError, ListingError, TransientApiError } from '../errors.js';
+import { RUN_DEFAULTS } from '../run-defaults.js';
+import { normalizeBaseUrl } from './base-url.js';
 import { type Clock, systemClock } from './clock.js';
 import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
 import { type Classified, classify, type HttpResult, httpGet } from './http.js';
+import { depthIssue } from './json-depth.js';
 import { AdaptiveRateLimiter, type RateLimiter, RateLimitWaitError } from './limiter.js';
 import { issuesOf, type ListedItem, type ReportOutcome } from './outcome.js';
 import { type ItemSchema, paginate } from './pagination.js';
@@ -23,7 +26,7 @@ import {
   ReportResponseSchema,
   VerifyResponseSchema,
 } from './schemas.js';
-import { commonStep, done, redactAnswer, refusalFields, type Step } from './steps.js';
+import { commonStep, done, redactAnswer, refusalFields, type Step, tooLarge } from './steps.js';
 
 export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
 export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
@@ -57,7 +60,7 @@ export interface RequestEvent {
   method: 'GET';
   /** Path and query, e.g. `/integration/v1/client/campaigns?page=2&per_page=100`. */
   path: string;
-  /** HTTP status, or 'error' when no (complete) answer came. */
+  /** HTTP status (also of an answer abandoned for its size), or 'error' when no (complete) answer came. */
   status: number | 'error';
   /** 1 for the first request of a call. */
   attempt: number;
@@ -78,6 +81,7 @@ export interface RequestStats {
 
 const API_PREFIX = '/integration/v1/client';
 const DEFAULT_TIMEOUT_MS = 30_000;
+const MIB = 1024 * 1024;
 const DEFAULT_KEY_SOURCE = 'the configured API key';
 
 type Interpret<T> = (answer: Classified) => Step<T>;
@@ -89,7 +93,7 @@ type Interpret<T> = (answer: Classified) => Step<T>;
  * @example
  * const client = new IntegrationApiClient({ baseUrl, apiKey, limiter });
  * const { companyName } = await client.verify();
- * for await (const campaign of client.campaigns()) if (campaign.valid) ...
+ * for await (const campaign of client.campaigns()) if (campaign.kind === 'item') ...
  */
 export class IntegrationApiClient {
   private apiKey: string;
@@ -97,6 +101,7 @@ export class IntegrationApiClient {
   private readonly limiter: RateLimiter;
   private readonly policy: RetryPolicy;
   private readonly timeoutMs: number;
+  private readonly maxBodyBytes: number;
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly keySource: string;
@@ -105,20 +110,14 @@ export class IntegrationApiClient {
   private refreshing: Promise<string> | undefined;
 
   constructor(private readonly options: ClientOptions) {
-    let base: URL;
-    try {
-      base = new URL(options.baseUrl);
-    } catch (cause) {
-      throw new ConfigError(`the API base URL is not a URL: ${JSON.stringify(options.baseUrl)}`, { cause });
-    }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-      throw new ConfigError(`the API base URL must be http(s), got ${base.protocol}`);
-    }
-    this.base = base.href.replace(/\/+$/, '');
+    this.base = normalizeBaseUrl(options.baseUrl);
     this.apiKey = options.apiKey;
     this.limiter = options.limiter ?? new AdaptiveRateLimiter();
     this.policy = resolveRetryPolicy(options.retry);
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxBodyBytes = options.maxBodyBytes ?? RUN_DEFAULTS.maxBodyMiB.value * MIB;
+    if (!Number.isSafeInteger(this.maxBodyBytes) || this.maxBodyBytes < 1)
+      throw new ConfigError(`maxBodyBytes must be a positive whole number, got ${options.maxBodyBytes}`);
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.keySource = options.keySource ?? DEFAULT_KEY_SOURCE;
@@ -141,7 +140,7 @@ export class IntegrationApiClient {
     });
   }
 
-  /** List Campaigns (4.2): every page, per_page=100; an item repeated across pages comes once. */
+  /** List Campaigns (4.2): every page, per_page=100; an item listed again on a later page comes as a repeat. */
   campaigns(): AsyncIterable<ListedItem<CampaignItem>> {
     return this.list(`${API_PREFIX}/campaigns`, CampaignItemSchema);
   }
@@ -161,6 +160,9 @@ export class IntegrationApiClient {
     return this.call<ReportOutcome>(path, (answer) => {
       switch (answer.kind) {
         case 'json': {
+          // JSON.parse reads any depth; writing the report (raw line, JSON text columns) would overflow.
+          const tooDeep = depthIssue(answer.value);
+          if (tooDeep) return done({ kind: 'invalid', issues: [tooDeep], body: answer.body });
           const parsed = ReportResponseSchema.safeParse(answer.value);
           if (!parsed.success)
             return done({ kind: 'invalid', issues: issuesOf(parsed.error), body: answer.body });
@@ -188,6 +190,8 @@ export class IntegrationApiClient {
             });
           }
           return commonStep(answer, path);
+        case 'too_large':
+          return done({ kind: 'failed', error: tooLarge(answer, path), retryable: false });
         default: {
           const step = commonStep<ReportOutcome>(answer, path);
           if (step.kind !== 'retry') return step;
@@ -206,16 +210,24 @@ export class IntegrationApiClient {
     basePath: string,
     schema: ItemSchema<T>,
   ): AsyncIterable<ListedItem<T>> {
-    return paginate((page) => {
-      const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
-      return this.call<ListEnvelope>(path, (answer) => {
-        if (answer.kind !== 'json') return commonStep(answer, path);
-        const parsed = ListEnvelopeSchema.safeParse(answer.value);
-        // A cut or garbled page: worth another try, like a truncated body.
-        if (!parsed.success) return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
-        return done(parsed.data);
-      });
-    }, schema);
+    return paginate(
+      basePath,
+      (page) => {
+        const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
+        return this.call<ListEnvelope>(path, (answer) => {
+          // A page too large to read ends the listing, as a page that cannot be believed does.
+          if (answer.kind === 'too_large')
+            return { kind: 'throw', error: tooLarge(answer, path, ListingError) };
+          if (answer.kind !== 'json') return commonStep(answer, path);
+          const parsed = ListEnvelopeSchema.safeParse(answer.value);
+          // A cut or garbled page: worth another try, like a truncated body.
+          if (!parsed.success)
+            return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
+          return done(parsed.data);
+        });
+      },
+      schema,
+    );
   }
 
   /**
@@ -232,6 +244,8 @@ export class IntegrationApiClient {
       const step = interpret(answer);
       const status = answer.status;
       const event: RequestEvent = { method: 'GET', path, status, attempt, durationMs };
+      // An answer abandoned for its size carries a plain 200: the log line says why it failed.
+      if (answer.kind === 'too_large') event.detail = answer.detail;
 
       if (step.kind === 'done' || step.kind === 'throw') {
         this.emit(event);
@@ -293,7 +307,8 @@ export class IntegrationApiClient {
     const sentAt = this.clock.now();
     let answer: Classified;
     try {
-      const result = await httpGet(url, this.headers(key), this.timeoutMs);
+      const limits = { timeoutMs: this.timeoutMs, maxBodyBytes: this.maxBodyBytes };
+      const result = await httpGet(url, this.headers(key), limits);
       answer = classify(result, (value) => parseRetryAfter(value, this.clock.wallNow()));
       this.teachLimiter(result, answer);
     } finally {
@@ -308,7 +323,7 @@ export class IntegrationApiClient {
 
   private teachLimiter(result: HttpResult, answer: Classified): void {
     const info =
-      result.kind === 'answer' ? parseRateLimitHeaders(result.headers, this.clock.wallNow()) : undefined;
+      result.kind === 'failure' ? undefined : parseRateLimitHeaders(result.headers, this.clock.wallNow());
     if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs, info);
     // Only answers the API gave as itself teach the limiter that the rate is fine: a fast
     // 5xx outage must not speed it up.
