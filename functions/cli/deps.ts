@@ -43,6 +43,7 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
       new IntegrationApiClient({
         baseUrl: options.baseUrl,
         apiKey: options.apiKey,
+        keySource: 'INTEGRATION_API_KEY',
         limiter,
         ...(options.maxBodyMiB !== undefined && { maxBodyBytes: options.maxBodyMiB * MIB }),
         ...(options.onRequest && { onEvent: options.onRequest }),
