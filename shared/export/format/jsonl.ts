@@ -29,7 +29,11 @@ export class JsonLinesBuffer {
   #pendingChars = 0;
   #count = 0;
 
-  /** Serialises one line now; throws an `ExporterError` for a value JSON cannot represent. */
+  /**
+   * Serialises one line now; throws an `ExporterError` for a value JSON cannot represent (or
+   * nested too deep for JSON.stringify). All or nothing: a line that throws leaves the buffer
+   * as it was, so a caller can skip it and go on.
+   */
   add(line: unknown): void {
     let text: string | undefined;
     try {
@@ -38,10 +42,11 @@ export class JsonLinesBuffer {
       throw new ExporterError(`JSON Lines: line ${this.#count} cannot be written as JSON`, { cause });
     }
     if (text === undefined) throw new ExporterError(`JSON Lines: line ${this.#count} is not a JSON value`);
+    // Compress the lines before this one first: nothing can fail once the line is counted.
+    if (this.#pendingChars + text.length + 1 > MEMBER_TEXT_CHARS) this.#flush();
     this.#pending.push(text);
     this.#pendingChars += text.length + 1;
     this.#count++;
-    if (this.#pendingChars >= MEMBER_TEXT_CHARS) this.#flush();
   }
 
   get length(): number {

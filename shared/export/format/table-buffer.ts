@@ -38,4 +38,37 @@ export class TableBuffer implements RowSink {
   encode(table: TableName): Uint8Array {
     return encodeParquetColumns(TABLES[table], this.columns(table));
   }
+
+  /** Rows of every table now: where the rows added next start, for {@link check} and {@link truncate}. */
+  mark(): RowMark {
+    return new Map([...this.#tables].map(([name, buffer]) => [name, buffer.rowCount]));
+  }
+
+  /**
+   * Throws, naming the table, column and row, when a cell added since `since` (default: any)
+   * would not encode (see `ColumnBuffer.check`).
+   */
+  check(since?: RowMark): void {
+    for (const [name, buffer] of this.#tables) buffer.check(since?.get(name) ?? 0);
+  }
+
+  /**
+   * Drops every row added since `mark`. With {@link check}, how one report's rows join a batch
+   * all or nothing: dropping only shortens arrays, so it cannot fail half-way.
+   *
+   * @example
+   * const mark = batch.mark();
+   * try {
+   *   appendReportRows(batch, report, ids, ctx);
+   *   batch.check(mark);
+   * } catch (error) {
+   *   batch.truncate(mark); // the batch holds no row of this report
+   * }
+   */
+  truncate(mark: RowMark): void {
+    for (const [name, buffer] of this.#tables) buffer.truncate(mark.get(name) ?? 0);
+  }
 }
+
+/** Rows per table at one moment (see `TableBuffer.mark`). */
+export type RowMark = ReadonlyMap<TableName, number>;

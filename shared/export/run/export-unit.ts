@@ -5,9 +5,11 @@
  * pending and names its files by attempt; only files its summary lists are ever published, so
  * no (job_id, run_id) gets rows twice, even when a delivery died between its files and its summary.
  */
-import type { ReportOutcome } from '../../api/client.js';
+import type { ReportOutcome, ValidationIssue } from '../../api/client.js';
+import { describeError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { appendReportRows } from '../format/flatten.js';
+import { jsonTextOf } from '../format/json-text.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { STATE_KEYS } from '../layout.js';
@@ -58,7 +60,7 @@ function resultOf(outcome: ReportOutcome, fp: string): UnitJobResult {
     case 'not_found':
       return { fp, outcome: 'not_found' };
     case 'invalid':
-      return { fp, outcome: 'invalid', detail: `${outcome.issues.length} validation issue(s)` };
+      return { fp, outcome: 'invalid', detail: invalidDetail(outcome.issues) };
     case 'failed':
       return {
         fp,
@@ -66,6 +68,23 @@ function resultOf(outcome: ReportOutcome, fp: string): UnitJobResult {
         detail: outcome.error.errorCode ?? outcome.error.message,
       };
   }
+}
+
+/**
+ * Longest text kept from an issue in a unit summary or a quarantine record: a refused cell's
+ * message quotes the cell, which may be megabytes long.
+ */
+const DETAIL_CHARS = 300;
+
+const clip = (text: string): string =>
+  text.length > DETAIL_CHARS ? `${text.slice(0, DETAIL_CHARS - 1)}…` : text;
+
+/** What made a report invalid, in a line: its first issue (the quarantine record has them all). */
+function invalidDetail(issues: readonly ValidationIssue[]): string {
+  const [first] = issues;
+  if (first === undefined) return 'invalid';
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more issue(s))` : '';
+  return clip(`${first.path ? `${first.path}: ` : ''}${first.message}${more}`);
 }
 
 /** A report that names another job than the one asked for is a provider bug: invalid, not data. */
@@ -80,8 +99,58 @@ function sameJob(outcome: ReportOutcome, jobId: number): ReportOutcome {
         message: `names job ${outcome.report.job.id}, asked for job ${jobId}`,
       },
     ],
-    body: JSON.stringify({ data: outcome.raw }),
+    body: jsonTextOf({ data: outcome.raw }),
   };
+}
+
+type Fetched = Extract<ReportOutcome, { kind: 'ok' }>;
+
+/** What a unit writes: the rows of every table and the raw lines, staged together at its end. */
+interface UnitBuffers {
+  rows: TableBuffer;
+  rawLines: JsonLinesBuffer;
+}
+
+/**
+ * Adds one report's rows and raw line to the unit's buffers, all or nothing, and returns its
+ * outcome. A report that cannot be written (a value the row builder or a Parquet column
+ * refuses, a raw line JSON cannot hold) comes back `invalid`, its issue naming the step that
+ * failed: one report must not stop its unit, nor every later run that asks for it again.
+ * Synchronous, so no other report's rows come in between.
+ */
+function addReport(
+  buffers: UnitBuffers,
+  fetched: Fetched,
+  unit: Unit,
+  jobId: number,
+  at: Date,
+): ReportOutcome {
+  // Its rows are checked as the encoder will check them, and dropped again unless the raw line
+  // goes in too (dropping only shortens arrays: it cannot fail half-way).
+  const mark = buffers.rows.mark();
+  let step = 'row builder';
+  try {
+    const ids = { campaignId: unit.campaign_id, jobId };
+    appendReportRows(buffers.rows, fetched.report, ids, { runId: unit.run_id, exportedAt: at });
+    buffers.rows.check(mark);
+    step = 'raw line';
+    // Adds nothing when it throws (JsonLinesBuffer.add is all or nothing).
+    buffers.rawLines.add(
+      rawLine(unit.run_id, at.toISOString(), fetched.raw, { campaign_id: ids.campaignId, job_id: jobId }),
+    );
+  } catch (error) {
+    buffers.rows.truncate(mark);
+    const cause =
+      error instanceof Error && error.cause !== undefined ? ` (${describeError(error.cause)})` : '';
+    const message = clip(`${step}: ${describeError(error)}${cause}`);
+    return {
+      kind: 'invalid',
+      issues: [{ path: 'data', code: 'unwritable', message }],
+      // The `ok` outcome carries the parsed body, not its text: kept as its JSON text.
+      body: jsonTextOf({ data: fetched.raw }),
+    };
+  }
+  return fetched;
 }
 
 export async function exportUnit(
@@ -103,24 +172,13 @@ export async function exportUnit(
   let fatal: UnitSummary['fatal'];
   try {
     await mapPool(todo, options.concurrency ?? DEFAULT_FETCH_CONCURRENCY, async (job) => {
-      const outcome = sameJob(await api.getReport(unit.campaign_id, job.job_id), job.job_id);
+      const fetched = sameJob(await api.getReport(unit.campaign_id, job.job_id), job.job_id);
       const fetchedAt = deps.now();
+      const outcome =
+        fetched.kind === 'ok' ? addReport({ rows, rawLines }, fetched, unit, job.job_id, fetchedAt) : fetched;
       const result = resultOf(outcome, job.fp);
       results[job.job_id] = result;
-      if (outcome.kind === 'ok') {
-        rawLines.add(
-          rawLine(unit.run_id, fetchedAt.toISOString(), outcome.raw, {
-            campaign_id: unit.campaign_id,
-            job_id: job.job_id,
-          }),
-        );
-        appendReportRows(
-          rows,
-          outcome.report,
-          { campaignId: unit.campaign_id, jobId: job.job_id },
-          { runId: unit.run_id, exportedAt: fetchedAt },
-        );
-      } else if (outcome.kind === 'invalid') {
+      if (outcome.kind === 'invalid') {
         await quarantine(deps.storage, unit, {
           name: `campaign-${unit.campaign_id}-job-${job.job_id}`,
           body: outcome.body,

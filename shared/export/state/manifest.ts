@@ -95,6 +95,7 @@ export const emptyCounts = (): ManifestCounts => ({
  */
 export function runStatus(counts: ManifestCounts, fatal: boolean, unlistedCampaigns = 0): RunStatus {
   if (fatal) return 'failed';
-  const incomplete = counts.reports_failed + counts.reports_invalid + counts.campaigns_invalid + unlistedCampaigns;
+  const incomplete =
+    counts.reports_failed + counts.reports_invalid + counts.campaigns_invalid + unlistedCampaigns;
   return incomplete > 0 ? 'partial' : 'succeeded';
 }

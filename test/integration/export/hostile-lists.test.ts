@@ -143,6 +143,8 @@ describe('a run against hostile lists', () => {
     expect(manifest.unlisted_campaigns).toEqual([1]);
     expect(manifest.counts).toMatchObject({ jobs: 1, reports_exported: 1 });
     const warning = log.lines.find((l) => l.message === 'listing jobs stopped');
-    expect(warning?.fields?.error).toMatch(`GET ${JOBS_PATH}?page=1&per_page=100: answer of 1.9 MiB announced by Content-Length, larger than 1 MiB`);
+    expect(warning?.fields?.error).toMatch(
+      `GET ${JOBS_PATH}?page=1&per_page=100: answer of 1.9 MiB announced by Content-Length, larger than 1 MiB`,
+    );
   });
 });

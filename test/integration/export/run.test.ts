@@ -51,6 +51,8 @@ describe('a run against the simulator', () => {
       reports_not_found: 0,
       reports_invalid: invalid,
       reports_failed: forbidden,
+      campaigns_invalid: 0,
+      duplicates: 0,
     });
     expect(manifest.status).toBe('partial');
     expect(manifest.requests.total).toBe(simulator.stats.total);
