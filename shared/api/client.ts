@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import { ConfigError, ListingError, TransientApiError } from '../errors.js';
 import { RUN_DEFAULTS } from '../run-defaults.js';
-import { normalizeBaseUrl } from './base-url.js';
+import { API_PATH_PREFIX, normalizeBaseUrl } from './base-url.js';
 import { type Clock, systemClock } from './clock.js';
 import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
 import { type Classified, classify, type HttpResult, httpGet } from './http.js';
@@ -79,7 +79,6 @@ export interface RequestStats {
   byStatus: Record<string, number>;
 }
 
-const API_PREFIX = '/integration/v1/client';
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MIB = 1024 * 1024;
 const DEFAULT_KEY_SOURCE = 'the configured API key';
@@ -126,7 +125,7 @@ export class IntegrationApiClient {
 
   /** Verify (4.1): confirms the key is active; returns the name of the company it belongs to. */
   async verify(): Promise<{ companyName: string }> {
-    const path = `${API_PREFIX}/verify`;
+    const path = `${API_PATH_PREFIX}/verify`;
     return this.call(path, (answer) => {
       if (answer.kind !== 'json') return commonStep(answer, path);
       const parsed = VerifyResponseSchema.safeParse(answer.value);
@@ -142,13 +141,13 @@ export class IntegrationApiClient {
 
   /** List Campaigns (4.2): every page, per_page=100; an item listed again on a later page comes as a repeat. */
   campaigns(): AsyncIterable<ListedItem<CampaignItem>> {
-    return this.list(`${API_PREFIX}/campaigns`, CampaignItemSchema);
+    return this.list(`${API_PATH_PREFIX}/campaigns`, CampaignItemSchema);
   }
 
   /** List Jobs (4.3) of a campaign, every page; a campaign gone (404) throws ApiError with status 404. */
   async *jobs(campaignId: number): AsyncIterable<ListedItem<JobItem>> {
     // A generator, so that a bad id fails where the items are read, like every other error.
-    yield* this.list(`${API_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`, JobItemSchema);
+    yield* this.list(`${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`, JobItemSchema);
   }
 
   /**
@@ -156,7 +155,7 @@ export class IntegrationApiClient {
    * throws: AuthError (401), AccessDeniedError (403 IP/domain), RequestValidationError (422).
    */
   async getReport(campaignId: number, jobId: number): Promise<ReportOutcome> {
-    const path = `${API_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs/${pathId('jobId', jobId)}/report`;
+    const path = `${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs/${pathId('jobId', jobId)}/report`;
     return this.call<ReportOutcome>(path, (answer) => {
       switch (answer.kind) {
         case 'json': {
