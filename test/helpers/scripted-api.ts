@@ -5,11 +5,18 @@
  */
 import { afterEach } from 'vitest';
 import { cliDeps } from '../../functions/cli/deps.js';
+import { API_PATH_PREFIX } from '../../shared/api/base-url.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { type LocalRunOptions, runExport } from '../../shared/export/run/local-run.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import type { Log } from '../../shared/log.js';
-import { type Reply, startServer, type TestServer } from '../integration/api/server.js';
+import {
+  errorReply,
+  type Reply,
+  type Route,
+  startServer,
+  type TestServer,
+} from '../integration/api/server.js';
 import { listPage, reportData, verifyAnswer } from '../unit/api/fixtures.js';
 import { tempDir } from './export.js';
 
@@ -34,25 +41,32 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((server) => server.close()));
 });
 
-/** Starts the scripted API; closed after the test. */
-export async function scriptedApi(script: ApiScript = {}): Promise<TestServer> {
+/**
+ * The scripted API as a route of the test server: for a server a test starts and closes
+ * itself (one for a whole file); an unknown path is a 404.
+ */
+export function scriptedRoute(script: ApiScript = {}): Route {
   const campaignIds = script.campaignIds ?? [1];
   const jobIds = script.jobIds ?? [11, 12];
-  const server = await startServer((request) => {
+  const campaigns = script.campaigns ?? (() => onePage(campaignIds.map((id) => ({ id }))));
+  const jobs = script.jobs ?? (() => onePage(jobIds.map((id) => ({ id, job_status: 2 }))));
+  const report = script.report ?? ((_c: number, jobId: number) => ({ body: { data: reportData(jobId) } }));
+  return (request) => {
     const page = Number(request.query.get('page') ?? 1);
-    const parts = request.path.replace('/integration/v1/client', '').split('/').filter(Boolean);
-    if (parts[0] === 'verify') return { body: verifyAnswer() };
-    const campaignId = Number(parts[1]);
-    if (parts.length === 1)
-      return (script.campaigns ?? (() => onePage(campaignIds.map((id) => ({ id })))))(page);
-    if (parts.length === 3)
-      return (script.jobs ?? (() => onePage(jobIds.map((id) => ({ id, job_status: 2 })))))(campaignId, page);
-    const jobId = Number(parts[3]);
-    return (script.report ?? ((_c: number, j: number) => ({ body: { data: reportData(j) } })))(
-      campaignId,
-      jobId,
-    );
-  });
+    const path = request.path.startsWith(API_PATH_PREFIX) ? request.path.slice(API_PATH_PREFIX.length) : '';
+    if (path === '/verify') return { body: verifyAnswer() };
+    if (path === '/campaigns') return campaigns(page);
+    const listing = /^\/campaigns\/(\d+)\/jobs$/.exec(path);
+    if (listing) return jobs(Number(listing[1]), page);
+    const one = /^\/campaigns\/(\d+)\/jobs\/(\d+)\/report$/.exec(path);
+    if (one) return report(Number(one[1]), Number(one[2]));
+    return errorReply(404, 'NOT_FOUND', 'Resource not found.');
+  };
+}
+
+/** Starts the scripted API; closed after the test. */
+export async function scriptedApi(script: ApiScript = {}): Promise<TestServer> {
+  const server = await startServer(scriptedRoute(script));
   open.push(server);
   return server;
 }

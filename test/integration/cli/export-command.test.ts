@@ -13,54 +13,24 @@ import { OutputLock } from '../../../shared/export/state/lock.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { Captured } from '../../helpers/cli.js';
 import { tempDir } from '../../helpers/export.js';
+import { type ApiScript, onePage, scriptedApi } from '../../helpers/scripted-api.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
-import { listPage, reportData, verifyAnswer } from '../../unit/api/fixtures.js';
-import { errorReply, type Reply, type Route, startServer, type TestServer } from '../api/server.js';
+import { listPage, reportData } from '../../unit/api/fixtures.js';
+import { errorReply, type Reply, type TestServer } from '../api/server.js';
 
 const KEY = 'sk_test_4f1c9a7e2b';
 const isRoot = process.getuid?.() === 0;
 
-/** A small API: campaign 7 with jobs 101 and 102, each with a report; parts replaceable. */
-interface ScriptedApi {
-  campaigns?: unknown[];
-  jobs?: (campaignId: number) => Reply;
-  report?: (campaignId: number, jobId: number) => Reply;
-}
-
-function apiRoute(api: ScriptedApi = {}): Route {
-  return (request) => {
-    const path = request.path.slice(API_PATH_PREFIX.length);
-    if (!request.path.startsWith(`${API_PATH_PREFIX}/`)) return errorReply(404, 'NOT_FOUND', 'no such path');
-    if (path === '/verify') return { body: verifyAnswer() };
-    if (path === '/campaigns')
-      return { body: listPage(api.campaigns ?? [{ id: 7, campaign_name: 'Spring' }], 1, 1) };
-    const jobs = /^\/campaigns\/(\d+)\/jobs$/.exec(path);
-    if (jobs) return api.jobs?.(Number(jobs[1])) ?? { body: listPage([{ id: 101 }, { id: 102 }], 1, 1) };
-    const report = /^\/campaigns\/(\d+)\/jobs\/(\d+)\/report$/.exec(path);
-    if (report) {
-      const [campaignId, jobId] = [Number(report[1]), Number(report[2])];
-      return api.report?.(campaignId, jobId) ?? { body: { data: reportData(jobId) } };
-    }
-    return errorReply(404, 'NOT_FOUND', 'no such path');
-  };
-}
-
-const servers: TestServer[] = [];
 const simulators: Simulator[] = [];
 const undo: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  await Promise.all([
-    ...servers.splice(0).map((s) => s.close()),
-    ...simulators.splice(0).map((s) => s.close()),
-  ]);
+  await Promise.all(simulators.splice(0).map((s) => s.close()));
   for (const step of undo.splice(0)) await step();
 });
 
-async function scripted(api?: ScriptedApi): Promise<TestServer> {
-  const server = await startServer(apiRoute(api));
-  servers.push(server);
-  return server;
-}
+/** A small API: campaign 7 with jobs 101 and 102, each with a report; parts replaceable. */
+const scripted = (script: ApiScript = {}): Promise<TestServer> =>
+  scriptedApi({ campaignIds: [7], jobIds: [101, 102], ...script });
 
 interface Ran {
   code: number;
@@ -279,7 +249,7 @@ describe('what a run prints', () => {
 
   it('shows warnings as human lines, not JSON', async () => {
     const server = await scripted({
-      campaigns: [{ id: 7 }, { id: 8 }],
+      campaigns: () => onePage([{ id: 7 }, { id: 8 }]),
       jobs: (id) =>
         id === 8
           ? errorReply(404, 'NOT_FOUND', 'Campaign not found')
@@ -292,7 +262,7 @@ describe('what a run prints', () => {
 
   it('--quiet prints no progress and no summary, only warnings', async () => {
     const server = await scripted({
-      campaigns: [{ id: 7 }, { id: 8 }],
+      campaigns: () => onePage([{ id: 7 }, { id: 8 }]),
       jobs: (id) =>
         id === 8
           ? errorReply(404, 'NOT_FOUND', 'Campaign not found')
@@ -317,7 +287,7 @@ describe('what a run prints', () => {
   });
 
   it('shows invalid campaign items in the summary', async () => {
-    const server = await scripted({ campaigns: [{ id: 7 }, { id: 'seven' }] });
+    const server = await scripted({ campaigns: () => onePage([{ id: 7 }, { id: 'seven' }]) });
     const r = await run(['--out', await tempDir('out')], envOf(server));
     expect(r.stdout).toMatch(/^ {2}status\s+partial$/m);
     expect(r.stdout).toMatch(/^ {2}campaigns invalid\s+1$/m);

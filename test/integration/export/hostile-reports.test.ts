@@ -11,6 +11,7 @@ import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_PATH_PREFIX } from '../../../shared/api/base-url.js';
 import { IntegrationApiClient } from '../../../shared/api/client.js';
 import { MAX_JSON_DEPTH } from '../../../shared/api/json-depth.js';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
@@ -27,7 +28,8 @@ import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { expectedRowCounts, tempDir } from '../../helpers/export.js';
 import { realisticReports } from '../../helpers/realistic-reports.js';
 import { listQuestion, reportArb, scalarQuestion, section, textInput } from '../../helpers/reports.js';
-import { type Reply, startServer, type TestServer } from '../api/server.js';
+import { onePage, scriptedRoute } from '../../helpers/scripted-api.js';
+import { errorReply, type Reply, startServer, type TestServer } from '../api/server.js';
 
 /**
  * Peak RSS growth allowed over the property test. At its worst a case has five reports that
@@ -42,15 +44,10 @@ const RSS_PEAK_GROWTH_MIB = 512;
  * it. Measured: ~1 MiB.
  */
 const HEAP_GROWTH_MIB = 32;
-const API = '/integration/v1/client';
 const KEY = 'hostile-test-key-3b9d1f';
 const CAMPAIGN = 7;
 
 // ---- A scripted API: one campaign, its jobs, and a body per job's report ----------------
-
-const page = (items: unknown[]): Reply => ({
-  body: { data: items, meta: { current_page: 1, per_page: 100, total: items.length, last_page: 1 } },
-});
 
 /** Sends `bytes` as a complete 200 answer: a hostile body, not a broken connection. */
 const bytesReply = (bytes: Buffer): Reply => ({
@@ -70,17 +67,16 @@ interface HostileApi {
 
 async function hostileApi(): Promise<HostileApi> {
   let bodies: ReadonlyMap<number, Buffer> = new Map();
-  const server = await startServer((request) => {
-    const { path } = request;
-    if (path === `${API}/verify`)
-      return { body: { data: { verified: true, company: { name: 'Hostile Inc' } } } };
-    if (path === `${API}/campaigns`) return page([{ id: CAMPAIGN, campaign_name: 'Hostile' }]);
-    if (path === `${API}/campaigns/${CAMPAIGN}/jobs`)
-      return page([...bodies.keys()].map((id) => ({ id, job_status: 2 })));
-    const bytes = bodies.get(reportJobOf(path) ?? -1);
-    if (bytes) return bytesReply(bytes);
-    return { status: 404, body: { error_code: 'NOT_FOUND', message: 'Resource not found.' } };
-  });
+  const server = await startServer(
+    scriptedRoute({
+      campaignIds: [CAMPAIGN],
+      jobs: () => onePage([...bodies.keys()].map((id) => ({ id, job_status: 2 }))),
+      report: (_campaign, jobId) => {
+        const bytes = bodies.get(jobId);
+        return bytes ? bytesReply(bytes) : errorReply(404, 'NOT_FOUND', 'Resource not found.');
+      },
+    }),
+  );
   return {
     server,
     serve: (next) => {
@@ -91,7 +87,7 @@ async function hostileApi(): Promise<HostileApi> {
 }
 
 function reportJobOf(path: string): number | undefined {
-  const match = new RegExp(`^${API}/campaigns/${CAMPAIGN}/jobs/(\\d+)/report$`).exec(path);
+  const match = new RegExp(`^${API_PATH_PREFIX}/campaigns/${CAMPAIGN}/jobs/(\\d+)/report$`).exec(path);
   return match ? Number(match[1]) : undefined;
 }
 
