@@ -1,5 +1,5 @@
 /** Builders for the run records tests put in storage or hand to the finisher. */
-import type { RunRecord } from '../../shared/export/state/records.js';
+import type { PlanRecord, RunRecord } from '../../shared/export/state/records.js';
 
 export const TEST_RUN_ID = '20261122T031500Z-a1b2c3';
 
@@ -16,6 +16,24 @@ export function runRecord(overrides: Partial<RunRecord> = {}): RunRecord {
     duplicates: 0,
     staged: [],
     requests: { total: 0, retried: 0, by_status: {} },
+    ...overrides,
+  };
+}
+
+/** A plan of campaign 1 with one unit `c1-u0` and nothing else listed, overridable field by field. */
+export function planRecord(overrides: Partial<PlanRecord> = {}): PlanRecord {
+  return {
+    campaign_id: 1,
+    jobs: 0,
+    units: ['c1-u0'],
+    fetch: [],
+    unit_size: 100,
+    unchanged: [],
+    jobs_invalid: 0,
+    duplicates: 0,
+    requests: { total: 0, retried: 0, by_status: {} },
+    campaign_gone: false,
+    staged: [],
     ...overrides,
   };
 }

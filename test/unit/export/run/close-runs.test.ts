@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { closeRuns } from '../../../../shared/export/run/close-runs.js';
 import type { Manifest } from '../../../../shared/export/state/manifest.js';
-import { encodeRecord, type PlanRecord, type RunRecord } from '../../../../shared/export/state/records.js';
+import { encodeRecord, type RunRecord } from '../../../../shared/export/state/records.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
-import { runRecord } from '../../../helpers/records.js';
+import { planRecord, runRecord } from '../../../helpers/records.js';
 
 const STARTED = Date.parse('2026-11-22T03:15:00Z');
 const MINUTE = 60_000;
@@ -17,19 +17,7 @@ async function storageWith(runs: { id: string; unitDone: boolean; driver?: RunRe
   const storage = new LocalStorage(await tempDir('close-runs'));
   for (const { id, unitDone, driver = 'queues' } of runs) {
     await storage.put(STATE_KEYS.runRecord(id), encodeRecord(runRecord({ run_id: id, driver })));
-    const plan: PlanRecord = {
-      campaign_id: 1,
-      jobs: 1,
-      units: ['c1-u0'],
-      fetch: [{ job_id: 7, fp: 'f' }],
-      unit_size: 100,
-      unchanged: [],
-      jobs_invalid: 0,
-      duplicates: 0,
-      requests: none,
-      campaign_gone: false,
-      staged: [],
-    };
+    const plan = planRecord({ jobs: 1, fetch: [{ job_id: 7, fp: 'f' }], requests: none });
     await storage.put(STATE_KEYS.plan(id, 1), encodeRecord(plan));
     if (unitDone) {
       const summary = {

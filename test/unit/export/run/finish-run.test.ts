@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
 import { finishRun } from '../../../../shared/export/run/finish-run.js';
 import { loadCampaignState } from '../../../../shared/export/state/incremental.js';
-import { encodeRecord, type PlanRecord, type UnitSummary } from '../../../../shared/export/state/records.js';
+import { encodeRecord, type UnitSummary } from '../../../../shared/export/state/records.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
-import { runRecord, TEST_RUN_ID } from '../../../helpers/records.js';
+import { planRecord, runRecord, TEST_RUN_ID } from '../../../helpers/records.js';
 
 const RUN = TEST_RUN_ID;
 const none = { total: 1, retried: 0, by_status: { '200': 1 } };
@@ -14,19 +14,7 @@ const none = { total: 1, retried: 0, by_status: { '200': 1 } };
 async function storageWithRun(): Promise<LocalStorage> {
   const storage = new LocalStorage(await tempDir('finish'));
   const record = runRecord({ run_id: RUN, requests: none });
-  const plan: PlanRecord = {
-    campaign_id: 1,
-    jobs: 2,
-    units: ['c1-u0'],
-    fetch: [],
-    unit_size: 100,
-    unchanged: [],
-    jobs_invalid: 0,
-    duplicates: 0,
-    requests: none,
-    campaign_gone: false,
-    staged: [],
-  };
+  const plan = planRecord({ jobs: 2, requests: none });
   const unit: UnitSummary = {
     unit: 'c1-u0',
     campaign_id: 1,

@@ -12,7 +12,7 @@ import {
   type RunRecord,
   type UnitSummary,
 } from '../../../../shared/export/state/records.js';
-import { runRecord } from '../../../helpers/records.js';
+import { planRecord, runRecord } from '../../../helpers/records.js';
 
 const RUN = '20261122T031500Z-a1b2c3';
 const requests = (total: number, s429 = 0): RequestCounts => ({
@@ -31,19 +31,7 @@ function records(
 ): RunRecords {
   const record = runRecord({ run_id: RUN, requests: requests(2), ...overrides.record });
   const plans: PlanRecord[] = overrides.plans ?? [
-    {
-      campaign_id: 1,
-      jobs: 6,
-      units: ['c1-u0'],
-      fetch: [],
-      unit_size: 100,
-      unchanged: [{ job_id: 10, fp: 'f' }],
-      jobs_invalid: 1,
-      duplicates: 0,
-      requests: requests(1),
-      campaign_gone: false,
-      staged: [],
-    },
+    planRecord({ jobs: 6, unchanged: [{ job_id: 10, fp: 'f' }], jobs_invalid: 1, requests: requests(1) }),
   ];
   const units: UnitSummary[] = overrides.units ?? [
     {
@@ -72,21 +60,7 @@ function records(
 function cleanRecords(record: Partial<RunRecord> = {}): RunRecords {
   return records({
     record,
-    plans: [
-      {
-        campaign_id: 1,
-        jobs: 1,
-        units: ['c1-u0'],
-        fetch: [],
-        unit_size: 100,
-        unchanged: [],
-        jobs_invalid: 0,
-        duplicates: 0,
-        requests: requests(1),
-        campaign_gone: false,
-        staged: [],
-      },
-    ],
+    plans: [planRecord({ jobs: 1, requests: requests(1) })],
     units: [
       {
         unit: 'c1-u0',
