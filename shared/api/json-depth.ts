@@ -26,6 +26,9 @@ export function jsonDepth(value: unknown, limit: number = MAX_JSON_DEPTH): numbe
   return deepest;
 }
 
+/** The issue code of a value nested too deep. */
+export const TOO_DEEP = 'too_deep';
+
 /** The issue of a value nested deeper than `limit`, at `path`; undefined when it is not. */
 export function depthIssue(
   value: unknown,
@@ -33,5 +36,5 @@ export function depthIssue(
   limit: number = MAX_JSON_DEPTH,
 ): ValidationIssue | undefined {
   if (jsonDepth(value, limit) <= limit) return undefined;
-  return { path, code: 'too_deep', message: `nested more than ${limit} levels deep` };
+  return { path, code: TOO_DEEP, message: `nested more than ${limit} levels deep` };
 }

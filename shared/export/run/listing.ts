@@ -5,7 +5,7 @@
  * quarantined as well when its content differs from the copy that was used.
  */
 import type { ListedItem, ValidationIssue } from '../../api/client.js';
-import { depthIssue } from '../../api/json-depth.js';
+import { TOO_DEEP } from '../../api/json-depth.js';
 import type { JsonLinesBuffer } from '../format/jsonl.js';
 import { rawLine } from '../raw-lines.js';
 import { quarantine } from '../state/quarantine.js';
@@ -44,7 +44,8 @@ export class ListingTally {
       return undefined;
     }
     // A value too deep to write has no raw line: the quarantine keeps it, as text.
-    if (!depthIssue(listed.raw)) {
+    const tooDeep = listed.kind === 'invalid' && listed.issues.some((issue) => issue.code === TOO_DEEP);
+    if (!tooDeep) {
       const path = this.campaignId === undefined ? {} : { campaign_id: this.campaignId };
       this.rawLines.add(rawLine(this.run.run_id, fetchedAt, listed.raw, path));
     }

@@ -147,4 +147,25 @@ describe('a run against hostile lists', () => {
       `GET ${JOBS_PATH}?page=1&per_page=100: answer of 1.9 MiB announced by Content-Length, larger than 1 MiB`,
     );
   });
+
+  it('quarantines a campaign item nested too deep to write as text, with no raw line, and ends partial', async () => {
+    // Written out by hand: JSON.stringify itself cannot write it.
+    const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`;
+    const meta = '{"current_page":1,"per_page":100,"total":2,"last_page":1}';
+    const server = await scriptedApi({
+      campaigns: () => ({ body: `{"data":[{"id":1},{"id":2,"extra":${deep}}],"meta":${meta}}` }),
+    });
+
+    const { manifest, out } = await runAgainst(server);
+
+    expect(manifest.status).toBe('partial');
+    expect(manifest.counts).toMatchObject({ campaigns: 2, campaigns_invalid: 1, reports_exported: 2 });
+    const [kept] = await quarantined(out);
+    expect(kept).toMatchObject({
+      name: 'campaigns-item-1',
+      body_format: 'json_text',
+      issues: [{ code: 'too_deep' }],
+    });
+    expect(kept?.body).toBe(`{"id":2,"extra":${deep}}`);
+  });
 });
