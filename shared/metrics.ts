@@ -21,5 +21,11 @@ export const METRIC = {
   apiRetried: 'ApiRequestsRetried',
   /** 401/403 answers that stopped a step: the key or its restrictions need a person. */
   authFailures: 'AuthFailures',
+  /**
+   * Put by finish-run on every look (every 5 minutes): hours since a run last ended succeeded or
+   * partial, or since the deployment's first look when none has yet. The heartbeat of the
+   * NoFinishedRun alarm: no datapoint means finish-run itself is not running.
+   */
+  hoursSinceFinishedRun: 'HoursSinceFinishedRun',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

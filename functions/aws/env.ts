@@ -32,6 +32,10 @@ export const EnvSchema = z.object({
   EVENT_BUS_NAME: z.string().default('default'),
   RUN_DEADLINE_MINUTES: bounded(RUN_DEFAULTS.runDeadlineMinutes),
   MAX_RECEIVE_COUNT: bounded(RUN_DEFAULTS.maxReceiveCount),
+  /** The deployment's stage (`prod`, `staging`, ...): named in the ExportRunFinished event. */
+  STAGE: z.string().min(1).default('prod'),
+  /** DynamoDB table holding the deployment's shared request budget (RATE_CEILING req/s in all). */
+  REQUEST_BUDGET_TABLE: z.string().min(1).optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

@@ -1,0 +1,29 @@
+/**
+ * The payloads that cross the AWS edge, in the core so that what sends them (the schedules in
+ * CDK, a person invoking by hand) and what reads them (the handlers) share one definition.
+ */
+import * as z from 'zod';
+import { DtSchema, ModeSchema } from '../export/state/records.js';
+
+/**
+ * EventBridge Scheduler replaces this text in a target's input with the time the invocation was
+ * scheduled for (ISO 8601, UTC, e.g. `2026-11-23T02:00:00Z`).
+ */
+export const SCHEDULED_TIME = '<aws.scheduler.scheduled-time>';
+
+/**
+ * start-run's input. `scheduled_time` comes from a schedule: every delivery of one scheduled
+ * time starts at most one run (Scheduler delivers at least once). A hand-started run has none.
+ */
+export const StartRunEventSchema = z.object({
+  mode: ModeSchema.default('incremental'),
+  date: DtSchema.optional(),
+  scheduled_time: z.iso.datetime({ offset: true }).optional(),
+});
+export type StartRunEvent = z.input<typeof StartRunEventSchema>;
+
+/** The input a schedule of `mode` sends (Scheduler fills in the scheduled time). */
+export const scheduledStartInput = (mode: z.infer<typeof ModeSchema>): StartRunEvent => ({
+  mode,
+  scheduled_time: SCHEDULED_TIME,
+});
