@@ -102,6 +102,11 @@ export class S3Storage implements Storage {
       }
       return { etag: await this.#putMultipart(input, bytes.byteLength) };
     } catch (error) {
+      // S3 answers an If-Match put of a key that has no object with 404 NoSuchKey: the object it
+      // was to replace is gone, which is a lost race like any other.
+      if (options.ifMatch !== undefined && (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey')) {
+        throw new PreconditionFailedError(key, { cause: error });
+      }
       throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
     }
   }

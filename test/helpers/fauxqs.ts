@@ -5,6 +5,10 @@
  * loopback, so this helper builds the same Fastify app with `buildApp()` and listens itself.
  * The price: the in-memory shortcuts of `startFauxqs()` (createQueue, spy, …) are not there;
  * create buckets and queues through the API instead (`createBucket()` below, `CreateQueueCommand`).
+ *
+ * fauxqs 2 ignores If-None-Match / If-Match on PutObject; S3 enforces them, and the lock and
+ * the scheduled-start claims rely on it. `enforceConditionalPuts` below adds S3's rules in
+ * front of fauxqs' own handler, one write per key at a time, as S3 serialises them.
  */
 import type { AddressInfo } from 'node:net';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -48,9 +52,12 @@ export async function startLocalAws(): Promise<LocalAws> {
   const app = buildApp({ logger: false, defaultRegion: REGION });
   const log: LoggedRequest[] = [];
   app.addHook('onRequest', (request, _reply, done) => {
+    // The conditional-put check's own HEAD is not a request a client sent.
+    if (request.headers[CHECK_HEADER] !== undefined) return done();
     log.push({ method: request.method, url: request.url, headers: { ...request.headers } });
     done();
   });
+  enforceConditionalPuts(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   const endpoint = `http://127.0.0.1:${port}`;
@@ -89,3 +96,52 @@ export async function startLocalAws(): Promise<LocalAws> {
     },
   };
 }
+
+type FauxqsApp = ReturnType<typeof buildApp>;
+/** Marks the HEAD a conditional put sends to fauxqs itself. */
+const CHECK_HEADER = 'x-local-conditional-check';
+
+/**
+ * S3's conditional PutObject: `If-None-Match: *` fails with 412 when the key exists; `If-Match`
+ * fails with 412 when its ETag differs and with 404 NoSuchKey when there is no object. A
+ * conditional write holds its key from the check until its answer is sent, so two racing
+ * writers cannot both pass the check.
+ */
+function enforceConditionalPuts(app: FauxqsApp): void {
+  const held = new Map<string, Promise<void>>();
+  const releases = new WeakMap<object, () => void>();
+  app.addHook('preHandler', async (request, reply) => {
+    const ifNoneMatch = request.headers['if-none-match'];
+    const ifMatch = request.headers['if-match'];
+    const path = request.url.split('?')[0] ?? '';
+    if (request.method !== 'PUT' || (ifNoneMatch === undefined && ifMatch === undefined)) return;
+    // Parts of a multipart upload take no conditions (the SDK adds `?x-id=PutObject` to a plain put).
+    if (/[?&](uploadId|partNumber)=/.test(request.url)) return;
+    while (held.has(path)) await held.get(path);
+    let release!: () => void;
+    held.set(path, new Promise<void>((resolve) => (release = resolve)));
+    releases.set(request, () => {
+      held.delete(path);
+      release();
+    });
+    const head = await app.inject({ method: 'HEAD', url: path, headers: { [CHECK_HEADER]: '1' } });
+    const etag = head.statusCode === 200 ? String(head.headers.etag ?? '') : undefined;
+    const refuse = (status: number, code: string) =>
+      reply
+        .code(status)
+        .header('content-type', 'application/xml')
+        .send(
+          `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`,
+        );
+    if (ifNoneMatch === '*' && etag !== undefined) return refuse(412, 'PreconditionFailed');
+    if (ifMatch !== undefined && etag === undefined) return refuse(404, 'NoSuchKey');
+    if (ifMatch !== undefined && unquote(String(ifMatch)) !== unquote(etag ?? ''))
+      return refuse(412, 'PreconditionFailed');
+  });
+  app.addHook('onResponse', (request, _reply, done) => {
+    releases.get(request)?.();
+    done();
+  });
+}
+
+const unquote = (etag: string): string => etag.replace(/^W\//, '').replace(/^"|"$/g, '');

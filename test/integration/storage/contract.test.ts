@@ -2,11 +2,9 @@
  * The Storage contract, run unchanged against every adapter: LocalStorage on a temp folder and
  * S3Storage on fauxqs (real S3 HTTP on 127.0.0.1).
  *
- * Conditional writes (ifMatch / ifNoneMatch) run only where the backend enforces them: fauxqs 2
- * ignores If-Match / If-None-Match on PutObject, so for S3 they are not run here (a passing
- * test against a server that never checks would prove nothing). S3Storage's conditional
- * requests and its mapping of S3's 412/409 are tested with a mocked client in
- * test/unit/storage/s3.test.ts.
+ * Conditional writes (ifMatch / ifNoneMatch) run on both: fauxqs 2 ignores If-Match /
+ * If-None-Match on PutObject, and test/helpers/fauxqs.ts enforces S3's rules in front of it.
+ * S3's 409 ConditionalRequestConflict is tested with a mocked client in test/unit/storage/s3.test.ts.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -46,7 +44,7 @@ const adapters: Adapter[] = [
   },
   {
     name: 'S3Storage on fauxqs',
-    conditionalWrites: false,
+    conditionalWrites: true,
     async setUp() {
       aws = await startLocalAws();
       await aws.createBucket('contract');

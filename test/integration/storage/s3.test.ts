@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PreconditionFailedError } from '../../../shared/errors.js';
 import { openStorage } from '../../../shared/storage/open.js';
 import { MIN_PART_BYTES, S3Storage, type S3StorageOptions } from '../../../shared/storage/s3.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
@@ -183,16 +184,18 @@ describe('S3Storage on fauxqs', () => {
     }
   });
 
-  // Pins down the limitation that keeps conditional writes out of this file: the header reaches
-  // fauxqs, which overwrites anyway. If this starts failing, fauxqs learned conditional writes:
-  // move the conditional cases of the contract suite to S3 as well.
-  it('fauxqs ignores If-None-Match on PutObject (so conditional writes are tested elsewhere)', async () => {
+  // The headers S3 decides on reach the server (test/helpers/fauxqs.ts enforces them, as S3
+  // does; the storage contract runs the conditional cases against it).
+  it('sends If-None-Match and If-Match on conditional puts, and a refused one changes nothing', async () => {
     const storage = storageFor();
-    await storage.put('s.json', 'first');
+    const { etag } = await storage.put('s.json', 'first');
 
-    await storage.put('s.json', 'second', { ifNoneMatch: '*' });
-
+    await expect(storage.put('s.json', 'second', { ifNoneMatch: '*' })).rejects.toThrow(
+      PreconditionFailedError,
+    );
     expect(requestsMatching('PUT', /x-id=PutObject/).at(-1)?.headers['if-none-match']).toBe('*');
-    expect(new TextDecoder().decode((await storage.get('s.json'))?.body)).toBe('second');
+    await storage.put('s.json', 'third', { ifMatch: etag });
+    expect(requestsMatching('PUT', /x-id=PutObject/).at(-1)?.headers['if-match']).toBe(`"${etag}"`);
+    expect(new TextDecoder().decode((await storage.get('s.json'))?.body)).toBe('third');
   });
 });
