@@ -80,6 +80,14 @@ export const STATE_KEYS = {
   closing: (runId: string): string => `${STATE_ROOT}/runs/${runId}/closing.json`,
   /** One run at a time per output: who holds the output and until when. */
   lock: `${STATE_ROOT}/lock.json`,
+  /**
+   * A schedule's claim on one scheduled time (AWS): the first start-run invocation for it
+   * creates this object, and every other delivery of the same time finds it and starts nothing.
+   */
+  scheduledStart: (mode: string, scheduledTime: string): string =>
+    `${STATE_ROOT}/scheduled-starts/${mode}/${scheduledTime}.json`,
+  /** When a run last ended succeeded or partial, for the NoFinishedRun alarm's heartbeat (AWS). */
+  heartbeat: `${STATE_ROOT}/heartbeat.json`,
 } as const;
 
 /** Where a run stages one Parquet file of `table` before publishing it. */
