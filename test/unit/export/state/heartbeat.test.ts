@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { hoursSinceFinishedRun } from '../../../../shared/export/state/heartbeat.js';
-import { emptyCounts, type Manifest } from '../../../../shared/export/state/manifest.js';
-import type { RunStatus } from '../../../../shared/export/state/records.js';
+import { emptyCounts, type Manifest, type RunStatus } from '../../../../shared/export/state/manifest.js';
+
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
 
