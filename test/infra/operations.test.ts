@@ -66,6 +66,13 @@ describe('monitoring', () => {
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          // The topic's own policy replaces SNS's default one: CloudWatch needs this Allow.
+          Match.objectLike({
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: 'sns:Publish',
+            Condition: Match.objectLike({ StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } }),
+          }),
         ]),
       },
     });
@@ -73,12 +80,16 @@ describe('monitoring', () => {
   });
 
   it('every alarm notifies the topic', () => {
-    expect(alarms().length).toBe(11);
+    // Two work DLQs, the schedules' DLQ, four functions' errors, five on the exporter's metrics.
+    expect(alarms().length).toBe(12);
     for (const a of alarms()) expect(a.Properties.AlarmActions).toEqual([{ Ref: topicId() }]);
   });
 
   it('alarms on a visible message in each DLQ', () => {
-    const dlqIds = Object.keys(resourcesOf(s.template, 'AWS::SQS::Queue')).filter((id) => id.includes('Dlq'));
+    const dlqIds = Object.keys(resourcesOf(s.template, 'AWS::SQS::Queue')).filter((id) =>
+      /Dlq|DeadLetters/.test(id),
+    );
+    expect(dlqIds).toHaveLength(3);
     for (const dlq of dlqIds) {
       s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'AWS/SQS',
@@ -114,24 +125,17 @@ describe('monitoring', () => {
     }
   });
 
-  it('alarms when no run succeeded or ended partial within 26 h, missing data breaching', () => {
+  it("alarms when finish-run's hours since a finished run reach 26, and when its heartbeat stops", () => {
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      ComparisonOperator: 'LessThanThreshold',
-      Threshold: 1,
-      EvaluationPeriods: 26,
-      DatapointsToAlarm: 26,
-      TreatMissingData: 'breaching',
-      Metrics: Match.arrayWith([
-        Match.objectLike({ Expression: 'FILL(succeeded, 0) + FILL(partial, 0)' }),
-        Match.objectLike({
-          Id: 'succeeded',
-          MetricStat: { Metric: exporterMetric(METRIC.runsSucceeded), Period: 3600, Stat: 'Sum' },
-        }),
-        Match.objectLike({
-          Id: 'partial',
-          MetricStat: { Metric: exporterMetric(METRIC.runsPartial), Period: 3600, Stat: 'Sum' },
-        }),
-      ]),
+      ...exporterMetric(METRIC.hoursSinceFinishedRun),
+      Statistic: 'Maximum',
+      Period: 3600,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 26,
+      EvaluationPeriods: 1,
+      // A fresh deploy has no data: INSUFFICIENT_DATA, not ALARM; a stopped heartbeat notifies.
+      TreatMissingData: 'missing',
+      InsufficientDataActions: [{ Ref: topicId() }],
     });
   });
 
