@@ -1,6 +1,7 @@
 /**
  * The Lambda functions' configuration, read from the environment once per container and
- * validated (names set by infra/constructs/functions.ts).
+ * validated. The stack sets them through infra/constructs/exporter-function.ts, whose
+ * variable names are typed by this schema's keys.
  */
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';

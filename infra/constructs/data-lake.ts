@@ -9,6 +9,7 @@ import {
   RUNS_ROOT,
   STATE_ROOT,
 } from '../../shared/export/layout.js';
+import type { DataLakeAccess } from './data-lake-access.js';
 
 /** Where Athena writes query results, at the bucket root (outside the data prefix). */
 export const ATHENA_RESULTS_PREFIX = 'athena-results/';
@@ -92,30 +93,24 @@ export class DataLake extends Construct {
   }
 
   /**
-   * Lets a function read and write objects under the layout's roots (explicit actions, no
-   * wildcards), and delete only under `deleteUnder` (key prefixes relative to the data prefix).
+   * Lets a function read, write and delete exactly the keys its access table names (patterns
+   * relative to the data prefix; explicit actions, no wildcard action), and list the bucket.
    * s3:ListBucket has no prefix condition on purpose: S3 answers a GetObject of a missing key
    * with 404 only to a caller allowed to list the bucket, and that check does not carry an
    * s3:prefix, so a conditioned grant would turn "no state yet" into 403.
    */
-  grantDataReadWrite(role: iam.IRole, options: { deleteUnder?: readonly string[] } = {}): void {
-    const objects = (prefix: string) => this.bucket.arnForObjects(`${this.dataPrefix}${prefix}/*`);
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'DataLakeObjects',
-        actions: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'],
-        resources: DATA_ROOTS.map(objects),
-      }),
-    );
-    const deleteUnder = options.deleteUnder ?? [];
-    if (deleteUnder.length > 0) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          sid: 'DataLakeDeletes',
-          actions: ['s3:DeleteObject'],
-          resources: deleteUnder.map(objects),
-        }),
-      );
+  grantAccess(role: iam.IRole, access: DataLakeAccess): void {
+    const objects = (patterns: readonly string[]) =>
+      patterns.map((pattern) => this.bucket.arnForObjects(`${this.dataPrefix}${pattern}`));
+    const statements = [
+      { sid: 'DataLakeReads', actions: ['s3:GetObject'], patterns: access.read },
+      // A multipart upload (publishing, a large body) cut short is aborted by the writer.
+      { sid: 'DataLakeWrites', actions: ['s3:PutObject', 's3:AbortMultipartUpload'], patterns: access.write },
+      { sid: 'DataLakeDeletes', actions: ['s3:DeleteObject'], patterns: access.delete },
+    ];
+    for (const { sid, actions, patterns } of statements) {
+      if (patterns.length === 0) continue;
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ sid, actions, resources: objects(patterns) }));
     }
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -125,10 +120,11 @@ export class DataLake extends Construct {
       }),
     );
     const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
-    for (const prefix of new Set<string>([...DATA_ROOTS, ...deleteUnder])) {
+    const patterns = new Set([...access.read, ...access.write, ...access.delete]);
+    for (const pattern of [...patterns].filter((p) => p.includes('*'))) {
       Validations.of(role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.dataPrefix}${prefix}/*]`,
-        reason: `Object keys under ${prefix}/ are created per run and date (the output layout); the grant is narrowed to that prefix with explicit actions.`,
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.dataPrefix}${pattern}]`,
+        reason: `Object keys matching ${pattern} are created per run, campaign, unit and date (the output layout in shared/export/layout.ts); the grant names that pattern only, with explicit actions.`,
       });
     }
   }

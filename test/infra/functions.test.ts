@@ -11,6 +11,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_API_BASE_URL } from '../../infra/config.js';
 import { DATA_ROOTS } from '../../infra/constructs/data-lake.js';
+import { DATA_LAKE_ACCESS, KEY_PATTERNS } from '../../infra/constructs/data-lake-access.js';
 import {
   API_FUNCTIONS,
   FUNCTION_NAMES,
@@ -49,6 +50,14 @@ const fn = (name: FunctionName) => resourcesOf(s.template, 'AWS::Lambda::Functio
 const envOf = (name: FunctionName) =>
   (fn(name).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
 const roleIdOf = (name: FunctionName) => [...referencedIds(fn(name).Properties.Role)][0]!;
+/** `state/runs/*` from the object ARN `Fn::Join ['', [<bucket ARN>, '/state/runs/*']]`. */
+const keyPatternOf = (resource: unknown): string => {
+  const parts = (resource as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join']?.[1] ?? [];
+  const last = parts.at(-1);
+  if (typeof last !== 'string' || !last.startsWith('/'))
+    throw new Error(`not an object ARN: ${JSON.stringify(resource)}`);
+  return last.slice(1);
+};
 
 afterAll(removeSynthOutputs);
 
@@ -89,7 +98,12 @@ describe('functions', () => {
     const groups = resourcesOf(s.template, 'AWS::Logs::LogGroup');
     for (const name of FUNCTION_NAMES) {
       const logging = fn(name).Properties.LoggingConfig as { LogFormat: string; LogGroup: unknown };
-      expect(logging).toMatchObject({ LogFormat: 'JSON', ApplicationLogLevel: 'INFO' });
+      expect(logging).toMatchObject({
+        LogFormat: 'JSON',
+        ApplicationLogLevel: 'INFO',
+        // START and REPORT lines (memory used, init duration) are INFO.
+        SystemLogLevel: 'INFO',
+      });
       const groupId = [...referencedIds(logging.LogGroup)][0]!;
       expect(groups[groupId]!.Properties.RetentionInDays).toBe(90);
     }
@@ -103,6 +117,7 @@ describe('functions', () => {
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
+      STAGE: 'prod',
     };
     const secretId = Object.keys(resourcesOf(s.template, 'AWS::SecretsManager::Secret'))[0]!;
     const api = {
@@ -115,7 +130,13 @@ describe('functions', () => {
     };
     const planQueue = { Ref: expect.stringMatching(/^QueuesPlanQueue/) };
     const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };
-    expect(envOf('start-run')).toEqual({ ...common, ...api, PLAN_QUEUE_URL: planQueue });
+    expect(envOf('start-run')).toEqual({
+      ...common,
+      ...api,
+      PLAN_QUEUE_URL: planQueue,
+      // It announces the interrupted runs it closes.
+      EVENT_BUS_NAME: 'default',
+    });
     expect(envOf('plan-campaign')).toEqual({
       ...common,
       ...api,
@@ -240,19 +261,64 @@ describe('permissions', () => {
     }
   });
 
-  it('lets all four functions read and write under the layout roots, and nothing else does', () => {
-    const writers = new Set<string>();
-    for (const { roles, statement } of allowStatements(s.template)) {
-      if (actionsOf(statement).includes('s3:PutObject') && referencedIds(statement.Resource).has(bucketId)) {
-        for (const r of roles) writers.add(r);
-        expect(actionsOf(statement).sort()).toEqual([
-          's3:AbortMultipartUpload',
-          's3:GetObject',
-          's3:PutObject',
-        ]);
-      }
+  /** The key patterns a function's role may use with `action` on the data bucket. */
+  const grantedKeys = (name: FunctionName, action: string): string[] =>
+    allowStatements(s.template)
+      .filter(
+        ({ roles, statement }) =>
+          roles.has(roleIdOf(name)) &&
+          actionsOf(statement).includes(action) &&
+          referencedIds(statement.Resource).has(bucketId),
+      )
+      .flatMap(({ statement }) =>
+        Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource],
+      )
+      .map(keyPatternOf)
+      .sort();
+
+  it('grants each function exactly the reads, writes and deletes of its access table', () => {
+    for (const name of FUNCTION_NAMES) {
+      const access = DATA_LAKE_ACCESS[name];
+      expect(grantedKeys(name, 's3:GetObject'), `${name} reads`).toEqual([...access.read].sort());
+      expect(grantedKeys(name, 's3:PutObject'), `${name} writes`).toEqual([...access.write].sort());
+      expect(grantedKeys(name, 's3:AbortMultipartUpload'), `${name} aborts`).toEqual(
+        [...access.write].sort(),
+      );
+      expect(grantedKeys(name, 's3:DeleteObject'), `${name} deletes`).toEqual([...access.delete].sort());
     }
-    expect([...writers].sort()).toEqual(FUNCTION_NAMES.map(roleIdOf).sort());
+  });
+
+  it('lets only the closers publish, write manifests, the incremental state and the lock', () => {
+    const closerOnly = [
+      KEY_PATTERNS.parquet,
+      KEY_PATTERNS.raw,
+      KEY_PATTERNS.manifests,
+      KEY_PATTERNS.campaignState,
+      KEY_PATTERNS.lock,
+    ];
+    for (const name of ['plan-campaign', 'export-reports'] as const) {
+      const writes = grantedKeys(name, 's3:PutObject');
+      for (const pattern of closerOnly) expect(writes, name).not.toContain(pattern);
+      // Nor anything that would cover those keys.
+      for (const pattern of writes)
+        expect(pattern.startsWith('state/runs/') || pattern === 'quarantine/*').toBe(true);
+    }
+    for (const name of ['start-run', 'finish-run'] as const) {
+      expect(grantedKeys(name, 's3:PutObject')).toEqual(expect.arrayContaining(closerOnly));
+    }
+    expect(grantedKeys('export-reports', 's3:PutObject')).toEqual(
+      ['quarantine/*', 'state/runs/*/requests/*', 'state/runs/*/staged/*', 'state/runs/*/units/*'].sort(),
+    );
+  });
+
+  it('lets every function list the bucket, without a prefix condition', () => {
+    for (const name of FUNCTION_NAMES) {
+      const list = allowStatements(s.template).filter(
+        ({ roles, statement }) => roles.has(roleIdOf(name)) && actionsOf(statement).includes('s3:ListBucket'),
+      );
+      expect(list.map(({ statement }) => statement.Resource)).toEqual([{ 'Fn::GetAtt': [bucketId, 'Arn'] }]);
+      expect(list[0]?.statement.Condition).toBeUndefined();
+    }
   });
 
   it('lets no function delete published data, and only the closers delete run records', () => {
@@ -290,25 +356,29 @@ describe('permissions', () => {
     expect(readers.has(roleIdOf('finish-run'))).toBe(false);
   });
 
-  it('sends to a queue only where a function fans out, and PutEvents only from finish-run', () => {
+  it('sends to a queue only where a function fans out, and PutEvents only from the closers', () => {
     const senders = new Map<string, Set<string>>();
-    let putEvents: Set<string> = new Set();
+    const putEvents = new Set<string>();
     for (const { roles, statement } of allowStatements(s.template)) {
       if (actionsOf(statement).includes('sqs:SendMessage')) {
         for (const q of referencedIds(statement.Resource))
           senders.set(q, new Set([...(senders.get(q) ?? []), ...roles]));
       }
       if (actionsOf(statement).includes('events:PutEvents')) {
-        putEvents = roles;
+        for (const r of roles) putEvents.add(r);
         expect(JSON.stringify(statement.Resource)).toContain(':event-bus/default');
       }
     }
     const plan = [...senders.keys()].find((q) => q.startsWith('QueuesPlanQueue'))!;
     const report = [...senders.keys()].find((q) => q.startsWith('QueuesReportQueue'))!;
-    expect(senders.size).toBe(2);
+    // No function sends to any other queue (the schedules' dead-letter queue has its own sender).
+    const functionRoles = new Set(FUNCTION_NAMES.map(roleIdOf));
+    const sentByFunctions = [...senders].filter(([, roles]) => [...roles].some((r) => functionRoles.has(r)));
+    expect(sentByFunctions.map(([q]) => q).sort()).toEqual([plan, report].sort());
     expect([...senders.get(plan)!]).toEqual([roleIdOf('start-run')]);
     expect([...senders.get(report)!]).toEqual([roleIdOf('plan-campaign')]);
-    expect([...putEvents]).toEqual([roleIdOf('finish-run')]);
+    // finish-run announces the runs it closes, start-run the interrupted runs it closes.
+    expect([...putEvents].sort()).toEqual([roleIdOf('finish-run'), roleIdOf('start-run')].sort());
   });
 
   it('lets finish-run read both work queues’ attributes', () => {

@@ -1,0 +1,122 @@
+/**
+ * What each function does with the data lake, as data: the object keys it reads, writes and
+ * deletes, as IAM key patterns relative to the data prefix (`*` is any run of characters, as in
+ * an IAM resource). The grants are exactly this table (DataLake.grantAccess), and
+ * test/integration/aws/access.test.ts runs the real handlers and checks that every key each one
+ * touched matches its patterns for that operation.
+ */
+import {
+  manifestKey,
+  PARQUET_ROOT,
+  QUARANTINE_ROOT,
+  RAW_ROOT,
+  STATE_KEYS,
+  STATE_ROOT,
+} from '../../shared/export/layout.js';
+import type { FunctionName } from './functions.js';
+
+/** Key patterns of one function's object operations (s3:ListBucket is bucket-wide: see DataLake.grantAccess). */
+export interface DataLakeAccess {
+  /** s3:GetObject. */
+  readonly read: readonly string[];
+  /** s3:PutObject and s3:AbortMultipartUpload (large bodies and publishing are multipart uploads). */
+  readonly write: readonly string[];
+  /** s3:DeleteObject. */
+  readonly delete: readonly string[];
+}
+
+/** Any run id, campaign, unit or file name. */
+const ANY = '*';
+
+/** The layout's keys as patterns (shared/export/layout.ts is the one source of each). */
+export const KEY_PATTERNS = {
+  lock: STATE_KEYS.lock,
+  /** When a run last ended well (finish-run's NoFinishedRun metric). */
+  heartbeat: STATE_KEYS.heartbeat,
+  campaignState: `${STATE_ROOT}/campaigns/${ANY}`,
+  /** Everything a run keeps while open: its records, staged files, closing record. */
+  runState: `${STATE_KEYS.runsPrefix}${ANY}`,
+  runRecord: STATE_KEYS.runRecord(ANY),
+  plans: `${STATE_KEYS.plansPrefix(ANY)}${ANY}`,
+  units: `${STATE_KEYS.unitsPrefix(ANY)}${ANY}`,
+  requests: `${STATE_KEYS.requestsPrefix(ANY)}${ANY}`,
+  staged: STATE_KEYS.staged(ANY, ANY),
+  closing: STATE_KEYS.closing(ANY),
+  drainMark: STATE_KEYS.drainMark(ANY),
+  manifests: manifestKey(ANY, ANY),
+  parquet: `${PARQUET_ROOT}/${ANY}`,
+  raw: `${RAW_ROOT}/${ANY}`,
+  quarantine: `${QUARANTINE_ROOT}/${ANY}`,
+} as const;
+
+const K = KEY_PATTERNS;
+
+/**
+ * start-run takes the lock, then closes the runs interrupted ones left open: closing a run is
+ * finishing it (read its records and staged files, publish, manifest, state, delete its
+ * records). Then it stages the campaigns, quarantines invalid items, and writes its run record.
+ */
+export const START_RUN_ACCESS: DataLakeAccess = {
+  read: [K.lock, K.runState, K.campaignState, K.manifests],
+  write: [
+    K.lock,
+    K.runRecord,
+    K.staged,
+    K.closing,
+    K.campaignState,
+    K.manifests,
+    K.parquet,
+    K.raw,
+    K.quarantine,
+  ],
+  delete: [K.runState],
+};
+
+/**
+ * plan-campaign checks the run is open, reads a plan written by an earlier delivery and the
+ * campaign's state; stages the jobs, quarantines invalid items, writes the plan, and keeps the
+ * requests of a listing that failed before its plan.
+ */
+export const PLAN_CAMPAIGN_ACCESS: DataLakeAccess = {
+  read: [K.runRecord, K.closing, K.plans, K.campaignState],
+  write: [K.plans, K.staged, K.requests, K.quarantine],
+  delete: [],
+};
+
+/**
+ * export-reports checks the run is open, resumes from the unit's summary, stages the reports,
+ * quarantines invalid bodies, writes the summary, and keeps the requests of a unit that failed
+ * before its summary. It never writes published data nor the incremental state.
+ */
+export const EXPORT_REPORTS_ACCESS: DataLakeAccess = {
+  read: [K.runRecord, K.closing, K.units],
+  write: [K.units, K.staged, K.requests, K.quarantine],
+  delete: [],
+};
+
+/**
+ * finish-run reads the open runs' records, marks drained ones, and closes runs: the closing
+ * record, publishing the staged files, the manifest, the incremental state, then deletes the
+ * run's records and releases the lock. On every look it reads and updates the heartbeat.
+ */
+export const FINISH_RUN_ACCESS: DataLakeAccess = {
+  read: [K.lock, K.heartbeat, K.runState, K.campaignState, K.manifests],
+  write: [K.lock, K.heartbeat, K.closing, K.drainMark, K.campaignState, K.manifests, K.parquet, K.raw],
+  delete: [K.runState],
+};
+
+export const DATA_LAKE_ACCESS: Readonly<Record<FunctionName, DataLakeAccess>> = {
+  'start-run': START_RUN_ACCESS,
+  'plan-campaign': PLAN_CAMPAIGN_ACCESS,
+  'export-reports': EXPORT_REPORTS_ACCESS,
+  'finish-run': FINISH_RUN_ACCESS,
+};
+
+/** True when `key` matches an IAM key pattern: `*` any run of characters, `?` any one. */
+export function keyMatches(pattern: string, key: string): boolean {
+  const escaped = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`, 's').test(key);
+}

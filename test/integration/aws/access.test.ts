@@ -1,0 +1,264 @@
+/**
+ * Least privilege, proven: the real handlers run on the loopback topology (fauxqs S3 and SQS,
+ * a scripted API), each function's S3 client records every command it sends, and every key a
+ * function read, wrote or deleted must match its access table (infra/constructs/data-lake-access.ts),
+ * which is exactly what the stack grants. The runs go through every path that touches the lake:
+ * a start that closes an interrupted run and deletes a dead start's leftovers, quarantined list
+ * items and reports, a normal run closed by finish-run, and a run whose plans were lost, closed
+ * by finish-run after two looks at drained queues.
+ */
+
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { cliDeps } from '../../../functions/cli/deps.js';
+import {
+  DATA_LAKE_ACCESS,
+  type DataLakeAccess,
+  KEY_PATTERNS,
+  keyMatches,
+} from '../../../infra/constructs/data-lake-access.js';
+import { FUNCTION_NAMES, type FunctionName } from '../../../infra/constructs/functions.js';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
+import { runExport } from '../../../shared/export/run/local-run.js';
+import { LockRecordSchema, releaseLockOf } from '../../../shared/export/state/lock.js';
+import { silentLog } from '../../../shared/log.js';
+import { Crash, crashingStorage } from '../../helpers/crash-storage.js';
+import { tempDir } from '../../helpers/export.js';
+import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
+import { onePage, SCRIPTED_KEY, scriptedRoute } from '../../helpers/scripted-api.js';
+import { reportData } from '../../unit/api/fixtures.js';
+import { startServer, type TestServer } from '../api/server.js';
+import {
+  asContainer,
+  type Container,
+  type Containers,
+  LoopbackTopology,
+  quietMetricsWarnings,
+  stackSettings,
+} from './loopback.js';
+import { fakeContext } from './poller.js';
+
+const BUCKET = 'access-lake';
+const NAME = 'access';
+/** The job whose report body is invalid (quarantined by export-reports). */
+const INVALID_REPORT_JOB = 12;
+
+type Operation = keyof DataLakeAccess;
+interface Access {
+  fn: FunctionName;
+  op: Operation | 'list';
+  /** Relative to the data prefix. */
+  key: string;
+}
+
+/** The IAM action each S3 command of the storage adapter needs, as an operation of the table. */
+const OPERATION_OF: Readonly<Record<string, Operation | 'list'>> = {
+  GetObjectCommand: 'read',
+  HeadObjectCommand: 'read',
+  PutObjectCommand: 'write',
+  CreateMultipartUploadCommand: 'write',
+  UploadPartCommand: 'write',
+  CompleteMultipartUploadCommand: 'write',
+  AbortMultipartUploadCommand: 'write',
+  DeleteObjectCommand: 'delete',
+  DeleteObjectsCommand: 'delete',
+  ListObjectsV2Command: 'list',
+};
+
+/**
+ * Keys a function's grants allow that these runs do not reach, and why: only a step that fails
+ * before its record writes its requests (the client's retries must run out first: 30 s).
+ */
+const NOT_EXERCISED: ReadonlyArray<[FunctionName, Operation, string]> = [
+  ['plan-campaign', 'write', KEY_PATTERNS.requests],
+  ['export-reports', 'write', KEY_PATTERNS.requests],
+];
+
+describe('what each function touches in the data lake', () => {
+  const secrets = mockClient(SecretsManagerClient);
+  const events = mockClient(EventBridgeClient);
+  const accesses: Access[] = [];
+  const unknown: string[] = [];
+  let aws: LocalAws;
+  let api: TestServer;
+  let topo: LoopbackTopology;
+  let restoreWarn: () => void;
+  let interruptedRunId: string;
+  const leftoverRunId = '20260101T000000Z-dead00';
+
+  /** Records every S3 command a container's client sends, as its function's access. */
+  function record(s3: S3Client, fn: FunctionName): void {
+    s3.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as {
+          Bucket?: string;
+          Key?: string;
+          Prefix?: string;
+          Delete?: { Objects?: { Key?: string }[] };
+        };
+        const op = OPERATION_OF[context.commandName ?? ''];
+        if (op === undefined || input.Bucket !== BUCKET) {
+          unknown.push(`${fn}: ${context.commandName} on ${input.Bucket}`);
+        } else {
+          const keys =
+            op === 'list'
+              ? [input.Prefix ?? '']
+              : input.Delete
+                ? (input.Delete.Objects ?? []).map((o) => o.Key ?? '')
+                : [input.Key ?? ''];
+          for (const key of keys) {
+            if (!key.startsWith(topo.prefix)) unknown.push(`${fn}: ${op} ${key} outside the data prefix`);
+            else accesses.push({ fn, op, key: key.slice(topo.prefix.length) });
+          }
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'accessRecorder' },
+    );
+  }
+
+  /** A fresh module registry per container, its client recorded as `fn`'s. */
+  async function container(fn: FunctionName): Promise<Container> {
+    vi.resetModules();
+    const c = asContainer(await import('./container.js'));
+    record(c.s3, fn);
+    topo.attach(c);
+    return c;
+  }
+
+  beforeAll(async () => {
+    restoreWarn = quietMetricsWarnings();
+    api = await startServer(
+      scriptedRoute({
+        // An invalid campaign item (start-run quarantines it) and an invalid job item (plan-campaign).
+        campaigns: () => onePage([{ id: 1 }, { id: 2 }, { id: '41' }]),
+        jobs: () =>
+          onePage([{ id: 11, job_status: 2 }, { id: INVALID_REPORT_JOB, job_status: 2 }, { id: 'x' }]),
+        report: (_c, jobId) =>
+          jobId === INVALID_REPORT_JOB
+            ? { body: { data: { job: { id: jobId } } } }
+            : { body: { data: reportData(jobId) } },
+      }),
+    );
+    secrets.on(GetSecretValueCommand).resolves({ SecretString: SCRIPTED_KEY });
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
+    aws = await startLocalAws();
+    topo = await LoopbackTopology.create({
+      aws,
+      apiBaseUrl: api.url,
+      bucket: BUCKET,
+      name: NAME,
+      settings: stackSettings({ unitSize: 1 }),
+    });
+    topo.applyEnv();
+    const storage = topo.storage();
+
+    // A run interrupted as it started closing (a CLI killed there): records, staged files, no
+    // closing record; its lock released as an expired one would be.
+    const deps = cliDeps({
+      baseUrl: api.url,
+      apiKey: SCRIPTED_KEY,
+      out: await tempDir('access-unused'),
+      concurrency: 4,
+      maxRate: 10_000,
+      log: silentLog,
+    });
+    const dies = crashingStorage(storage, (call) => call.op === 'put' && call.key.endsWith('/closing.json'));
+    await expect(runExport({ ...deps, storage: dies }, { mode: 'incremental' })).rejects.toBeInstanceOf(
+      Crash,
+    );
+    const lock = LockRecordSchema.parse(
+      JSON.parse(Buffer.from((await storage.get(STATE_KEYS.lock))!.body).toString()),
+    );
+    interruptedRunId = lock.run_id;
+    await releaseLockOf(storage, interruptedRunId, new Date());
+    // And the leftovers of a start that died before its run record.
+    await storage.put(STATE_KEYS.staged(leftoverRunId, 'parquet/campaigns/campaigns.parquet'), 'x');
+
+    // One at a time: concurrent imports after resetModules would share one module instance.
+    const containers: Containers = {
+      start: await container('start-run'),
+      plan: [await container('plan-campaign')],
+      report: [await container('export-reports')],
+      finish: await container('finish-run'),
+    };
+    // Full: the interrupted run's jobs are in the state now, and must be fetched again.
+    const normal = await topo.run(containers, { mode: 'full' });
+    if (normal.manifest?.status !== 'partial') throw new Error(`unexpected run: ${JSON.stringify(normal)}`);
+
+    // A run whose plan messages were lost: finish-run sees drained queues twice, then closes it.
+    const started = (await containers.start.startRun(
+      { mode: 'full' },
+      fakeContext({ functionName: 'start-run', timeoutMs: 300_000 }),
+    )) as { run_id: string };
+    const sqs = aws.sqsClient();
+    for (;;) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: topo.plan.url, MaxNumberOfMessages: 10 }),
+      );
+      if (Messages.length === 0) break;
+      for (const m of Messages)
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: topo.plan.url, ReceiptHandle: m.ReceiptHandle }));
+    }
+    const finish = () =>
+      containers.finish.finishRun({}, fakeContext({ functionName: 'finish-run', timeoutMs: 120_000 }));
+    expect(await finish()).toEqual({ finished: [] });
+    expect(await finish()).toEqual({ finished: [started.run_id] });
+  }, 120_000);
+
+  afterAll(async () => {
+    await api?.close();
+    await aws?.close();
+    secrets.restore();
+    events.restore();
+    restoreWarn?.();
+  });
+
+  it('went through recovery, quarantine, publishing and the drained close', () => {
+    const touched = (fn: FunctionName, op: Access['op'], part: string) =>
+      accesses.some((a) => a.fn === fn && a.op === op && a.key.includes(part));
+    expect(touched('start-run', 'write', `${interruptedRunId}/closing.json`)).toBe(true);
+    expect(touched('start-run', 'delete', leftoverRunId)).toBe(true);
+    expect(touched('start-run', 'write', 'parquet/')).toBe(true);
+    expect(touched('start-run', 'write', 'quarantine/')).toBe(true);
+    expect(touched('plan-campaign', 'write', 'quarantine/')).toBe(true);
+    expect(touched('export-reports', 'write', `job-${INVALID_REPORT_JOB}.json`)).toBe(true);
+    expect(touched('finish-run', 'write', 'drained.json')).toBe(true);
+    expect(unknown).toEqual([]);
+  });
+
+  it('touches no key outside its grants, for every function and operation', () => {
+    const outside = accesses
+      .filter((a) => a.op !== 'list')
+      .filter((a) => !DATA_LAKE_ACCESS[a.fn][a.op as Operation].some((p) => keyMatches(p, a.key)))
+      .map((a) => `${a.fn} ${a.op} ${a.key}`);
+    expect([...new Set(outside)]).toEqual([]);
+  });
+
+  it('needs every key pattern it is granted (no grant wider than the work)', () => {
+    const unused: string[] = [];
+    for (const fn of FUNCTION_NAMES) {
+      for (const op of ['read', 'write', 'delete'] as const) {
+        for (const pattern of DATA_LAKE_ACCESS[fn][op]) {
+          const used = accesses.some((a) => a.fn === fn && a.op === op && keyMatches(pattern, a.key));
+          const excused = NOT_EXERCISED.some(([f, o, p]) => f === fn && o === op && p === pattern);
+          if (!used && !excused) unused.push(`${fn} ${op} ${pattern}`);
+          if (used && excused)
+            unused.push(`${fn} ${op} ${pattern} is exercised now: drop it from NOT_EXERCISED`);
+        }
+      }
+    }
+    expect(unused).toEqual([]);
+  });
+
+  it('lists only inside the data prefix (s3:ListBucket is bucket-wide on purpose)', () => {
+    const lists = accesses.filter((a) => a.op === 'list');
+    expect(lists.length).toBeGreaterThan(0);
+    for (const { key } of lists)
+      expect(key.startsWith(STATE_KEYS.runsPrefix) || key.startsWith('runs/')).toBe(true);
+  });
+});
