@@ -1,6 +1,7 @@
 /**
  * The CDK app (`cdk.json`: `npx tsx infra/app.ts`). Configuration comes from context; a bad
- * value stops synth with a message naming the key.
+ * value stops synth with a message naming the key. `-c stage=<name>` deploys another stage
+ * next to `prod`.
  */
 import { App } from 'aws-cdk-lib';
 import { InfraConfigError } from './config.js';

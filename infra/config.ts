@@ -5,6 +5,7 @@
 import type { Construct } from 'constructs';
 import * as z from 'zod';
 import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
+import { DEFAULT_STAGE, STAGE_PATTERN } from './naming.js';
 
 /** Bad deployment configuration: the message names the context key(s) to fix. */
 export class InfraConfigError extends Error {
@@ -133,6 +134,18 @@ const secretName = z.string().regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, {
   message: 'expected a secret name (letters, digits and /_+=.@-)',
 });
 
+const kmsKeyArn = z.string().regex(/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/, {
+  message: 'expected a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>), not an alias',
+});
+
+const eipAllocationId = z.string().regex(/^eipalloc-[0-9a-f]+$/, {
+  message: 'expected an Elastic IP allocation id, e.g. eipalloc-0123456789abcdef0',
+});
+
+const stage = z.string().regex(STAGE_PATTERN, {
+  message: 'expected lowercase letters, digits and "-", starting with a letter, at most 20 characters',
+});
+
 const glueName = z.string().regex(/^[a-z0-9_]{1,255}$/, {
   message: 'expected lowercase letters, digits and "_" (a Glue database name Athena can query)',
 });
@@ -142,6 +155,8 @@ export const EXAMPLE_API_BASE_URL = 'https://api.example.com';
 
 export const ExporterConfigSchema = z
   .object({
+    /** The deployment's stage: every physical name derives from it (infra/naming.ts). */
+    stage: z.preprocess((v) => emptyToUndefined(v) ?? DEFAULT_STAGE, stage),
     /** {base_url} of the Integration API (HTTPS: the key travels as a bearer token). */
     apiBaseUrl: z.preprocess(
       (v) => emptyToUndefined(v) ?? '',
@@ -161,8 +176,12 @@ export const ExporterConfigSchema = z
     fullRefreshCron: optionalText(cronFields),
     existingSecretName: optionalText(secretName),
     existingSecretArn: optionalText(secretArn),
+    /** The customer managed key an imported secret is encrypted with (the functions need kms:Decrypt). */
+    existingSecretKmsKeyArn: optionalText(kmsKeyArn),
     alarmEmail: optionalText(z.email({ message: 'expected an e-mail address' })),
     fixedEgressIp: bool(false),
+    /** An Elastic IP the NAT gateway uses instead of one the stack allocates (the allowlisted address). */
+    egressEipAllocationId: optionalText(eipAllocationId),
     reportBatchSize: integer(1, 10, 2),
     reportMaxConcurrency: integer(2, 1000, 2),
     planMaxConcurrency: integer(2, 1000, 2),
@@ -196,7 +215,8 @@ export const ExporterConfigSchema = z
     maxReceiveCount: runDefault(RUN_DEFAULTS.maxReceiveCount),
     projectionStartDate: z.preprocess((v) => emptyToUndefined(v) ?? '2025-01-01', isoDate),
     dataPrefix: z.preprocess((v) => emptyToUndefined(v) ?? '', dataPrefix),
-    databaseName: z.preprocess((v) => emptyToUndefined(v) ?? 'campaign_report_exporter', glueName),
+    /** Unset: derived from the stage (infra/naming.ts). */
+    databaseName: optionalText(glueName),
     throttleShareThreshold: decimal(0, 1, 0.05),
     missedRunAlarmHours: integer(2, 168, 26),
   })
@@ -206,6 +226,24 @@ export const ExporterConfigSchema = z
         code: 'custom',
         path: ['existingSecretArn'],
         message: 'give existingSecretName or existingSecretArn, not both',
+      });
+    }
+    if (
+      c.existingSecretKmsKeyArn !== undefined &&
+      c.existingSecretName === undefined &&
+      c.existingSecretArn === undefined
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['existingSecretKmsKeyArn'],
+        message: 'only for an imported secret: give existingSecretName or existingSecretArn too',
+      });
+    }
+    if (c.egressEipAllocationId !== undefined && !c.fixedEgressIp) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['egressEipAllocationId'],
+        message: 'only with a fixed egress IP: set fixedEgressIp=true too',
       });
     }
   });
@@ -219,22 +257,30 @@ export type ExporterConfigInput = z.input<typeof ExporterConfigSchema>;
 export const CONTEXT_KEYS = Object.keys(ExporterConfigSchema.shape) as readonly (keyof ExporterConfig)[];
 
 /**
- * Validates raw configuration values, applying defaults.
+ * Validates raw configuration values, applying defaults. `source` words the message: `context`
+ * for the app (cdk.json / -c), `props` for {@link CampaignReportExporter} in another app.
  * @throws InfraConfigError naming every bad key, e.g. `context "reportBatchSize": ...`.
  */
-export function parseConfig(raw: Readonly<Record<string, unknown>>): ExporterConfig {
+export function parseConfig(
+  raw: Readonly<Record<string, unknown>>,
+  source: 'context' | 'props' = 'context',
+): ExporterConfig {
   const result = ExporterConfigSchema.safeParse(raw);
   if (result.success) return result.data;
+  const label = source === 'context' ? 'context' : 'prop';
   const lines = result.error.issues.map((issue) => {
     const key = String(issue.path[0] ?? '(config)');
     const given = raw[key];
     const shown = given === undefined ? '' : ` (got ${JSON.stringify(given)})`;
-    return `  context "${key}": ${issue.message}${shown}`;
+    return `  ${label} "${key}": ${issue.message}${shown}`;
   });
-  throw new InfraConfigError(
-    `Invalid configuration; fix these context values (cdk.json "context" or -c key=value):\n${lines.join('\n')}`,
-    { cause: result.error },
-  );
+  const where =
+    source === 'context'
+      ? 'fix these context values (cdk.json "context" or -c key=value)'
+      : 'fix these props of CampaignReportExporter';
+  throw new InfraConfigError(`Invalid configuration; ${where}:\n${lines.join('\n')}`, {
+    cause: result.error,
+  });
 }
 
 /** Reads every key of {@link CONTEXT_KEYS} from the construct tree's context and validates it. */

@@ -1,17 +1,28 @@
-import { CfnOutput, Stack, Validations } from 'aws-cdk-lib';
-import type * as iam from 'aws-cdk-lib/aws-iam';
+import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 
 export interface ApiKeySecretProps {
+  /** The name of the secret this construct creates (infra/naming.ts). */
+  readonly secretName: string;
   /** Import this existing secret by name instead of creating one. */
   readonly existingSecretName?: string | undefined;
   /** Import this existing secret by ARN instead of creating one. */
   readonly existingSecretArn?: string | undefined;
+  /** The customer managed KMS key the imported secret is encrypted with. */
+  readonly existingSecretKmsKeyArn?: string | undefined;
 }
 
 /** A complete secret ARN ends with the 6 random characters Secrets Manager appends. */
 const COMPLETE_ARN = /:secret:.+-[A-Za-z0-9]{6}$/;
+
+/**
+ * The command that puts the key: read from a file (then deleted) or from stdin, never given on
+ * the command line, where it would stay in the shell's history and in the process list.
+ */
+export const putKeyCommand = (secretId: string): string =>
+  `aws secretsmanager put-secret-value --secret-id ${secretId} --secret-string file://key.txt`;
 
 /**
  * The Integration API key. Created empty (no value, no generated password): the key comes
@@ -22,11 +33,15 @@ export class ApiKeySecret extends Construct {
   readonly secret: secretsmanager.ISecret;
   /** What the handlers get as API_KEY_SECRET_ID: the ARN, or the name of a secret imported by name. */
   readonly secretId: string;
-  /** Whether this stack created the secret. */
+  /** Whether this construct created the secret. */
   readonly created: boolean;
+  /** For a created secret: the command that puts the key (an output of the app's stack). */
+  readonly putKeyCommand: string | undefined;
+  readonly #kmsKeyArn: string | undefined;
 
-  constructor(scope: Construct, id: string, props: ApiKeySecretProps = {}) {
+  constructor(scope: Construct, id: string, props: ApiKeySecretProps) {
     super(scope, id);
+    this.#kmsKeyArn = props.existingSecretKmsKeyArn;
     if (props.existingSecretArn !== undefined) {
       this.secret = COMPLETE_ARN.test(props.existingSecretArn)
         ? secretsmanager.Secret.fromSecretCompleteArn(this, 'Imported', props.existingSecretArn)
@@ -39,13 +54,15 @@ export class ApiKeySecret extends Construct {
       this.secretId = props.existingSecretName;
       this.created = false;
     } else {
-      const name = `${Stack.of(this).stackName}/integration-api-key`;
+      const name = props.secretName;
       const secret = new secretsmanager.Secret(this, 'Secret', {
         secretName: name,
         description:
           'Integration API key of campaign-report-exporter, created empty. Put the key (plain text, ' +
-          `the key alone) with: aws secretsmanager put-secret-value --secret-id ${name} --secret-string '<key>'. ` +
+          `the key alone) from a file, then delete the file: ${putKeyCommand(name)}. ` +
           'Rotate by putting the new key the same way; the functions re-read it on a 401.',
+        // A person put the key: deleting the stack keeps it (deploy again with existingSecretName).
+        removalPolicy: RemovalPolicy.RETAIN,
       });
       // Neither SecretString nor GenerateSecretString: CloudFormation creates the secret
       // without a value instead of a random password nobody could use.
@@ -60,15 +77,27 @@ export class ApiKeySecret extends Construct {
       this.secret = secret;
       this.secretId = secret.secretArn;
       this.created = true;
-      new CfnOutput(this, 'PutKeyCommand', {
-        description: 'Put the Integration API key into the secret with this command',
-        value: `aws secretsmanager put-secret-value --secret-id ${secret.secretArn} --secret-string '<key>'`,
-      }).overrideLogicalId('PutKeyCommand'); // A plain name: the README points people to it.
+      this.putKeyCommand = putKeyCommand(secret.secretArn);
     }
   }
 
-  /** Lets a function read the key (GetSecretValue, DescribeSecret on this secret only). */
+  /**
+   * Lets a function read the key (GetSecretValue, DescribeSecret on this secret only) and, for
+   * an imported secret under a customer managed key, decrypt with that key through Secrets
+   * Manager only.
+   */
   grantRead(grantee: iam.IGrantable): void {
     this.secret.grantRead(grantee);
+    if (this.#kmsKeyArn === undefined) return;
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ApiKeySecretDecrypt',
+        actions: ['kms:Decrypt'],
+        resources: [this.#kmsKeyArn],
+        conditions: {
+          StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(this).region}.amazonaws.com` },
+        },
+      }),
+    );
   }
 }

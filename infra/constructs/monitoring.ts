@@ -1,4 +1,3 @@
-import { CfnOutput } from 'aws-cdk-lib';
 import type * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -60,9 +59,5 @@ export class ExporterMonitoring extends Construct {
       throttleShare: share,
       alarms: this.alarms,
     });
-    new CfnOutput(this, 'AlarmTopicArn', {
-      description: 'SNS topic of the alarms (subscribe more endpoints here)',
-      value: this.topic.topicArn,
-    }).overrideLogicalId('AlarmTopicArn'); // A plain name: the README points people to it.
   }
 }

@@ -1,9 +1,12 @@
-import { Duration, Stack, TimeZone, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { scheduledStartInput } from '../../shared/aws/payloads.js';
+import { daylightSavingHits } from '../daylight-saving.js';
 
 /** How often finish-run looks for drained runs. */
 export const FINISH_RUN_RATE = Duration.minutes(5);
@@ -14,6 +17,10 @@ export const FINISH_RUN_RATE = Duration.minutes(5);
 const INVOKE_RETRY_ATTEMPTS = 3;
 /** A run that could not be started within an hour waits for the next schedule instead. */
 const START_MAX_EVENT_AGE = Duration.hours(1);
+/** Undelivered invocations are kept as long as SQS allows, for a person to look at. */
+const DLQ_RETENTION = Duration.days(14);
+/** The id of the synth warning for a cron in a skipped or repeated hour (acknowledge it by this id). */
+export const DST_WARNING_ID = 'campaign-report-exporter:scheduleDaylightSaving';
 
 export interface ExporterSchedulesProps {
   readonly startRun: lambda.IFunction;
@@ -32,6 +39,8 @@ export class ExporterSchedules extends Construct {
   readonly fullRefresh: scheduler.Schedule | undefined;
   readonly finish: scheduler.Schedule;
   readonly role: iam.Role;
+  /** Where Scheduler puts an invocation it could not deliver (every schedule): alarm on it. */
+  readonly deadLetterQueue: sqs.Queue;
 
   constructor(scope: Construct, id: string, props: ExporterSchedulesProps) {
     super(scope, id);
@@ -57,18 +66,30 @@ export class ExporterSchedules extends Construct {
           'LambdaInvoke grants lambda:InvokeFunction on the function and its versions/aliases (ARN:*); it is still this one function.',
       });
     }
+    this.deadLetterQueue = addDeadLetterQueue(this);
     const timeZone = TimeZone.of(props.scheduleTimeZone);
-    const startRunSchedule = (id: string, description: string, cron: string, mode: 'incremental' | 'full') =>
-      new scheduler.Schedule(this, id, {
+    const startRunSchedule = (
+      id: string,
+      description: string,
+      cron: string,
+      mode: 'incremental' | 'full',
+    ) => {
+      const schedule = new scheduler.Schedule(this, id, {
         description,
         schedule: scheduler.ScheduleExpression.expression(`cron(${cron})`, timeZone),
         target: new LambdaInvoke(props.startRun, {
-          input: scheduler.ScheduleTargetInput.fromObject({ mode }),
+          // Scheduler fills in the scheduled time: start-run starts one run per scheduled time
+          // however often Scheduler delivers it.
+          input: scheduler.ScheduleTargetInput.fromObject(scheduledStartInput(mode)),
           retryAttempts: INVOKE_RETRY_ATTEMPTS,
           maxEventAge: START_MAX_EVENT_AGE,
+          deadLetterQueue: this.deadLetterQueue,
           role: this.role,
         }),
       });
+      warnOnDaylightSaving(schedule, cron, props.scheduleTimeZone);
+      return schedule;
+    };
     this.incremental = startRunSchedule(
       'IncrementalRun',
       'Starts an incremental export run',
@@ -91,8 +112,45 @@ export class ExporterSchedules extends Construct {
         retryAttempts: 0,
         // A poll older than its own period is superseded by the next one.
         maxEventAge: FINISH_RUN_RATE,
+        deadLetterQueue: this.deadLetterQueue,
         role: this.role,
       }),
     });
   }
+}
+
+/** The schedules' dead-letter queue: kept as long as SQS allows, encrypted, TLS only. */
+function addDeadLetterQueue(scope: Construct): sqs.Queue {
+  const queue = new sqs.Queue(scope, 'DeadLetters', {
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: DLQ_RETENTION,
+  });
+  Validations.of(queue).acknowledge({
+    id: 'AwsSolutions-SQS3',
+    reason:
+      "This queue is the schedules' dead-letter queue (the Scheduler targets' deadLetterQueue, which cdk-nag does not see as an SQS redrive); nothing consumes it but a person.",
+  });
+  return queue;
+}
+
+/**
+ * Warns at synth when a cron's wall-clock time falls in an hour a daylight-saving transition
+ * of its zone skips (the run does not happen that day) or repeats (it may happen twice).
+ */
+function warnOnDaylightSaving(schedule: scheduler.Schedule, cron: string, timeZone: string): void {
+  const hits = daylightSavingHits(cron, timeZone, new Date());
+  if (hits.length === 0) return;
+  const effects = { skipped: 'skips (no run that day)', repeated: 'repeats (a second run)' } as const;
+  const what = (['skipped', 'repeated'] as const).flatMap((kind) => {
+    const hit = hits.find((h) => h.transition.kind === kind);
+    return hit === undefined
+      ? []
+      : [`${hit.time} on ${hit.transition.localDate}, an hour daylight saving ${effects[kind]}`];
+  });
+  Annotations.of(schedule).addWarningV2(
+    DST_WARNING_ID,
+    `${schedule.node.id}: cron(${cron}) in ${timeZone} fires at ${what.join(', and at ')}. ` +
+      'Choose a time outside the transition hours, or the time zone UTC.',
+  );
 }

@@ -27,6 +27,7 @@ const errorOf = (raw: Record<string, unknown>): string => {
 describe('parseConfig', () => {
   it('applies the documented defaults', () => {
     expect(parseConfig(BASE)).toEqual({
+      stage: 'prod',
       apiBaseUrl: 'https://api.acme.test',
       scheduleCron: '0 2 * * ? *',
       scheduleTimeZone: 'UTC',
@@ -48,7 +49,6 @@ describe('parseConfig', () => {
       maxReceiveCount: 5,
       projectionStartDate: '2025-01-01',
       dataPrefix: '',
-      databaseName: 'campaign_report_exporter',
       throttleShareThreshold: 0.05,
       missedRunAlarmHours: 26,
     });
@@ -149,6 +149,21 @@ describe('parseConfig', () => {
     [{ ...BASE, dataPrefix: '/abs' }, 'dataPrefix', /path segments/],
     [{ ...BASE, dataPrefix: 'a/../b' }, 'dataPrefix', /"\.\."/],
     [{ ...BASE, databaseName: 'Acme-Reports' }, 'databaseName', /lowercase/],
+    [{ ...BASE, stage: 'Staging' }, 'stage', /lowercase letters/],
+    [{ ...BASE, stage: '1st' }, 'stage', /starting with a letter/],
+    [{ ...BASE, stage: 'a'.repeat(21) }, 'stage', /at most 20/],
+    [{ ...BASE, fixedEgressIp: true, egressEipAllocationId: 'eip-1' }, 'egressEipAllocationId', /eipalloc-/],
+    [{ ...BASE, egressEipAllocationId: 'eipalloc-0abc' }, 'egressEipAllocationId', /fixedEgressIp=true/],
+    [
+      { ...BASE, existingSecretName: 'k', existingSecretKmsKeyArn: 'alias/acme' },
+      'existingSecretKmsKeyArn',
+      /KMS key ARN/,
+    ],
+    [
+      { ...BASE, existingSecretKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab' },
+      'existingSecretKmsKeyArn',
+      /imported secret/,
+    ],
     [{ ...BASE, throttleShareThreshold: 1 }, 'throttleShareThreshold', /less than 1/],
     [{ ...BASE, missedRunAlarmHours: 200 }, 'missedRunAlarmHours', /integer/],
     [{ ...BASE, existingSecretArn: 'acme/key' }, 'existingSecretArn', /secret ARN/],
@@ -166,6 +181,28 @@ describe('parseConfig', () => {
     const message = errorOf(raw);
     expect(message).toContain(`context "${key}"`);
     expect(message).toMatch(detail);
+  });
+
+  it('accepts a stage, an Elastic IP allocation and the key of an imported secret', () => {
+    const c = parseConfig({
+      ...BASE,
+      stage: 'staging-2',
+      fixedEgressIp: 'true',
+      egressEipAllocationId: 'eipalloc-0123456789abcdef0',
+      existingSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme/key',
+      existingSecretKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+    });
+    expect(c).toMatchObject({
+      stage: 'staging-2',
+      egressEipAllocationId: 'eipalloc-0123456789abcdef0',
+      existingSecretKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+    });
+  });
+
+  it('names props, not context, for the construct', () => {
+    expect(() => parseConfig({ ...BASE, unitSize: 0 }, 'props')).toThrow(
+      /props of CampaignReportExporter:\n {2}prop "unitSize"/,
+    );
   });
 
   it('lists every bad key at once, with the value given', () => {
@@ -193,6 +230,9 @@ describe('readConfig', () => {
         'fullRefreshCron',
         'existingSecretName',
         'existingSecretArn',
+        'existingSecretKmsKeyArn',
+        'egressEipAllocationId',
+        'databaseName',
         'alarmEmail',
       ].sort(),
     );

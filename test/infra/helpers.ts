@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { parseConfig } from '../../infra/config.js';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
 import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
 import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/export/layout.js';
@@ -39,13 +40,11 @@ export function removeSynthOutputs(): void {
   for (const dir of outdirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-export function synthExporter(
-  context: Record<string, unknown> = {},
-  options: { bundle?: boolean } = {},
-): Synthesized {
+/** An app like `infra/app.ts` builds, with cdk.json's context plus `context`, not yet synthesized. */
+export function testApp(context: Record<string, unknown> = {}, options: { bundle?: boolean } = {}): App {
   const outdir = mkdtempSync(join(tmpdir(), 'cre-cdk-'));
   outdirs.push(outdir);
-  const app = new App({
+  return new App({
     outdir,
     context: {
       ...cdkJsonContext(),
@@ -54,9 +53,28 @@ export function synthExporter(
       ...context,
     },
   });
+}
+
+export function synthExporter(
+  context: Record<string, unknown> = {},
+  options: { bundle?: boolean } = {},
+): Synthesized {
+  const app = testApp(context, options);
   const stack = addExporterStack(app);
   app.synth();
-  return { app, stack, template: Template.fromStack(stack), outdir };
+  return { app, stack, template: Template.fromStack(stack), outdir: app.outdir };
+}
+
+/** One app holding a stack per stage (cdk.json's context plus `context`), synthesized. */
+export function synthStages(
+  stages: readonly string[],
+  context: Record<string, unknown> = {},
+): { app: App; stacks: ExporterStack[]; templates: Template[] } {
+  const app = testApp(context);
+  const base = { ...cdkJsonContext(), ...context };
+  const stacks = stages.map((stage) => addExporterStack(app, parseConfig({ ...base, stage })));
+  app.synth();
+  return { app, stacks, templates: stacks.map((s) => Template.fromStack(s)) };
 }
 
 /** Template resources of one type, by logical id. */

@@ -45,6 +45,17 @@ describe('cdk-nag AwsSolutions', () => {
     ['default (cdk.json)', {}],
     ['everything configured', EVERYTHING],
     ['existing secret by name', { existingSecretName: 'acme/key' }],
+    [
+      'another stage, an imported secret under a customer key, a given Elastic IP',
+      {
+        stage: 'staging',
+        existingSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme/key-AbCdEf',
+        existingSecretKmsKeyArn:
+          'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+        fixedEgressIp: true,
+        egressEipAllocationId: 'eipalloc-0123456789abcdef0',
+      },
+    ],
   ] as const) {
     it(`has zero unacknowledged findings: ${label}`, () => {
       // synth itself runs the checks and throws on a finding; validateScope lists them.

@@ -5,6 +5,7 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTION_NAMES, SERVICE_NAME } from '../../infra/constructs/functions.js';
+import { scheduledStartInput } from '../../shared/aws/payloads.js';
 import { METRIC, METRICS_NAMESPACE } from '../../shared/metrics.js';
 import {
   type FunctionIds,
@@ -36,7 +37,7 @@ describe('schedules', () => {
       FlexibleTimeWindow: { Mode: 'OFF' },
       Target: {
         Arn: { 'Fn::GetAtt': [fnIds['start-run'], 'Arn'] },
-        Input: JSON.stringify({ mode: 'incremental' }),
+        Input: JSON.stringify(scheduledStartInput('incremental')),
       },
     });
   });

@@ -107,7 +107,8 @@ describe('queues', () => {
 
   it('every queue is SQS-SSE encrypted and denies non-TLS access', () => {
     const ids = Object.keys(queues());
-    expect(ids).toHaveLength(4);
+    // Plan and report queues, their DLQs, and the schedules' DLQ.
+    expect(ids).toHaveLength(5);
     for (const q of Object.values(queues())) expect(q.Properties.SqsManagedSseEnabled).toBe(true);
     const guarded = new Set<string>();
     for (const p of Object.values(resourcesOf(s.template, 'AWS::SQS::QueuePolicy'))) {
@@ -130,6 +131,11 @@ describe('queues', () => {
     for (const q of Object.values(all)) {
       const redrive = q.Properties.RedrivePolicy as { deadLetterTargetArn: unknown } | undefined;
       if (redrive) for (const id of referencedIds(redrive.deadLetterTargetArn)) dlqs.add(id);
+    }
+    // The schedules' dead letters: Scheduler puts there what it could not deliver.
+    for (const schedule of Object.values(resourcesOf(s.template, 'AWS::Scheduler::Schedule'))) {
+      const target = schedule.Properties.Target as { DeadLetterConfig?: { Arn: unknown } };
+      for (const id of referencedIds(target.DeadLetterConfig?.Arn)) dlqs.add(id);
     }
     for (const [id, q] of Object.entries(all)) {
       expect(q.Properties.RedrivePolicy !== undefined || dlqs.has(id), `${id} has no DLQ and is none`).toBe(

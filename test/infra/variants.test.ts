@@ -6,6 +6,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InfraConfigError } from '../../infra/config.js';
 import { API_FUNCTIONS, FUNCTION_NAMES, FUNCTION_SETTINGS } from '../../infra/constructs/functions.js';
+import { scheduledStartInput } from '../../shared/aws/payloads.js';
 import { TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS } from '../../shared/export/views.js';
 import {
@@ -80,7 +81,7 @@ describe('everything configured', () => {
     });
     s.template.hasResourceProperties('AWS::EC2::Subnet', { MapPublicIpOnLaunch: true });
     s.template.hasResourceProperties('AWS::EC2::Subnet', { MapPublicIpOnLaunch: false });
-    s.template.hasOutput('*', { Value: { 'Fn::GetAtt': [eip, 'PublicIp'] } });
+    s.template.hasOutput('EgressIpAddress', { Value: { 'Fn::GetAtt': [eip, 'PublicIp'] } });
     s.template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL' });
   });
 
@@ -119,12 +120,15 @@ describe('everything configured', () => {
     s.template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'cron(30 4 * * ? *)',
       ScheduleExpressionTimezone: 'Europe/Berlin',
-      Target: { Input: JSON.stringify({ mode: 'incremental' }) },
+      Target: { Input: JSON.stringify(scheduledStartInput('incremental')) },
     });
     s.template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'cron(0 3 ? * SUN *)',
       ScheduleExpressionTimezone: 'Europe/Berlin',
-      Target: { Arn: { 'Fn::GetAtt': [fnIds['start-run'], 'Arn'] }, Input: JSON.stringify({ mode: 'full' }) },
+      Target: {
+        Arn: { 'Fn::GetAtt': [fnIds['start-run'], 'Arn'] },
+        Input: JSON.stringify(scheduledStartInput('full')),
+      },
     });
     s.template.resourceCountIs('AWS::Scheduler::Schedule', 3);
   });
@@ -191,7 +195,7 @@ describe('everything configured', () => {
     );
     for (const { statement } of objectGrants) {
       for (const r of statement.Resource as unknown[])
-        expect(JSON.stringify(r)).toMatch(/"\/exports\/acme\/[a-z]+\/\*"/);
+        expect(JSON.stringify(r)).toMatch(/"\/exports\/acme\/[a-z]+\/[^"]*"/);
     }
   });
 
@@ -201,8 +205,8 @@ describe('everything configured', () => {
       Metrics: Match.arrayWith([Match.objectLike({ Expression: 'FILL(throttled, 0) / requests' })]),
     });
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      EvaluationPeriods: 50,
-      TreatMissingData: 'breaching',
+      Threshold: 50,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     });
   });
 });

@@ -1,0 +1,192 @@
+/**
+ * campaign-report-exporter as one construct: what `ExporterStack` deploys, for a team to add
+ * to its own CDK app next to its own resources. Every physical name derives from `stage`
+ * (infra/naming.ts); construct ids are scoped to the construct, and it creates no outputs
+ * (see {@link CampaignReportExporter.outputs}).
+ */
+import { Annotations } from 'aws-cdk-lib';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import { EXAMPLE_API_BASE_URL, type ExporterConfig, parseConfig } from './config.js';
+import { AnalystPolicy } from './constructs/analysts.js';
+import { ApiKeySecret } from './constructs/api-key-secret.js';
+import { ExporterAthena } from './constructs/athena.js';
+import { ExporterCatalog } from './constructs/catalog.js';
+import { DataLake } from './constructs/data-lake.js';
+import { FixedEgress } from './constructs/egress.js';
+import { ExporterFunctions, FUNCTION_SETTINGS } from './constructs/functions.js';
+import { ExporterMonitoring } from './constructs/monitoring.js';
+import { ExporterQueues } from './constructs/queues.js';
+import { ExporterSchedules } from './constructs/schedule.js';
+import { type ExporterNames, namesFor } from './naming.js';
+
+/**
+ * The construct's props: the deployment configuration (the context keys of the app, typed),
+ * every key optional but `apiBaseUrl`; defaults and checks are those of the app's context.
+ */
+export type CampaignReportExporterProps = { readonly apiBaseUrl: string } & Readonly<
+  Partial<Omit<ExporterConfig, 'apiBaseUrl'>>
+>;
+
+/** One stack output: its plain name (the README's), value and description. */
+export interface ExporterOutput {
+  readonly name: string;
+  readonly value: string;
+  readonly description?: string;
+}
+
+/** campaign-report-exporter: scheduled runs fanned out over SQS, landed in S3, queryable in Athena. */
+export class CampaignReportExporter extends Construct {
+  /** The validated configuration, defaults applied. */
+  readonly config: ExporterConfig;
+  /** The physical names of this stage. */
+  readonly names: ExporterNames;
+  readonly dataLake: DataLake;
+  readonly apiKey: ApiKeySecret;
+  readonly queues: ExporterQueues;
+  readonly functions: ExporterFunctions;
+  readonly schedules: ExporterSchedules;
+  readonly catalog: ExporterCatalog;
+  readonly athena: ExporterAthena;
+  readonly monitoring: ExporterMonitoring;
+  readonly egress: FixedEgress | undefined;
+  /** Attach to the people who query the data (Athena workgroup, Glue reads, S3 reads). */
+  readonly analystPolicy: iam.ManagedPolicy;
+
+  /** @throws InfraConfigError naming every bad prop. */
+  constructor(scope: Construct, id: string, props: CampaignReportExporterProps) {
+    super(scope, id);
+    const config = parseConfig({ ...props }, 'props');
+    this.config = config;
+    this.names = namesFor(config.stage, { databaseName: config.databaseName });
+    const names = this.names;
+    if (config.apiBaseUrl === EXAMPLE_API_BASE_URL) {
+      Annotations.of(this).addWarningV2(
+        'campaign-report-exporter:exampleApiBaseUrl',
+        `apiBaseUrl is the example ${EXAMPLE_API_BASE_URL}: deploy with -c apiBaseUrl=<your {base_url}>`,
+      );
+    }
+
+    this.dataLake = new DataLake(this, 'DataLake', {
+      dataPrefix: config.dataPrefix,
+      rawRetentionDays: config.rawRetentionDays,
+      athenaResultsRetentionDays: config.athenaResultsRetentionDays,
+    });
+    this.apiKey = new ApiKeySecret(this, 'ApiKey', {
+      secretName: names.secretName,
+      existingSecretName: config.existingSecretName,
+      existingSecretArn: config.existingSecretArn,
+      existingSecretKmsKeyArn: config.existingSecretKmsKeyArn,
+    });
+    this.queues = new ExporterQueues(this, 'Queues', {
+      maxReceiveCount: config.maxReceiveCount,
+      planConsumerTimeout: FUNCTION_SETTINGS['plan-campaign'].timeout,
+      reportConsumerTimeout: FUNCTION_SETTINGS['export-reports'].timeout,
+    });
+    this.egress = config.fixedEgressIp
+      ? new FixedEgress(this, 'Egress', {
+          flowLogRetentionDays: config.logRetentionDays,
+          eipAllocationId: config.egressEipAllocationId,
+        })
+      : undefined;
+    this.functions = new ExporterFunctions(this, 'Functions', {
+      config,
+      dataLake: this.dataLake,
+      apiKey: this.apiKey,
+      queues: this.queues,
+      network: this.egress && { vpc: this.egress.vpc, subnets: this.egress.subnets },
+      serviceName: names.serviceName,
+      stage: names.stage,
+    });
+    this.schedules = new ExporterSchedules(this, 'Schedules', {
+      startRun: this.functions.byName['start-run'],
+      finishRun: this.functions.byName['finish-run'],
+      scheduleCron: config.scheduleCron,
+      scheduleTimeZone: config.scheduleTimeZone,
+      fullRefreshCron: config.fullRefreshCron,
+    });
+    this.catalog = new ExporterCatalog(this, 'Catalog', {
+      dataLake: this.dataLake,
+      databaseName: names.databaseName,
+      projectionStartDate: config.projectionStartDate,
+    });
+    this.athena = new ExporterAthena(this, 'Athena', {
+      dataLake: this.dataLake,
+      workGroupName: names.workGroupName,
+      databaseName: names.databaseName,
+      bytesScannedCutoffMb: config.bytesScannedCutoffMb,
+    });
+    this.monitoring = new ExporterMonitoring(this, 'Monitoring', {
+      functions: this.functions,
+      queues: this.queues,
+      scheduleDeadLetterQueues: [this.schedules.deadLetterQueue],
+      serviceName: names.serviceName,
+      alarmEmail: config.alarmEmail,
+      throttleShareThreshold: config.throttleShareThreshold,
+      missedRunAlarmHours: config.missedRunAlarmHours,
+    });
+    this.analystPolicy = new AnalystPolicy(this, 'Analysts', {
+      dataLake: this.dataLake,
+      databaseName: names.databaseName,
+      workGroupName: names.workGroupName,
+    }).policy;
+  }
+
+  /**
+   * What a person needs after deploying, under the names the README uses. `ExporterStack`
+   * makes each a stack output; a stack holding several exporters prefixes the names.
+   */
+  get outputs(): readonly ExporterOutput[] {
+    const { config, names } = this;
+    const bucket = this.dataLake.bucket.bucketName;
+    const out: ExporterOutput[] = [
+      { name: 'DataBucketName', value: bucket },
+      {
+        name: 'DataLocation',
+        description: 'Root of the output layout',
+        value: `s3://${bucket}/${config.dataPrefix}`,
+      },
+      { name: 'ApiKeySecretId', value: this.apiKey.secretId },
+      { name: 'GlueDatabaseName', value: names.databaseName },
+      { name: 'AthenaWorkGroupName', value: this.athena.workGroup.ref },
+      {
+        name: 'StartRunFunctionName',
+        description: 'Invoke with {"mode":"incremental"} or {"mode":"full"} to start a run by hand',
+        value: this.functions.byName['start-run'].functionName,
+      },
+      {
+        name: 'AnalystPolicyArn',
+        description: 'Attach to the roles, users or groups that query the data in Athena',
+        value: this.analystPolicy.managedPolicyArn,
+      },
+      {
+        name: 'AlarmTopicArn',
+        description: 'SNS topic of the alarms (subscribe more endpoints here)',
+        value: this.monitoring.topic.topicArn,
+      },
+    ];
+    if (this.apiKey.putKeyCommand !== undefined) {
+      out.push({
+        name: 'PutKeyCommand',
+        description:
+          'Put the Integration API key into the secret: write it to key.txt, run this, then delete key.txt',
+        value: this.apiKey.putKeyCommand,
+      });
+    }
+    if (this.egress?.publicIp !== undefined) {
+      out.push({
+        name: 'EgressIpAddress',
+        description: 'The fixed public IP the API functions call from: allow it for the API key',
+        value: this.egress.publicIp,
+      });
+    } else if (this.egress !== undefined) {
+      out.push({
+        name: 'EgressEipAllocationId',
+        description:
+          'The Elastic IP the API functions call from (given by allocation id, so CloudFormation does not know its address: aws ec2 describe-addresses --allocation-ids <this id>)',
+        value: this.egress.allocationId,
+      });
+    }
+    return out;
+  }
+}
