@@ -2,6 +2,8 @@
  * Names of the CloudWatch metrics the exporter puts, shared by the handlers that emit them
  * and the alarms/dashboard in CDK that watch them. One source: never spell a name twice.
  */
+import type { Manifest } from './export/state/manifest.js';
+
 export const METRICS_NAMESPACE = 'CampaignReportExporter';
 
 export const METRIC = {
@@ -29,3 +31,37 @@ export const METRIC = {
   hoursSinceFinishedRun: 'HoursSinceFinishedRun',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
+
+/** One value of a metric, in counts. */
+export interface MetricDatum {
+  name: MetricName;
+  value: number;
+}
+
+const RUN_STATUS_METRIC = {
+  succeeded: METRIC.runsSucceeded,
+  partial: METRIC.runsPartial,
+  failed: METRIC.runsFailed,
+} as const;
+
+/**
+ * A finished run's metrics (the alarms and the dashboard watch them): one for its status, its
+ * report outcomes, and its requests.
+ *
+ * @example runMetrics(manifest).forEach(({ name, value }) => metrics.addMetric(name, 'Count', value))
+ */
+export function runMetrics(manifest: Pick<Manifest, 'status' | 'counts' | 'requests'>): MetricDatum[] {
+  const c = manifest.counts;
+  return [
+    { name: RUN_STATUS_METRIC[manifest.status], value: 1 },
+    { name: METRIC.reportsExported, value: c.reports_exported },
+    { name: METRIC.reportsUnchanged, value: c.reports_unchanged },
+    { name: METRIC.reportsNotReady, value: c.reports_not_ready },
+    { name: METRIC.reportsNotFound, value: c.reports_not_found },
+    { name: METRIC.reportsInvalid, value: c.reports_invalid },
+    { name: METRIC.reportsFailed, value: c.reports_failed },
+    { name: METRIC.apiRequests, value: manifest.requests.total },
+    { name: METRIC.apiThrottled, value: manifest.requests.by_status['429'] ?? 0 },
+    { name: METRIC.apiRetried, value: manifest.requests.retried },
+  ];
+}

@@ -8,8 +8,8 @@ import {
   SendMessageBatchCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { SQSRecord } from 'aws-lambda';
-import { ExporterError } from '../../shared/errors.js';
+import type { SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { describeError, ExporterError } from '../../shared/errors.js';
 import type { Log } from '../../shared/log.js';
 
 /** SendMessageBatch takes at most ten entries. */
@@ -65,19 +65,40 @@ export async function retryLater(
   );
 }
 
-/** One record's work as a settled result (the partial-batch middleware reads these). */
-export async function settle(
-  work: () => Promise<void>,
-  record: SQSRecord,
-  log: Log,
-): Promise<PromiseSettledResult<void>> {
-  try {
-    await work();
-    return { status: 'fulfilled', value: undefined };
-  } catch (reason) {
-    log.error('message failed', { messageId: record.messageId, error: String(reason) });
-    return { status: 'rejected', reason };
+/** Where a handler's messages come from, and where a message is handed back. */
+export interface MessageSource {
+  sqs: SQSClient;
+  queueUrl: string;
+  log: Log;
+}
+
+/**
+ * Runs each message's work in turn and reports the failed ones (partial batch response). A
+ * retryable failure (the API out of retries, work still pending) first hands its message back
+ * with a growing delay instead of the queue's visibility timeout.
+ */
+export async function eachMessage(
+  event: SQSEvent,
+  source: MessageSource,
+  work: (record: SQSRecord) => Promise<void>,
+): Promise<SQSBatchResponse> {
+  const batchItemFailures: SQSBatchItemFailure[] = [];
+  for (const record of event.Records) {
+    try {
+      await work(record);
+    } catch (error) {
+      source.log.error('message failed', { messageId: record.messageId, error: describeError(error) });
+      batchItemFailures.push({ itemIdentifier: record.messageId });
+      if (error instanceof ExporterError && error.retryable) {
+        await retryLater(source.sqs, source.queueUrl, record.receiptHandle, receiveCountOf(record)).catch(
+          (handBack: unknown) =>
+            // It comes back after the queue's visibility timeout instead.
+            source.log.warn('could not hand the message back', { error: describeError(handBack) }),
+        );
+      }
+    }
   }
+  return { batchItemFailures };
 }
 
 /** How many times SQS has delivered a record (1 on the first delivery). */

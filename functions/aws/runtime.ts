@@ -1,33 +1,55 @@
 /**
  * What a Lambda container keeps between invocations: configuration, AWS clients, logger,
- * metrics, and one rate limiter shared by every request of the container. Handlers call
- * `exportDeps(context)` to get the core's dependencies for one invocation.
+ * metrics, the API key's cache, and one rate limiter shared by every request of the container.
+ * Handlers wrap themselves with `lambdaHandler()` and get the core's dependencies from
+ * `apiDeps()` (functions that call the API) or `exportDeps()`.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { ParameterNotFoundError } from '@aws-lambda-powertools/parameters/errors';
+import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { S3Client } from '@aws-sdk/client-s3';
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import secretsManager from '@middy/secrets-manager';
+import middy, { type MiddlewareObj } from '@middy/core';
+import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
-import { AdaptiveRateLimiter } from '../../shared/api/limiter.js';
+import { AdaptiveRateLimiter, type RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
-import type { Manifest } from '../../shared/export/state/manifest.js';
 import type { Log } from '../../shared/log.js';
-import { METRIC } from '../../shared/metrics.js';
+import { METRIC, type MetricDatum } from '../../shared/metrics.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import { type Env, readEnv, required } from './env.js';
 
 export const env: Env = readEnv();
 export const logger = new Logger();
 export const metrics = new Metrics();
-export const s3 = new S3Client({});
-export const sqs = new SQSClient({});
-const secrets = new SecretsManagerClient({});
-const storage = new S3Storage({ bucket: env.DATA_BUCKET, prefix: env.DATA_PREFIX, client: s3 });
-const limiter = new AdaptiveRateLimiter({ maxRate: env.RATE_CEILING, concurrency: env.REPORT_CONCURRENCY });
+
+/**
+ * The container's AWS clients, each created on first use: constructing one resolves its whole
+ * configuration, and a cold start need not wait for clients an invocation may never use.
+ */
+export const clients = {
+  get s3(): S3Client {
+    s3 ??= new S3Client({});
+    return s3;
+  },
+  get sqs(): SQSClient {
+    sqs ??= new SQSClient({});
+    return sqs;
+  },
+};
+let s3: S3Client | undefined;
+let sqs: SQSClient | undefined;
+let storage: S3Storage | undefined;
+
+/** The container's limiter (the lead switches this to the deployment's shared request budget). */
+function apiLimiter(): RateLimiter {
+  return new AdaptiveRateLimiter({ maxRate: env.RATE_CEILING, concurrency: env.REPORT_CONCURRENCY });
+}
+let limiter: RateLimiter | undefined;
 
 /** The core's log, written through Powertools' structured logger. */
 export const coreLog: Log = {
@@ -37,80 +59,116 @@ export const coreLog: Log = {
   error: (message, fields) => logger.error(message, fields ?? {}),
 };
 
-/** middy's cache key for the API key secret. */
-const SECRET_CACHE_KEY = 'api-key-secret';
+/**
+ * Publishes the invocation's metrics when it put any, also when it failed. Powertools'
+ * `logMetrics` warns "No application metrics to publish" on every quiet invocation.
+ */
+export const publishMetrics = (): MiddlewareObj => {
+  const publish = async () => {
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  };
+  return { after: publish, onError: publish };
+};
+
+/** A handler with the container's logging context and metrics. */
+export function lambdaHandler<E, R>(handler: (event: E, context: Context) => Promise<R>) {
+  return middy(handler)
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(publishMetrics());
+}
 
 /** The secret holds the key as plain text, or as JSON `{"apiKey": "..."}`. */
 const SecretValueSchema = z.union([
-  z.string().min(1),
-  z.looseObject({ apiKey: z.string().min(1) }).transform((v) => v.apiKey),
+  z
+    .string()
+    .trim()
+    .min(1)
+    .refine((text) => !text.startsWith('{')),
+  z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.looseObject({ apiKey: z.string().trim().min(1) }))
+    .transform((v) => v.apiKey),
 ]);
 
-function keyFrom(value: unknown): string {
-  const parsed = SecretValueSchema.safeParse(value);
-  if (!parsed.success) {
-    throw new ConfigError(`the secret ${env.API_KEY_SECRET_ID} holds no API key`, {
-      hint: 'put the key as the secret string, or as JSON {"apiKey": "..."} (README: "Put the API key")',
+/** Created on first use: finish-run never reads the key. */
+let secrets: SecretsProvider | undefined;
+
+/** Says what to do when the secret has no usable key; counted as an auth failure (a person must act). */
+function noKey(secretId: string, what: string, cause?: unknown): ConfigError {
+  metrics.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
+  const fix = `put the key with \`aws secretsmanager put-secret-value --secret-id ${secretId} --secret-string file://key.txt\` (README: "Put the API key")`;
+  return new ConfigError(`the secret ${secretId} ${what}: ${fix}`, {
+    hint: 'the secret holds the key as plain text, or as JSON {"apiKey": "..."}',
+    cause,
+  });
+}
+
+/**
+ * The API key from Secrets Manager, cached for SECRET_CACHE_TTL_SECONDS; `fresh` reads past the
+ * cache (after a 401: the key may have been rotated) and caches what it read.
+ */
+export async function readApiKey(fresh = false): Promise<string> {
+  const secretId = required(env, 'API_KEY_SECRET_ID');
+  secrets ??= new SecretsProvider();
+  const provider = secrets;
+  let value: string | Uint8Array | undefined;
+  try {
+    value = await provider.get(secretId, {
+      maxAge: env.SECRET_CACHE_TTL_SECONDS,
+      forceFetch: fresh,
+      // A secret created without a value answers ResourceNotFoundException (no AWSCURRENT).
+      throwOnMissing: true,
     });
+  } catch (error) {
+    if (error instanceof ParameterNotFoundError) throw noKey(secretId, 'has no value yet', error);
+    throw error;
+  }
+  const text = typeof value === 'string' ? value : new TextDecoder().decode(value);
+  const parsed = SecretValueSchema.safeParse(text);
+  if (!parsed.success) {
+    // Read again on the next invocation, not after the cache's TTL: the fix is a put away.
+    provider.clearCache();
+    // Never the value in the message: it may be a key in the wrong shape.
+    throw noKey(secretId, 'holds no API key');
   }
   return parsed.data;
 }
 
-/** middy middleware that loads the API key secret into `context.apiKey`, cached for the configured TTL. */
-export const apiKeySecret = () =>
-  secretsManager({
-    fetchData: { apiKey: required(env, 'API_KEY_SECRET_ID') },
-    setToContext: true,
-    cacheKey: SECRET_CACHE_KEY,
-    cacheExpiry: env.SECRET_CACHE_TTL_SECONDS * 1000,
-    AwsClient: SecretsManagerClient,
-  });
-
-/**
- * The key re-read after a 401 and the cached key it replaces. middy's cache serves the old key
- * until its TTL ends, and cannot be cleared from here: @middy/secrets-manager 6 keeps it in its
- * own @middy/util 6, not the @middy/util 7 of @middy/core. So the container remembers the rotation.
- */
-let rotation: { stale: string; fresh: string } | undefined;
-
-/** Re-reads the secret past the cache: the key may have been rotated (called once on a 401). */
-async function refreshApiKey(stale: string): Promise<string> {
-  const answer = await secrets.send(
-    new GetSecretValueCommand({ SecretId: required(env, 'API_KEY_SECRET_ID') }),
-  );
-  const text = answer.SecretString ?? '';
-  let value: unknown = text;
-  // JSON only when it looks like an object, as middy reads it: a key of digits stays text.
-  if (text.trimStart().startsWith('{')) {
-    try {
-      value = JSON.parse(text);
-    } catch {
-      // Not JSON after all: keep the text.
-    }
-  }
-  const fresh = keyFrom(value);
-  rotation = { stale, fresh };
-  return fresh;
+/** The core's dependencies for one invocation of a function that calls the API: reads the key first. */
+export async function apiDeps(): Promise<ExportDeps> {
+  return exportDeps({ apiKey: await readApiKey() });
 }
 
-/** The core's dependencies for one invocation; `context.apiKey` is set by `apiKeySecret()`. */
-export function exportDeps(context: { apiKey?: unknown }, withApi = true): ExportDeps {
-  const cached = withApi ? keyFrom(context.apiKey) : '';
-  const apiKey = rotation?.stale === cached ? rotation.fresh : cached;
+/** The core's dependencies, with the API key to use (none: the function does not call the API). */
+export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
+  const apiKey = typeof key.apiKey === 'string' ? key.apiKey : undefined;
   return {
     api: () => {
-      if (!withApi) throw new ConfigError('this function does not call the Integration API');
+      if (apiKey === undefined) throw new ConfigError('this function does not call the Integration API');
+      limiter ??= apiLimiter();
       return new IntegrationApiClient({
         baseUrl: required(env, 'API_BASE_URL'),
         apiKey,
-        refreshApiKey: () => refreshApiKey(cached),
+        refreshApiKey: () => readApiKey(true),
+        keySource: `the secret ${env.API_KEY_SECRET_ID}`,
         limiter,
         maxBodyBytes: env.MAX_BODY_MIB * 1024 * 1024,
         // A Lambda does not sleep through long waits: the message comes back later instead.
         retry: { maxRetryAfterMs: 5_000, maxElapsedMs: 30_000 },
       });
     },
-    storage,
+    get storage() {
+      storage ??= new S3Storage({ bucket: env.DATA_BUCKET, prefix: env.DATA_PREFIX, client: clients.s3 });
+      return storage;
+    },
     log: coreLog,
     now: () => new Date(),
   };
@@ -122,22 +180,7 @@ export function countFatal(fatal: { status?: number | undefined } | undefined): 
     metrics.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
 }
 
-/** Puts a finished run's metrics (the alarms and the dashboard watch them). */
-export function putRunMetrics(manifest: Manifest): void {
-  const c = manifest.counts;
-  const status = {
-    succeeded: METRIC.runsSucceeded,
-    partial: METRIC.runsPartial,
-    failed: METRIC.runsFailed,
-  } as const;
-  metrics.addMetric(status[manifest.status], MetricUnit.Count, 1);
-  metrics.addMetric(METRIC.reportsExported, MetricUnit.Count, c.reports_exported);
-  metrics.addMetric(METRIC.reportsUnchanged, MetricUnit.Count, c.reports_unchanged);
-  metrics.addMetric(METRIC.reportsNotReady, MetricUnit.Count, c.reports_not_ready);
-  metrics.addMetric(METRIC.reportsNotFound, MetricUnit.Count, c.reports_not_found);
-  metrics.addMetric(METRIC.reportsInvalid, MetricUnit.Count, c.reports_invalid);
-  metrics.addMetric(METRIC.reportsFailed, MetricUnit.Count, c.reports_failed);
-  metrics.addMetric(METRIC.apiRequests, MetricUnit.Count, manifest.requests.total);
-  metrics.addMetric(METRIC.apiThrottled, MetricUnit.Count, manifest.requests.by_status['429'] ?? 0);
-  metrics.addMetric(METRIC.apiRetried, MetricUnit.Count, manifest.requests.retried);
+/** Puts metrics (counts) computed by the core. */
+export function putMetrics(data: readonly MetricDatum[]): void {
+  for (const { name, value } of data) metrics.addMetric(name, MetricUnit.Count, value);
 }

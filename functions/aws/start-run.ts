@@ -1,33 +1,45 @@
 /**
- * start-run (EventBridge Scheduler): a new run — verify, list campaigns, one plan message per
- * campaign. Input `{"mode": "incremental" | "full", "date"?: "YYYY-MM-DD"}`.
+ * start-run (EventBridge Scheduler, or by hand): a new run — verify, list campaigns, one plan
+ * message per campaign. Input: shared/aws/payloads.ts `StartRunEventSchema`. A schedule's
+ * invocation carries its `scheduled_time`, and each scheduled time starts at most one run.
  */
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import middy from '@middy/core';
-import type { Context } from 'aws-lambda';
-import * as z from 'zod';
+import { StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
 import { startRun } from '../../shared/export/run/start-run.js';
-import { DtSchema, ModeSchema } from '../../shared/export/state/records.js';
+import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
 import { sendAll } from './queue.js';
-import { apiKeySecret, countFatal, env, exportDeps, logger, metrics, sqs } from './runtime.js';
+import { apiDeps, clients, countFatal, env, lambdaHandler, logger } from './runtime.js';
 
 /** The lock of a queue-carried run outlives its deadline by this much (finish-run looks every 5 minutes). */
 const QUEUE_LOCK_MARGIN_MINUTES = 15;
 /** The lock's owner for runs the Lambdas carry (a CLI writes `pid@host`). */
 const LOCK_OWNER = 'aws-lambda';
 
-export const StartRunEventSchema = z.object({
-  mode: ModeSchema.default('incremental'),
-  date: DtSchema.optional(),
-});
-
-export async function startRunHandler(event: unknown, context: Context & { apiKey?: unknown }) {
+export async function startRunHandler(event: unknown) {
   const input = StartRunEventSchema.parse(event ?? {});
-  const deps = exportDeps(context);
+  const deps = await apiDeps();
+  // A start that starts no run gives its scheduled time back: a later delivery may start one.
+  let release = async () => {};
+  if (input.scheduled_time !== undefined) {
+    const scheduled = { mode: input.mode, scheduledTime: input.scheduled_time, now: deps.now() };
+    const claim = await claimScheduledStart(deps.storage, scheduled);
+    if (!claim.claimed) {
+      // Scheduler delivers at least once: this time has had its start.
+      logger.info('scheduled start delivered again: no run started', {
+        mode: input.mode,
+        scheduled_time: input.scheduled_time,
+        claimed_at: claim.claimedAt,
+      });
+      return { status: 'duplicate', scheduled_time: input.scheduled_time, claimed_at: claim.claimedAt };
+    }
+    release = claim.release;
+  }
+  const giveBack = () =>
+    release().catch((error: unknown) =>
+      logger.warn('could not release the scheduled start', { error: describeError(error) }),
+    );
   let started: Awaited<ReturnType<typeof startRun>>;
   try {
     started = await startRun(deps, {
@@ -40,6 +52,7 @@ export async function startRunHandler(event: unknown, context: Context & { apiKe
       announce,
     });
   } catch (error) {
+    await giveBack();
     if (!(error instanceof OutputLockedError)) throw error;
     // Another run (a CLI run into the same bucket, or a run still open) holds the output: this
     // schedule starts nothing; NoFinishedRun alarms if that goes on.
@@ -57,18 +70,16 @@ export async function startRunHandler(event: unknown, context: Context & { apiKe
   }
   const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
   try {
-    await sendAll(sqs, required(env, 'PLAN_QUEUE_URL'), messages);
+    await sendAll(clients.sqs, required(env, 'PLAN_QUEUE_URL'), messages);
   } catch (error) {
-    // The schedule retries the invocation, and that start must not find the output locked: it
-    // closes this run instead (campaigns whose plan was never sent end it unlisted).
+    // The schedule retries the invocation, and that start must not find the output locked nor
+    // the time claimed: it closes this run instead (campaigns whose plan was never sent end it unlisted).
     await started.lock?.release();
+    await giveBack();
     throw error;
   }
   logger.info('run started', { campaigns: messages.length, mode: input.mode });
   return { run_id: runId, status: 'started', campaigns: messages.length };
 }
 
-export const handler = middy(startRunHandler)
-  .use(injectLambdaContext(logger, { resetKeys: true }))
-  .use(logMetrics(metrics))
-  .use(apiKeySecret());
+export const handler = lambdaHandler(startRunHandler);

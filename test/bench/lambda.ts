@@ -1,11 +1,13 @@
 /**
  * Lambda bundles as `cdk synth` builds them: size of each function's bundle and its cold
- * import time (a fresh Node process per sample, importing the bundle as the runtime would).
+ * import time (a fresh Node process per sample, loading the bundle as the runtime would: an ES
+ * module with `import()`, CommonJS with `require`), with the stack's `--enable-source-maps` and
+ * without it. Run alone: `npx tsx test/bench/lambda.ts`.
  */
 import { execFileSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS } from '../../infra/constructs/functions.js';
 import { removeSynthOutputs, resourcesOf, synthExporter } from '../infra/helpers.js';
 
@@ -28,26 +30,36 @@ const LAMBDA_ENV = {
   POWERTOOLS_METRICS_NAMESPACE: 'CampaignReportExporter',
 };
 
-function coldImportMs(file: string): number {
+/** The ways the bench launches node: as the stack does (NODE_OPTIONS), and without source maps. */
+const NODE_FLAGS = { source_maps: ['--enable-source-maps'], no_source_maps: [] } as const;
+
+/** The median wall time of loading `file` in a fresh process, in milliseconds. */
+function coldImportMs(file: string, flags: readonly string[]): number {
+  const load = file.endsWith('.mjs')
+    ? `await import(${JSON.stringify(pathToFileURL(file).href)})`
+    : `(await import('node:module')).createRequire(import.meta.url)(${JSON.stringify(file)})`;
+  // Whatever an import starts and does not await must not end the process before it reports.
   const script = `process.on('unhandledRejection', () => {});
 const t = performance.now();
-const m = await import(${JSON.stringify(pathToFileURL(file).href)});
+const m = ${load};
 if (typeof m.handler !== 'function') process.exit(3);
 process.stdout.write(String(performance.now() - t));
 process.exit(0);`;
   const samples: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
-    const out = execFileSync(
-      process.execPath,
-      ['--enable-source-maps', '--input-type=module', '-e', script],
-      {
-        env: LAMBDA_ENV,
-      },
-    );
+    const out = execFileSync(process.execPath, [...flags, '--input-type=module', '-e', script], {
+      env: LAMBDA_ENV,
+    });
     samples.push(Number(out.toString()));
   }
   samples.sort((a, b) => a - b);
   return samples[Math.floor(samples.length / 2)] ?? Number.NaN;
+}
+
+/** The bundle's entry: `index.mjs` (ES module output) or `index.js` (CommonJS). */
+function entryIn(dir: string): string {
+  const esm = join(dir, 'index.mjs');
+  return existsSync(esm) ? esm : join(dir, 'index.js');
 }
 
 export async function benchLambda(): Promise<Record<string, number>> {
@@ -61,12 +73,18 @@ export async function benchLambda(): Promise<Record<string, number>> {
       );
       const asset = id ? functions[id]?.Metadata?.['aws:asset:path'] : undefined;
       if (typeof asset !== 'string') throw new Error(`no bundled asset for ${name}`);
-      const file = join(outdir, asset, 'index.mjs');
+      const file = entryIn(join(outdir, asset));
       results[`${name}_bundle_kb`] = Math.round(statSync(file).size / 1024);
-      results[`${name}_cold_import_ms`] = Math.round(coldImportMs(file));
+      for (const [variant, flags] of Object.entries(NODE_FLAGS))
+        results[`${name}_cold_import_ms_${variant}`] = Math.round(coldImportMs(file, flags));
     }
   } finally {
     removeSynthOutputs();
   }
   return results;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const results = await benchLambda();
+  for (const [key, value] of Object.entries(results)) console.log(`${key}\t${value}`);
 }

@@ -9,16 +9,18 @@ import {
   addRequestCounts,
   emptyRequestCounts,
   type Mode,
+  type RequestCounts,
   type Unit,
   type UnitJobResult,
   type UnitSummary,
 } from '../state/records.js';
-import { countingRequests, type ExportDeps } from './context.js';
+import type { ExportDeps } from './context.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun, type RunRecords } from './finish-run.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
 import { type StartedRun, startRun } from './start-run.js';
+import { runStep } from './step.js';
 
 export interface LocalRunOptions {
   mode: Mode;
@@ -100,6 +102,13 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     units: new Map(),
     unrecorded: emptyRequestCounts(),
   };
+  // This process owns the run (no gate), and finishes it with its records in hand.
+  const stepOptions = {
+    gate: false,
+    keepRequests: (requests: RequestCounts) => {
+      records.unrecorded = addRequestCounts(records.unrecorded, requests);
+    },
+  } as const;
   if (!stopped) {
     const units: Unit[] = [];
     await mapPool(
@@ -107,16 +116,20 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
       options.planConcurrency ?? DEFAULTS.planConcurrency,
       async (id) => {
         let planned: PlannedCampaign;
-        const counting = countingRequests(deps);
         try {
-          planned = await planCampaign(
-            counting.deps,
-            { ...started.run, campaign_id: id },
-            options.unitSize ?? DEFAULT_UNIT_SIZE,
-          );
+          ({ value: planned } = await runStep(
+            deps,
+            started.run.run_id,
+            (counted) =>
+              planCampaign(
+                counted,
+                { ...started.run, campaign_id: id },
+                options.unitSize ?? DEFAULT_UNIT_SIZE,
+              ),
+            stepOptions,
+          ));
         } catch (error) {
           if (!(error instanceof ExporterError && error.retryable)) throw error;
-          records.unrecorded = addRequestCounts(records.unrecorded, counting.requests());
           // The client's retry budget is spent: the campaign ends the run unlisted (status partial).
           deps.log.warn('could not list the jobs of a campaign', {
             campaign_id: id,
@@ -141,11 +154,17 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
       const again: Unit[] = [];
       await mapPool(round, options.unitConcurrency ?? DEFAULTS.unitConcurrency, async (unit) => {
         if (stopped) return; // Its jobs are counted failed.
-        const summary = await exportUnit(deps, unit, {
-          resume: attempt > 0,
-          concurrency: options.fetchConcurrency ?? DEFAULT_FETCH_CONCURRENCY,
-          onReport: (result) => emit({ type: 'report', outcome: result.outcome, again: attempt > 0 }),
-        });
+        const { value: summary } = await runStep(
+          deps,
+          unit.run_id,
+          (counted) =>
+            exportUnit(counted, unit, {
+              resume: attempt > 0,
+              concurrency: options.fetchConcurrency ?? DEFAULT_FETCH_CONCURRENCY,
+              onReport: (result) => emit({ type: 'report', outcome: result.outcome, again: attempt > 0 }),
+            }),
+          stepOptions,
+        );
         const exportedBefore = exportedJobs(records.units.get(unit.unit));
         records.units.set(unit.unit, summary);
         // A later round reports only what it added: its jobs were counted as done in round one.

@@ -21,7 +21,6 @@ import {
   type Containers,
   LoopbackTopology,
   type OutputSnapshot,
-  quietMetricsWarnings,
   snapshotOutput,
   stackSettings,
   type TopologyRun,
@@ -56,6 +55,13 @@ const outcomes = (m: Manifest) =>
   m.counts.reports_invalid +
   m.counts.reports_failed;
 
+/** The keys of the run manifests written so far, in run order. */
+async function manifestKeys(topo: LoopbackTopology): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const key of topo.storage().list('runs/')) keys.push(key);
+  return keys.sort();
+}
+
 describe('the AWS topology on loopback', () => {
   const secrets = mockClient(SecretsManagerClient);
   const events = mockClient(EventBridgeClient);
@@ -63,12 +69,8 @@ describe('the AWS topology on loopback', () => {
   let db: DuckDb;
   const simulators: Simulator[] = [];
   let baseline: { run: TopologyRun; manifest: Manifest; output: OutputSnapshot };
-  let restoreWarn: () => void;
 
-  /**
-   * A fresh module registry per container: its own rate limiter and clients, as in AWS. (middy's
-   * secret cache lives in node_modules, which vitest does not reload: the containers share it.)
-   */
+  /** A fresh module registry per container: its own rate limiter, clients and secret cache, as in AWS. */
   const loadContainer = async (): Promise<Container> => {
     vi.resetModules();
     return asContainer(await import('./container.js'));
@@ -105,7 +107,6 @@ describe('the AWS topology on loopback', () => {
   }
 
   beforeAll(async () => {
-    restoreWarn = quietMetricsWarnings();
     events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
     aws = await startLocalAws();
     db = await openDuckDb();
@@ -122,7 +123,6 @@ describe('the AWS topology on loopback', () => {
     await db?.close();
     secrets.restore();
     events.restore();
-    restoreWarn?.();
   });
 
   it('closes the run with every listed job counted once and announces it on EventBridge', () => {
@@ -289,6 +289,43 @@ describe('the AWS topology on loopback', () => {
     const staged: string[] = [];
     for await (const key of topo.storage().list('state/runs/')) staged.push(key);
     expect(staged).toEqual([]);
+  }, 45_000);
+
+  it('starts one run per scheduled time when Scheduler delivers a time twice at once', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('scheduled', sim);
+    const twin = await loadContainer();
+    topo.attach(twin);
+    const starts: Array<Record<string, unknown>> = [];
+    // Each delivery of the schedule reaches a container of its own, at the same moment.
+    const start: Container = {
+      ...containers.start,
+      startRun: async (event, context) => {
+        const both = (await Promise.all([
+          containers.start.startRun(event, context),
+          twin.startRun(event, context),
+        ])) as Array<Record<string, unknown>>;
+        starts.push(...both);
+        return both.find((s) => s.status === 'started') ?? both[0];
+      },
+    };
+    const scheduled = (time: string) => ({ mode: 'incremental', scheduled_time: time });
+
+    const first = await topo.run({ ...containers, start }, scheduled('2026-11-23T02:00:00Z'));
+    const runsAfterFirst = await manifestKeys(topo);
+    const second = await topo.run({ ...containers, start }, scheduled('2026-11-24T02:00:00Z'));
+
+    expect(starts.map((s) => s.status).sort()).toEqual(['duplicate', 'duplicate', 'started', 'started']);
+    expect(runsAfterFirst).toEqual([expect.stringContaining(first.runId)]);
+    expect(await manifestKeys(topo)).toEqual(
+      [first.runId, second.runId].map((id) => expect.stringContaining(id)),
+    );
+    expect(first.manifest?.counts).toEqual(baseline.manifest.counts);
+    // The second run found every report unchanged: one run per time, each closed once.
+    expect(second.manifest?.counts.reports_unchanged).toBe(baseline.manifest.counts.reports_exported);
+    const open: string[] = [];
+    for await (const key of topo.storage().list('state/runs/')) open.push(key);
+    expect(open).toEqual([]);
   }, 45_000);
 
   it('finishes a publish that was cut short on the next look of finish-run', async () => {

@@ -2,8 +2,8 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
-import { PlanMessageSchema } from '../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import { PlanMessageSchema } from '../../../../shared/export/state/records.js';
 import { context, keysUnder, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
 
 type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;
@@ -26,7 +26,7 @@ describe('start-run', () => {
     bed = await startTestbed({ simulator: { campaigns: CAMPAIGNS, jobsPerCampaign: 1 } });
     // The key as the secret's plain text (the other form, JSON, is in secret.test.ts).
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
-    startRun = (await import('../../../functions/aws/start-run.js')).handler as unknown as StartRun;
+    startRun = (await import('../../../../functions/aws/start-run.js')).handler as unknown as StartRun;
   });
 
   afterEach(async () => {
@@ -87,6 +87,41 @@ describe('start-run', () => {
     const [first] = planMessages();
     expect(first?.mode).toBe('incremental');
     expect([before, after]).toContain(first?.dt);
+  });
+
+  it('starts one run per scheduled time, however often Scheduler delivers it', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const at = '2026-11-23T02:00:00Z';
+    const first = await startRun({ mode: 'incremental', scheduled_time: at }, context('start-run'));
+    await bed.storage.delete([STATE_KEYS.lock]); // as if the run had finished meanwhile
+    const requests = bed.sim.stats.total;
+
+    const again = await startRun({ mode: 'incremental', scheduled_time: at }, context('start-run'));
+
+    expect(first).toMatchObject({ status: 'started' });
+    expect(again).toMatchObject({ status: 'duplicate', scheduled_time: at, claimed_at: expect.any(String) });
+    expect(bed.sim.stats.total).toBe(requests);
+    expect(new Set(planMessages().map((m) => m.run_id))).toEqual(new Set([first.run_id]));
+    // Another mode, or another time, is another start.
+    await expect(startRun({ mode: 'full', scheduled_time: at }, context('start-run'))).resolves.toMatchObject(
+      {
+        status: 'started',
+      },
+    );
+  });
+
+  it('gives a scheduled time back when it started no run, so that a later delivery starts it', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const at = '2026-11-23T03:00:00Z';
+    const byHand = await startRun({ mode: 'full' }, context('start-run'));
+
+    const locked = await startRun({ mode: 'full', scheduled_time: at }, context('start-run'));
+    await bed.storage.delete([STATE_KEYS.lock]);
+    const later = await startRun({ mode: 'full', scheduled_time: at }, context('start-run'));
+
+    expect(byHand).toMatchObject({ status: 'started' });
+    expect(locked).toMatchObject({ status: 'skipped' });
+    expect(later).toMatchObject({ status: 'started' });
   });
 
   it.each([

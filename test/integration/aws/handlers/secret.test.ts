@@ -1,14 +1,14 @@
 /**
  * The API key in Secrets Manager, through one Lambda container's life: a JSON secret read at
- * cold start, a rotation noticed by a 401 (the secret is re-read once), the rotated key kept for
- * the next invocations, and a key refused even after the re-read. The tests run in order.
+ * the first invocation, a rotation noticed by a 401 (the secret is re-read once), the rotated key
+ * kept for the next invocations, and a key refused even after the re-read. The tests run in order.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
-import { METRIC } from '../../../shared/metrics.js';
+import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import { METRIC } from '../../../../shared/metrics.js';
 import { context, keysUnder, SECRET_ID, startTestbed, type Testbed } from './testbed.js';
 
 type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;
@@ -36,8 +36,8 @@ describe('the API key secret in a start-run container', () => {
       .on(GetSecretValueCommand)
       .resolves({ SecretString: JSON.stringify({ apiKey: bed.sim.keys.valid }) });
     sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
-    startRun = (await import('../../../functions/aws/start-run.js')).handler as unknown as StartRun;
-    const runtime = await import('../../../functions/aws/runtime.js');
+    startRun = (await import('../../../../functions/aws/start-run.js')).handler as unknown as StartRun;
+    const runtime = await import('../../../../functions/aws/runtime.js');
     addMetric = vi.spyOn(runtime.metrics, 'addMetric');
   });
 
@@ -56,12 +56,13 @@ describe('the API key secret in a start-run container', () => {
     await bed?.close();
   });
 
-  it('reads the key from a JSON secret {"apiKey": …} once, at cold start', async () => {
+  it('reads the key from a JSON secret {"apiKey": …} at the first invocation, not when the module loads', async () => {
+    expect(secretReads()).toBe(0);
+
     const result = await startRun({ mode: 'incremental' }, context('start-run'));
 
     expect(result).toMatchObject({ status: 'started', campaigns: 3 });
     expect(unauthorized()).toBe(0);
-    // Read when the module loaded (middy's prefetch), not again for the invocation.
     expect(secrets.commandCalls(GetSecretValueCommand).map((c) => c.args[0].input)).toEqual([
       { SecretId: SECRET_ID },
     ]);

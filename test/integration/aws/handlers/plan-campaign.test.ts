@@ -3,7 +3,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type PlanMessage, UnitSchema } from '../../../shared/export/state/records.js';
+import { type PlanMessage, UnitSchema } from '../../../../shared/export/state/records.js';
 import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
 
 type PlanCampaign = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;
@@ -31,7 +31,7 @@ describe('plan-campaign', () => {
     });
     await openRun(bed.storage);
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
-    planCampaign = (await import('../../../functions/aws/plan-campaign.js'))
+    planCampaign = (await import('../../../../functions/aws/plan-campaign.js'))
       .handler as unknown as PlanCampaign;
     message = (campaign) => ({ run_id: RUN_ID, dt: '2026-11-22', mode: 'full', campaign_id: campaign });
   });

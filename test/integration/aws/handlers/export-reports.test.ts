@@ -8,11 +8,11 @@ import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS, stagedParquetKey, stagedRawKey } from '../../../shared/export/layout.js';
-import { type Unit, UnitSummarySchema } from '../../../shared/export/state/records.js';
-import { METRIC } from '../../../shared/metrics.js';
-import { type DuckDb, openDuckDb, readParquet } from '../../helpers/duckdb.js';
-import type { SimJob } from '../../simulator/index.js';
+import { STATE_KEYS, stagedParquetKey, stagedRawKey } from '../../../../shared/export/layout.js';
+import { type Unit, UnitSummarySchema } from '../../../../shared/export/state/records.js';
+import { METRIC } from '../../../../shared/metrics.js';
+import { type DuckDb, openDuckDb, readParquet } from '../../../helpers/duckdb.js';
+import type { SimJob } from '../../../simulator/index.js';
 import {
   context,
   dataFiles,
@@ -59,9 +59,9 @@ describe('export-reports', () => {
     db = await openDuckDb();
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
     sqs.on(ChangeMessageVisibilityCommand).resolves({});
-    exportReports = (await import('../../../functions/aws/export-reports.js'))
+    exportReports = (await import('../../../../functions/aws/export-reports.js'))
       .handler as unknown as ExportReports;
-    const runtime = await import('../../../functions/aws/runtime.js');
+    const runtime = await import('../../../../functions/aws/runtime.js');
     addMetric = vi.spyOn(runtime.metrics, 'addMetric');
     published = bed.sim.dataset.campaigns[0]?.jobs.filter((j) => j.state === 'published') ?? [];
   });

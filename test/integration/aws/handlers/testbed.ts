@@ -3,18 +3,19 @@
  * server), and the handlers' environment. SQS, Secrets Manager and EventBridge are mocked by
  * the test files (aws-sdk-client-mock) so that they can assert on the commands sent.
  *
- * The handlers read their environment and prefetch the secret when their module loads: call
- * `startTestbed()` and set up the mocks first, then `await import()` the handler.
+ * The handlers read their environment when their module loads (the secret at their first
+ * invocation): call `startTestbed()` and set up the mocks first, then `await import()` the handler.
  */
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../shared/export/layout.js';
-import { encodeRecord } from '../../../shared/export/state/records.js';
-import { S3Storage } from '../../../shared/storage/s3.js';
-import type { Storage } from '../../../shared/storage/storage.js';
-import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
-import { runRecord } from '../../helpers/records.js';
-import { fakeContext } from '../../integration/aws/poller.js';
-import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
+import { vi } from 'vitest';
+import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../../shared/export/layout.js';
+import { encodeRecord } from '../../../../shared/export/state/records.js';
+import { S3Storage } from '../../../../shared/storage/s3.js';
+import type { Storage } from '../../../../shared/storage/storage.js';
+import { type LocalAws, startLocalAws } from '../../../helpers/fauxqs.js';
+import { runRecord } from '../../../helpers/records.js';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../../../simulator/index.js';
+import { fakeContext } from '../poller.js';
 
 export const QUEUE_URLS = {
   plan: 'https://sqs.us-east-1.amazonaws.com/000000000000/exporter-plan',
@@ -129,4 +130,55 @@ export async function openRun(storage: Storage, runId: string = RUN_ID): Promise
     campaign_ids: [],
   });
   await storage.put(STATE_KEYS.runRecord(runId), encodeRecord(record));
+}
+
+/**
+ * The handlers' environment with Powertools metrics on: with POWERTOOLS_DEV they go to the
+ * global console as EMF lines, which `captureConsole()` reads.
+ */
+export const METRICS_ON = {
+  POWERTOOLS_METRICS_DISABLED: 'false',
+  POWERTOOLS_METRICS_NAMESPACE: 'CampaignReportExporter',
+  POWERTOOLS_SERVICE_NAME: 'campaign-report-exporter',
+} as const;
+
+export interface ConsoleCapture {
+  /** Every line written through console.log/info/warn/error/debug since the last clear. */
+  lines: string[];
+  /** The metrics of the EMF lines: name → values, in order. */
+  metrics(): Record<string, number[]>;
+  clear(): void;
+}
+
+/** Captures the global console (restore with `vi.restoreAllMocks()`). */
+export function captureConsole(): ConsoleCapture {
+  const lines: string[] = [];
+  for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {
+    vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+      lines.push(args.map(String).join(' '));
+    });
+  }
+  return {
+    lines,
+    metrics() {
+      const found: Record<string, number[]> = {};
+      for (const line of lines) {
+        if (!line.startsWith('{') || !line.includes('"_aws"')) continue;
+        const emf = JSON.parse(line) as {
+          _aws: { CloudWatchMetrics: { Metrics: { Name: string }[] }[] };
+          [name: string]: unknown;
+        };
+        for (const { Metrics } of emf._aws.CloudWatchMetrics)
+          for (const { Name } of Metrics) {
+            const value = emf[Name];
+            const values = (Array.isArray(value) ? value : [value]).map(Number);
+            found[Name] = [...(found[Name] ?? []), ...values];
+          }
+      }
+      return found;
+    },
+    clear() {
+      lines.length = 0;
+    },
+  };
 }

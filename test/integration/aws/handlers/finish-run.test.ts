@@ -7,13 +7,13 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
-import type { ExportDeps } from '../../../shared/export/run/context.js';
-import { exportUnit } from '../../../shared/export/run/export-unit.js';
-import { planCampaign } from '../../../shared/export/run/plan-campaign.js';
-import { startRun } from '../../../shared/export/run/start-run.js';
-import { ManifestSchema } from '../../../shared/export/state/manifest.js';
-import { METRIC } from '../../../shared/metrics.js';
+import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import type { ExportDeps } from '../../../../shared/export/run/context.js';
+import { exportUnit } from '../../../../shared/export/run/export-unit.js';
+import { planCampaign } from '../../../../shared/export/run/plan-campaign.js';
+import { startRun } from '../../../../shared/export/run/start-run.js';
+import { ManifestSchema } from '../../../../shared/export/state/manifest.js';
+import { METRIC } from '../../../../shared/metrics.js';
 import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
 
 type FinishRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<{ finished: string[] }>;
@@ -59,8 +59,8 @@ describe('finish-run', () => {
       simulator: { campaigns: 2, jobsPerCampaign: 6 },
       env: { RUN_DEADLINE_MINUTES: '10' },
     });
-    finishRun = (await import('../../../functions/aws/finish-run.js')).handler as unknown as FinishRun;
-    const runtime = await import('../../../functions/aws/runtime.js');
+    finishRun = (await import('../../../../functions/aws/finish-run.js')).handler as unknown as FinishRun;
+    const runtime = await import('../../../../functions/aws/runtime.js');
     addMetric = vi.spyOn(runtime.metrics, 'addMetric');
     depsAt = (ageMs) => ({
       ...runtime.exportDeps({ apiKey: bed.sim.keys.valid }),

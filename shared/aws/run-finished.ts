@@ -1,0 +1,66 @@
+/**
+ * The `ExportRunFinished` event on EventBridge, for downstream ingestion: the run, its status
+ * and counts, the manifest's key, and the files it published (keys with the bucket's prefix),
+ * or only the manifest's key when the list would not fit in an event. One definition for what
+ * announces it (finish-run, start-run closing an interrupted run) and what reads it.
+ */
+import * as z from 'zod';
+import { manifestKey } from '../export/layout.js';
+import {
+  type Manifest,
+  ManifestCountsSchema,
+  PublishedFileSchema,
+  RunStatusSchema,
+} from '../export/state/manifest.js';
+import { DtSchema, ModeSchema, RunIdSchema } from '../export/state/records.js';
+
+export const EVENT_SOURCE = 'campaign-report-exporter';
+export const EVENT_DETAIL_TYPE = 'ExportRunFinished';
+/**
+ * EventBridge takes entries of up to 256 KB; the file list goes in the event while the detail
+ * stays under this, and is otherwise read from the manifest (`files_in_manifest: true`).
+ */
+export const MAX_DETAIL_BYTES = 200 * 1024;
+
+const DetailBaseSchema = z.object({
+  run_id: RunIdSchema,
+  dt: DtSchema,
+  mode: ModeSchema,
+  status: RunStatusSchema,
+  bucket: z.string().min(1),
+  /** The manifest's key in the bucket, with the data prefix. */
+  manifest_key: z.string().min(1),
+  counts: ManifestCountsSchema,
+});
+
+/** The event's detail: everything an ingestion job needs to pick the run up. */
+export const RunFinishedDetailSchema = z.union([
+  DetailBaseSchema.extend({ files: z.array(PublishedFileSchema) }).strict(),
+  DetailBaseSchema.extend({ files_in_manifest: z.literal(true) }).strict(),
+]);
+export type RunFinishedDetail = z.infer<typeof RunFinishedDetailSchema>;
+
+/** Where the run's output lives: the bucket and the data prefix its keys carry. */
+export interface DataLocation {
+  bucket: string;
+  prefix: string;
+}
+
+/** The detail of a finished run's event, as JSON text within MAX_DETAIL_BYTES. */
+export function runFinishedDetail(manifest: Manifest, where: DataLocation): string {
+  const base = {
+    run_id: manifest.run_id,
+    dt: manifest.dt,
+    mode: manifest.mode,
+    status: manifest.status,
+    bucket: where.bucket,
+    manifest_key: `${where.prefix}${manifestKey(manifest.dt, manifest.run_id)}`,
+    counts: manifest.counts,
+  };
+  const files = manifest.files.map((f) => ({ ...f, key: `${where.prefix}${f.key}` }));
+  const withFiles: RunFinishedDetail = { ...base, files };
+  const detail = JSON.stringify(withFiles);
+  if (Buffer.byteLength(detail) <= MAX_DETAIL_BYTES) return detail;
+  const withoutFiles: RunFinishedDetail = { ...base, files_in_manifest: true };
+  return JSON.stringify(withoutFiles);
+}

@@ -1,0 +1,81 @@
+/** The ExportRunFinished event's detail, built from a manifest the finisher builds, read back with its schema. */
+import { describe, expect, it } from 'vitest';
+import {
+  MAX_DETAIL_BYTES,
+  RunFinishedDetailSchema,
+  runFinishedDetail,
+} from '../../../shared/aws/run-finished.js';
+import { buildManifest } from '../../../shared/export/run/finish-run.js';
+import type { Manifest } from '../../../shared/export/state/manifest.js';
+import { emptyRequestCounts } from '../../../shared/export/state/records.js';
+import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';
+
+const WHERE = { bucket: 'data-lake', prefix: 'lake/' };
+
+/** A closed run of one campaign, one job exported, with `files` published files. */
+function manifestWith(files: number): Manifest {
+  const plan = planRecord({ jobs: 1, fetch: [{ job_id: 7, fp: 'f' }] });
+  const unit = {
+    unit: 'c1-u0',
+    campaign_id: 1,
+    attempt: 1,
+    staged: [],
+    jobs: { 7: { fp: 'f', outcome: 'exported' as const } },
+    requests: { total: 3, retried: 1, by_status: { '200': 2, '429': 1 } },
+  };
+  const manifest = buildManifest(
+    {
+      record: runRecord(),
+      plans: new Map([[1, plan]]),
+      units: new Map([['c1-u0', unit]]),
+      unrecorded: emptyRequestCounts(),
+    },
+    new Date('2026-11-22T03:40:00Z'),
+  );
+  const published = Array.from({ length: files }, (_, i) => ({
+    key: `parquet/reports/dt=2026-11-22/${TEST_RUN_ID}-${i}.parquet`,
+    table_or_entity: 'reports',
+    format: 'parquet' as const,
+    rows: 1,
+    bytes: 100,
+  }));
+  return { ...manifest, files: published };
+}
+
+describe('runFinishedDetail', () => {
+  it('builds a detail its schema reads back, with the keys under the data prefix', () => {
+    const manifest = manifestWith(2);
+
+    const detail = RunFinishedDetailSchema.parse(JSON.parse(runFinishedDetail(manifest, WHERE)));
+
+    expect(detail).toEqual({
+      run_id: TEST_RUN_ID,
+      dt: '2026-11-22',
+      mode: 'incremental',
+      status: 'succeeded',
+      bucket: 'data-lake',
+      manifest_key: `lake/runs/dt=2026-11-22/${TEST_RUN_ID}.json`,
+      counts: manifest.counts,
+      files: manifest.files.map((f) => ({ ...f, key: `lake/${f.key}` })),
+    });
+    expect(detail.counts.reports_exported).toBe(1);
+  });
+
+  it('names only the manifest when the file list would not fit in an event', () => {
+    const manifest = manifestWith(2_000);
+
+    const text = runFinishedDetail(manifest, WHERE);
+    const detail = RunFinishedDetailSchema.parse(JSON.parse(text));
+
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_DETAIL_BYTES);
+    expect(detail).toMatchObject({ files_in_manifest: true, run_id: TEST_RUN_ID });
+    expect(detail).not.toHaveProperty('files');
+  });
+
+  it('refuses a detail that carries neither the files nor the flag', () => {
+    const detail = JSON.parse(runFinishedDetail(manifestWith(1), WHERE));
+    delete detail.files;
+
+    expect(RunFinishedDetailSchema.safeParse(detail).success).toBe(false);
+  });
+});
