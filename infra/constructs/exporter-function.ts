@@ -41,10 +41,6 @@ type RuntimeVariable =
   | 'POWERTOOLS_LOG_LEVEL'
   | 'NODE_OPTIONS';
 
-/** Lets `require` work inside the ESM bundle for CommonJS dependencies that call it. */
-const ESM_REQUIRE_BANNER =
-  "import { createRequire as __crx_createRequire } from 'node:module'; const require = __crx_createRequire(import.meta.url);";
-
 export interface ExporterFunctionProps {
   /** The function's name in the exporter (`start-run`, ...): named in its role's description. */
   readonly name: string;
@@ -87,7 +83,7 @@ export interface RequestBudget {
 }
 
 /**
- * One exporter Lambda: Node 24 on ARM64, an ESM bundle, JSON logs in a log group of its own,
+ * One exporter Lambda: Node 24 on ARM64, a CommonJS bundle, JSON logs in a log group of its own,
  * a role of its own. Everything a handler reads from the environment comes through a `bind…`
  * method that sets the variable and grants what it names together, or through `configure`
  * for tuning that grants nothing: no function gets a variable without its permission, nor the
@@ -143,14 +139,16 @@ export class ExporterFunction extends nodejs.NodejsFunction {
       projectRoot: props.projectRoot,
       depsLockFilePath: `${props.projectRoot}package-lock.json`,
       bundling: {
-        format: nodejs.OutputFormat.ESM,
+        // CommonJS, not ESM: an ES module that imports node:http makes Node read every export of
+        // it, and http's lazy fetch/WebSocket getters load undici; node:fs does the same. That
+        // was a fifth of the cold import (BENCHMARKS.md, "lambda").
+        format: nodejs.OutputFormat.CJS,
         target: 'node24',
         mainFields: ['module', 'main'],
         minify: true,
         sourceMap: true,
         // Stack traces name files and lines; the sources themselves need not ship.
         sourcesContent: false,
-        banner: ESM_REQUIRE_BANNER,
         forceDockerBundling: false,
         // The SDK clients the tests ran against, not whatever the runtime carries today.
         bundleAwsSDK: true,
