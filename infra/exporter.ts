@@ -17,6 +17,7 @@ import { FixedEgress } from './constructs/egress.js';
 import { ExporterFunctions, FUNCTION_SETTINGS } from './constructs/functions.js';
 import { ExporterMonitoring } from './constructs/monitoring.js';
 import { ExporterQueues } from './constructs/queues.js';
+import { RequestBudget } from './constructs/request-budget.js';
 import { ExporterSchedules } from './constructs/schedule.js';
 import { type ExporterNames, namesFor } from './naming.js';
 
@@ -45,6 +46,8 @@ export class CampaignReportExporter extends Construct {
   readonly apiKey: ApiKeySecret;
   readonly queues: ExporterQueues;
   readonly functions: ExporterFunctions;
+  /** The request budget every function that calls the API leases from (rateCeiling in all). */
+  readonly requestBudget: RequestBudget;
   readonly schedules: ExporterSchedules;
   readonly catalog: ExporterCatalog;
   readonly athena: ExporterAthena;
@@ -89,8 +92,10 @@ export class CampaignReportExporter extends Construct {
           eipAllocationId: config.egressEipAllocationId,
         })
       : undefined;
+    this.requestBudget = new RequestBudget(this, 'RequestBudget');
     this.functions = new ExporterFunctions(this, 'Functions', {
       config,
+      requestBudget: this.requestBudget,
       dataLake: this.dataLake,
       apiKey: this.apiKey,
       queues: this.queues,

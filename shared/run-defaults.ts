@@ -65,7 +65,7 @@ const entries = {
     min: 1,
     max: 1000,
     reason:
-      'A ceiling in req/s per Lambda container, not per deployment: up to reportMaxConcurrency + planMaxConcurrency + 1 containers call the API at once, so 100 req/s at the defaults (a deployment-wide budget is issue 9).',
+      "The deployment's ceiling in req/s: every container that calls the API leases its requests from one shared token bucket (a DynamoDB item), whose rate also drops below the ceiling on 429s; 20 is conservative for an API whose limit is not published, so raise it to the API's limit when you know it.",
     context: 'rateCeiling',
     env: 'RATE_CEILING',
   },

@@ -37,6 +37,12 @@ export const EnvSchema = z.object({
   STAGE: z.string().min(1).default('prod'),
   /** DynamoDB table holding the deployment's shared request budget (RATE_CEILING req/s in all). */
   REQUEST_BUDGET_TABLE: z.string().min(1).optional(),
+  /**
+   * The most containers that call the API at once (start-run, plan-campaign and export-reports
+   * at their concurrency limits): a container whose budget table fails keeps to
+   * RATE_CEILING / API_CONTAINERS meanwhile.
+   */
+  API_CONTAINERS: z.coerce.number().int().min(1).default(5),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

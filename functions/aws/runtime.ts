@@ -15,13 +15,14 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
-import { AdaptiveRateLimiter, type RateLimiter } from '../../shared/api/limiter.js';
+import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import { type Env, readEnv, required } from './env.js';
+import { containerLimiter } from './request-budget.js';
 
 export const env: Env = readEnv();
 export const logger = new Logger();
@@ -47,7 +48,7 @@ let storage: S3Storage | undefined;
 
 /** The container's limiter (the lead switches this to the deployment's shared request budget). */
 function apiLimiter(): RateLimiter {
-  return new AdaptiveRateLimiter({ maxRate: env.RATE_CEILING, concurrency: env.REPORT_CONCURRENCY });
+  return containerLimiter(env, coreLog);
 }
 let limiter: RateLimiter | undefined;
 

@@ -121,6 +121,9 @@ export class ExporterFunctions extends Construct {
       if (callsApi) {
         fn.bindApiKey(apiKey, config);
         if (props.requestBudget) fn.bindRequestBudget(props.requestBudget);
+        // Every container that may call the API at once: the share each keeps to while the
+        // budget table fails.
+        fn.configure('API_CONTAINERS', config.reportMaxConcurrency + config.planMaxConcurrency + 1);
       }
       return fn;
     };
@@ -191,13 +194,15 @@ function checkBodyLimitFitsMemory(config: ExporterConfig): void {
 /** Rejects a batch too large for export-reports' timeout, naming the keys to change. */
 function checkExportBatchFitsTimeout(config: ExporterConfig): void {
   const reports = config.reportBatchSize * config.unitSize;
-  const seconds = Math.ceil(reports / config.rateCeiling);
+  // The workers share the deployment's ceiling: each gets its part of it.
+  const seconds = Math.ceil(reports / (config.rateCeiling / config.reportMaxConcurrency));
   const budget = FUNCTION_SETTINGS['export-reports'].timeout.toSeconds() / EXPORT_TIME_SHARE;
   if (seconds > budget) {
     throw new InfraConfigError(
       `context "reportBatchSize" x "unitSize" = ${reports} reports per invocation need ${seconds} s at ` +
-        `"rateCeiling" ${config.rateCeiling} req/s, more than ${budget} s (a third of export-reports' timeout): ` +
-        'lower reportBatchSize or unitSize, or raise rateCeiling',
+        `"rateCeiling" ${config.rateCeiling} req/s shared by "reportMaxConcurrency" ${config.reportMaxConcurrency} workers, ` +
+        `more than ${budget} s (a third of export-reports' timeout): ` +
+        'lower reportBatchSize, unitSize or reportMaxConcurrency, or raise rateCeiling',
     );
   }
 }

@@ -2,16 +2,23 @@
  * The API request rate the AWS topology achieves with N concurrent export-reports workers
  * (the report queue's maxConcurrency) against an API that allows 50 req/s (token bucket,
  * burst 10), and the share of 429s. Runs the loopback topology (fauxqs, the simulator, the real
- * handlers fed by the test poller) at the stack's default settings: each worker is a container
- * of its own (own adaptive limiter, capped at rateCeiling), loaded in its own tsx namespace.
+ * handlers fed by the test poller) at the stack's default settings, each worker a container of
+ * its own, loaded in its own tsx namespace. Variants:
+ * - `per-container`: no request budget table: each container's own adaptive limiter, capped at
+ *   rateCeiling 20 (the stack before the shared budget).
+ * - `budget-50`, `budget-100`: the deployment's shared request budget on a local DynamoDB
+ *   (dynalite; each container its own client, one table), rateCeiling 50 (the API's limit) and
+ *   100 (above it: the shared rate must find the limit from 429s).
+ * - `budget-100-warm`: budget-100 measured on the second of two runs on the same table.
  *
- *     npx tsx test/bench/topology.ts          # prints a table
+ *     npx tsx test/bench/topology.ts [variant ...]     # prints a table per variant
  */
 import { pathToFileURL } from 'node:url';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { type AwsClientStub, mockClient } from 'aws-sdk-client-mock';
 import { register } from 'tsx/esm/api';
+import { type LocalDynamo, startDynalite } from '../helpers/dynalite.js';
 import { startLocalAws } from '../helpers/fauxqs.js';
 import {
   asContainer,
@@ -36,36 +43,42 @@ const JOBS_PER_CAMPAIGN_PER_WORKER = 100;
 const STEADY_FROM = 0.1;
 const STEADY_TO = 0.9;
 
+/** How the containers are limited: rateCeiling, and whether they share a request budget. */
+export const VARIANTS = {
+  'per-container': { rateCeiling: 20, budget: false },
+  'budget-50': { rateCeiling: 50, budget: true },
+  'budget-100': { rateCeiling: 100, budget: true },
+  /** The same, measured on a second run: the shared rate starts where the first run left it. */
+  'budget-100-warm': { rateCeiling: 100, budget: true, warm: true },
+} as const satisfies Record<string, { rateCeiling: number; budget: boolean; warm?: boolean }>;
+export type Variant = keyof typeof VARIANTS;
+
 export interface TopologyBenchOptions {
   workerCounts?: readonly number[];
+  variants?: readonly Variant[];
   /** Jobs per campaign for each worker (default 100; 3 campaigns). */
   jobsPerCampaignPerWorker?: number;
 }
 
-/** One row per N: `n<N>_<figure>`. */
+/** One row per variant and N: `<variant>_n<N>_<figure>`. */
 export async function benchTopology(options: TopologyBenchOptions = {}): Promise<Record<string, number>> {
   const secrets = mockClient(SecretsManagerClient);
   const events = mockClient(EventBridgeClient);
   events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'bench' }] });
   const restoreWarn = quietMetricsWarnings();
   const aws = await startLocalAws();
+  const dynamo = await startDynalite();
   const figures: Record<string, number> = {};
   try {
-    for (const n of options.workerCounts ?? WORKER_COUNTS) {
-      Object.assign(
-        figures,
-        prefixed(
-          `n${n}`,
-          await benchOne(
-            aws,
-            n,
-            n * (options.jobsPerCampaignPerWorker ?? JOBS_PER_CAMPAIGN_PER_WORKER),
-            secrets,
-          ),
-        ),
-      );
+    for (const variant of options.variants ?? (Object.keys(VARIANTS) as Variant[])) {
+      for (const n of options.workerCounts ?? WORKER_COUNTS) {
+        const jobs = n * (options.jobsPerCampaignPerWorker ?? JOBS_PER_CAMPAIGN_PER_WORKER);
+        const run = { aws, dynamo, variant, workers: n, jobsPerCampaign: jobs, secrets };
+        Object.assign(figures, prefixed(`${variant}_n${n}`, await benchOne(run)));
+      }
     }
   } finally {
+    await dynamo.close();
     await aws.close();
     restoreWarn();
     secrets.restore();
@@ -74,12 +87,18 @@ export async function benchTopology(options: TopologyBenchOptions = {}): Promise
   return figures;
 }
 
-async function benchOne(
-  aws: Awaited<ReturnType<typeof startLocalAws>>,
-  workers: number,
-  jobsPerCampaign: number,
-  secrets: AwsClientStub<SecretsManagerClient>,
-): Promise<Record<string, number>> {
+interface BenchRun {
+  aws: Awaited<ReturnType<typeof startLocalAws>>;
+  dynamo: LocalDynamo;
+  variant: Variant;
+  workers: number;
+  jobsPerCampaign: number;
+  secrets: AwsClientStub<SecretsManagerClient>;
+}
+
+async function benchOne(run: BenchRun): Promise<Record<string, number>> {
+  const { aws, dynamo, workers, jobsPerCampaign, secrets } = run;
+  const variant = VARIANTS[run.variant];
   const sim = await startSimulator({
     seed: 3,
     campaigns: CAMPAIGNS,
@@ -92,27 +111,24 @@ async function benchOne(
     rateLimit: API_LIMIT,
   });
   const unregister: Array<() => Promise<void>> = [];
-  const caches: Array<{ clearCache(): void }> = [];
   try {
     secrets.on(GetSecretValueCommand).resolves({ SecretString: sim.keys.valid });
-    const settings = stackSettings();
+    const settings = stackSettings({ rateCeiling: variant.rateCeiling });
+    const name = `bench-${run.variant}-n${workers}`;
     const topo = await LoopbackTopology.create({
       aws,
       apiBaseUrl: sim.url,
       bucket: 'bench-lake',
-      name: `bench-n${workers}`,
+      name,
       settings,
+      ...(variant.budget && { requestBudget: { dynamo, tableName: `${name}-budget` } }),
     });
     topo.applyEnv();
     let loaded = 0;
     const load = async (): Promise<Container> => {
-      const api = register({ namespace: `bench-n${workers}-c${++loaded}` });
+      const api = register({ namespace: `${name}-c${++loaded}` });
       unregister.push(api.unregister);
-      const container = asContainer(await api.import('../integration/aws/container.ts', import.meta.url));
-      // The @middy/util that @middy/secrets-manager uses in this namespace: its secret cache keeps a
-      // refresh timer that re-arms itself for ever, and would hold the process open.
-      caches.push(await api.import('@middy/util', import.meta.resolve('@middy/secrets-manager')));
-      return container;
+      return asContainer(await api.import('../integration/aws/container.ts', import.meta.url));
     };
     const containers: Containers = {
       start: await load(),
@@ -122,11 +138,21 @@ async function benchOne(
     };
     topo.attachAll(containers);
 
+    if ('warm' in variant) {
+      await topo.run(containers, { mode: 'full' });
+      sim.resetStats();
+    }
+    const dynamoBefore = dynamo.requests();
     const started = performance.now();
-    const run = await topo.run(containers, { mode: 'full' });
+    const result = await topo.run(containers, { mode: 'full' });
     const seconds = (performance.now() - started) / 1000;
-    const manifest = run.manifest;
-    if (!manifest) throw new Error(`run ${run.runId} wrote no manifest`);
+    const dynamoRequests = dynamo.requests() - dynamoBefore;
+    if (variant.budget && dynamoRequests === 0)
+      throw new Error(
+        'no container leased from the budget: functions/aws/runtime.ts must build its limiter with containerLimiter(env, ...)',
+      );
+    const manifest = result.manifest;
+    if (!manifest) throw new Error(`run ${result.runId} wrote no manifest`);
     const lost = manifest.counts.jobs - manifest.counts.reports_exported;
     const total = sim.stats.total;
     const throttled = sim.stats.byStatus['429'] ?? 0;
@@ -140,13 +166,16 @@ async function benchOne(
       api_req_per_s: round(total / seconds, 1),
       api_ok_per_s: round(ok / seconds, 1),
       steady_ok_per_s: round(steadyRate(sim.stats.okTimes), 1),
+      utilisation: round(ok / seconds / API_LIMIT.ratePerSecond, 3),
+      steady_utilisation: round(steadyRate(sim.stats.okTimes) / API_LIMIT.ratePerSecond, 3),
       share_429: round(throttled / Math.max(1, total), 4),
+      dynamodb_requests: dynamoRequests,
+      dynamodb_req_per_s: round(dynamoRequests / seconds, 1),
       units_handed_back: topo.handBacks.length,
-      report_invocations: run.poll.invocations['export-reports'] ?? 0,
+      report_invocations: result.poll.invocations['export-reports'] ?? 0,
     };
   } finally {
     await sim.close();
-    for (const cache of caches) cache.clearCache();
     for (const u of unregister) await u();
   }
 }
@@ -174,28 +203,37 @@ function prefixed(prefix: string, figures: Record<string, number>): Record<strin
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const workerCounts = WORKER_COUNTS;
-  benchTopology({ workerCounts })
+  const asked = process.argv.slice(2);
+  for (const v of asked)
+    if (!(v in VARIANTS)) throw new Error(`unknown variant ${v}: ${Object.keys(VARIANTS).join(', ')}`);
+  const variants = (asked.length > 0 ? asked : Object.keys(VARIANTS)) as Variant[];
+  benchTopology({ workerCounts, variants })
     .then((figures) => {
       const columns = [
         'workers',
         'seconds',
         'api_requests',
-        'api_req_per_s',
         'api_ok_per_s',
-        'steady_ok_per_s',
+        'utilisation',
+        'steady_utilisation',
         'share_429',
+        'dynamodb_req_per_s',
         'units_handed_back',
         'reports',
         'reports_not_exported',
       ];
-      const rows = workerCounts.map((n) => columns.map((c) => String(figures[`n${n}_${c}`])));
-      const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]?.length ?? 0)));
-      const line = (cells: readonly string[]) =>
-        cells.map((cell, i) => cell.padStart(widths[i] ?? 0)).join('  ');
-      process.stdout.write(
-        `API limit ${API_LIMIT.ratePerSecond} req/s (burst ${API_LIMIT.burst}); stack defaults: rateCeiling ${stackSettings().rateCeiling} req/s per container, ` +
-          `unitSize ${stackSettings().unitSize}, reportBatchSize ${stackSettings().report.batchSize}\n${line(columns)}\n${rows.map(line).join('\n')}\n`,
-      );
+      for (const variant of variants) {
+        const rows = workerCounts.map((n) => columns.map((c) => String(figures[`${variant}_n${n}_${c}`])));
+        const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]?.length ?? 0)));
+        const line = (cells: readonly string[]) =>
+          cells.map((cell, i) => cell.padStart(widths[i] ?? 0)).join('  ');
+        const { rateCeiling, budget } = VARIANTS[variant];
+        process.stdout.write(
+          `${variant}: API limit ${API_LIMIT.ratePerSecond} req/s (burst ${API_LIMIT.burst}); rateCeiling ${rateCeiling} req/s ` +
+            `${budget ? 'for the deployment (shared budget)' : 'per container'}, unitSize ${stackSettings().unitSize}, ` +
+            `reportBatchSize ${stackSettings().report.batchSize}\n${line(columns)}\n${rows.map(line).join('\n')}\n\n`,
+        );
+      }
     })
     .catch((error: unknown) => {
       process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -127,6 +127,9 @@ describe('functions', () => {
       REPORT_CONCURRENCY: String(RUN_DEFAULTS.concurrency.value),
       RATE_CEILING: String(RUN_DEFAULTS.lambdaRateCeiling.value),
       MAX_BODY_MIB: String(RUN_DEFAULTS.maxBodyMiB.value),
+      REQUEST_BUDGET_TABLE: { Ref: expect.stringMatching(/^RequestBudgetTable/) },
+      // reportMaxConcurrency 2 + planMaxConcurrency 2 + start-run.
+      API_CONTAINERS: '5',
     };
     const planQueue = { Ref: expect.stringMatching(/^QueuesPlanQueue/) };
     const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };
@@ -239,6 +242,18 @@ describe('functions', () => {
 });
 
 describe('permissions', () => {
+  it('lets the API functions, and only them, lease from the request budget table: GetItem and PutItem on it', () => {
+    const tables = Object.keys(resourcesOf(s.template, 'AWS::DynamoDB::Table'));
+    expect(tables).toHaveLength(1);
+    const leasers = new Set<string>();
+    for (const { roles, statement } of allowStatements(s.template)) {
+      if (!referencedIds(statement.Resource).has(tables[0]!)) continue;
+      expect(actionsOf(statement).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+      for (const r of roles) leasers.add(r);
+    }
+    expect([...leasers].sort()).toEqual(API_FUNCTIONS.map(roleIdOf).sort());
+  });
+
   it('invariant: no wildcard action on the data bucket, and only layout roots', () => {
     const onBucket = allowStatements(s.template).filter(({ statement }) =>
       referencedIds(statement.Resource).has(bucketId),

@@ -253,6 +253,14 @@ describe('configuration errors at synth', () => {
     );
   });
 
+  it('counts each worker at its share of the deployment-wide rateCeiling', () => {
+    // 2 x 100 reports at 20 req/s shared by 25 workers: 250 s, past a third of 5 minutes.
+    expect(() => synthExporter({ reportMaxConcurrency: 25 })).toThrow(
+      /"rateCeiling" 20 req\/s shared by "reportMaxConcurrency" 25 workers/,
+    );
+    expect(() => synthExporter({ reportMaxConcurrency: 25, rateCeiling: 100 })).not.toThrow();
+  });
+
   it('rejects a body size limit an API function could not hold four times, naming the key and the most allowed', () => {
     expect(() => synthExporter({ maxBodyMiB: 129 })).toThrow(InfraConfigError);
     expect(() => synthExporter({ maxBodyMiB: '129' })).toThrow(

@@ -31,6 +31,7 @@ import { RUN_DEFAULTS } from '../../../shared/run-defaults.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import type { Storage } from '../../../shared/storage/storage.js';
 import type { DuckDb } from '../../helpers/duckdb.js';
+import type { LocalDynamo } from '../../helpers/dynalite.js';
 import type { LocalAws } from '../../helpers/fauxqs.js';
 import {
   EventSourcePoller,
@@ -136,6 +137,11 @@ export interface TopologyOptions {
   timeScale?: number;
   /** Extra handler environment (overrides). */
   env?: Record<string, string>;
+  /**
+   * The deployment's request budget on a local DynamoDB (test/helpers/dynalite.ts): a table of
+   * its own, created by `create()`. Without it each container has a limiter of its own.
+   */
+  requestBudget?: { dynamo: LocalDynamo; tableName: string };
 }
 
 export interface TopologyRun {
@@ -149,6 +155,8 @@ export interface TopologyRun {
 /** The secret id the handlers read the key from (mocked). */
 export const API_KEY_SECRET_ID = 'campaign-report-exporter/api-key';
 const DEFAULT_TIME_SCALE = 1 / 900;
+/** The environment that puts the containers on a shared request budget. */
+const BUDGET_ENV = ['REQUEST_BUDGET_TABLE', 'AWS_ENDPOINT_URL_DYNAMODB'] as const;
 
 export class LoopbackTopology {
   readonly settings: TopologySettings;
@@ -204,6 +212,10 @@ export class LoopbackTopology {
       // Metrics then warn through the global console ("No application metrics to publish"),
       // which `quietMetricsWarnings()` filters, instead of a Console of their own on stderr.
       POWERTOOLS_DEV: 'true',
+      ...(options.requestBudget && {
+        REQUEST_BUDGET_TABLE: options.requestBudget.tableName,
+        AWS_ENDPOINT_URL_DYNAMODB: options.requestBudget.dynamo.endpoint,
+      }),
       ...options.env,
     };
   }
@@ -239,6 +251,7 @@ export class LoopbackTopology {
         visibilitySeconds,
       };
     };
+    await options.requestBudget?.dynamo.createBudgetTable(options.requestBudget.tableName);
     const plan = await queue('plan', settings.plan.visibilitySeconds);
     const report = await queue('report', settings.report.visibilitySeconds);
     return new LoopbackTopology(options, settings, plan, report, sqs);
@@ -246,6 +259,8 @@ export class LoopbackTopology {
 
   /** Sets the handlers' environment in this process (before loading containers). */
   applyEnv(): void {
+    // An earlier topology's budget must not leak into one without.
+    for (const name of BUDGET_ENV) if (!(name in this.env)) delete process.env[name];
     Object.assign(process.env, this.env);
   }
 

@@ -1,0 +1,134 @@
+/**
+ * The deployment's request budget in AWS: one DynamoDB item (infra/constructs/request-budget.ts)
+ * that every container leases its API requests from, and the container's limiter built on it.
+ */
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BudgetLimiter } from '../../shared/api/budget-limiter.js';
+import { AdaptiveRateLimiter, type RateLimiter } from '../../shared/api/limiter.js';
+import {
+  type BudgetState,
+  type BudgetStore,
+  type BudgetWrite,
+  budgetKey,
+  REQUEST_BUDGET_TABLE_KEY,
+  SharedBudget,
+} from '../../shared/api/request-budget.js';
+import type { Log } from '../../shared/log.js';
+import type { Env } from './env.js';
+
+const KEY = REQUEST_BUDGET_TABLE_KEY.name;
+const FIELDS = [
+  'tat',
+  'base',
+  'grownAt',
+  'holdUntil',
+  'version',
+] as const satisfies readonly (keyof BudgetState)[];
+
+export interface DynamoBudgetStoreOptions {
+  tableName: string;
+  /** The deployment's stage: the item's key. */
+  stage: string;
+  /** Made on the first call (the SDK is loaded then too: nothing at a cold start's import). */
+  client?: () => Promise<DynamoDBClient>;
+}
+
+/** The budget item, read strongly consistent and written with a condition on its version. */
+export class DynamoBudgetStore implements BudgetStore {
+  private readonly key: Record<string, AttributeValue>;
+  private client: Promise<DynamoDBClient> | undefined;
+  private readonly sdk = lazy(() => import('@aws-sdk/client-dynamodb'));
+
+  constructor(private readonly options: DynamoBudgetStoreOptions) {
+    this.key = { [KEY]: { S: budgetKey(options.stage) } };
+  }
+
+  async read(): Promise<BudgetState | undefined> {
+    const { GetItemCommand } = await this.sdk();
+    const answer = await (await this.dynamo()).send(
+      new GetItemCommand({ TableName: this.options.tableName, Key: this.key, ConsistentRead: true }),
+    );
+    return answer.Item ? stateOf(answer.Item) : undefined;
+  }
+
+  async write(next: BudgetState, expected: number | undefined): Promise<BudgetWrite> {
+    const { ConditionalCheckFailedException, PutItemCommand } = await this.sdk();
+    const item: Record<string, AttributeValue> = { ...this.key };
+    for (const field of FIELDS) item[field] = { N: String(next[field]) };
+    try {
+      await (await this.dynamo()).send(
+        new PutItemCommand({
+          TableName: this.options.tableName,
+          Item: item,
+          ...(expected === undefined
+            ? { ConditionExpression: 'attribute_not_exists(#key)', ExpressionAttributeNames: { '#key': KEY } }
+            : {
+                ConditionExpression: '#version = :expected',
+                ExpressionAttributeNames: { '#version': 'version' },
+                ExpressionAttributeValues: { ':expected': { N: String(expected) } },
+              }),
+          // DynamoDB returns the item that won: the retry needs no read.
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return { ok: false, current: error.Item ? stateOf(error.Item) : undefined };
+    }
+  }
+
+  private dynamo(): Promise<DynamoDBClient> {
+    this.client ??= this.options.client
+      ? this.options.client()
+      : this.sdk().then((sdk) => new sdk.DynamoDBClient({}));
+    return this.client;
+  }
+}
+
+/**
+ * The container's rate limiter: on the deployment's shared budget when REQUEST_BUDGET_TABLE is
+ * set (RATE_CEILING req/s for every container together); without it, an adaptive limiter of
+ * its own at RATE_CEILING (the ceiling per container, as before the budget). A table that fails
+ * is logged once per outage, and meanwhile the container keeps to RATE_CEILING / API_CONTAINERS.
+ */
+export function containerLimiter(env: Env, log: Log): RateLimiter {
+  const own = (maxRate: number) => new AdaptiveRateLimiter({ maxRate, concurrency: env.REPORT_CONCURRENCY });
+  if (env.REQUEST_BUDGET_TABLE === undefined) return own(env.RATE_CEILING);
+  const store = new DynamoBudgetStore({ tableName: env.REQUEST_BUDGET_TABLE, stage: env.STAGE });
+  return new BudgetLimiter({
+    budget: new SharedBudget(store, { ceiling: env.RATE_CEILING }),
+    fallback: () => own(env.RATE_CEILING / env.API_CONTAINERS),
+    concurrency: env.REPORT_CONCURRENCY,
+    onStoreError: (error) =>
+      log.warn('request budget table failed: this container keeps to its own share of the ceiling', {
+        table: env.REQUEST_BUDGET_TABLE,
+        share: env.RATE_CEILING / env.API_CONTAINERS,
+        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      }),
+  });
+}
+
+function stateOf(item: Record<string, AttributeValue>): BudgetState {
+  const number = (field: (typeof FIELDS)[number]) => {
+    const value = Number(item[field]?.N);
+    if (!Number.isFinite(value)) throw new Error(`request budget item: ${field} is not a number`);
+    return value;
+  };
+  return {
+    tat: number('tat'),
+    base: number('base'),
+    grownAt: number('grownAt'),
+    holdUntil: number('holdUntil'),
+    version: number('version'),
+  };
+}
+
+/** Runs `load` once, on the first call. */
+function lazy<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => {
+    loaded ??= load();
+    return loaded;
+  };
+}

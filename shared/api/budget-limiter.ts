@@ -1,0 +1,317 @@
+/**
+ * A container's rate limiter on the deployment's shared budget (request-budget.ts): requests
+ * are granted on the slots of the leases it takes, so the containers together keep to one rate.
+ * The number in flight follows rate x latency as in the AdaptiveRateLimiter, and a window the
+ * API's headers say is spent holds requests back. If the store fails, the container's own
+ * limiter takes over for a while.
+ */
+import { type Clock, systemClock } from './clock.js';
+import { InFlightLimit } from './in-flight.js';
+import { LIMITER_DEFAULTS, type RateLimiter, RateLimitWaitError } from './limiter.js';
+import type { RateLimitInfo } from './rate-limit-headers.js';
+import { LEASE_GRACE_MS, LEASE_MS, type Lease, type SharedBudget } from './request-budget.js';
+import { WindowQuota } from './window-quota.js';
+
+/** The next lease is asked for this long before the last one's slots run out (a store round trip or two). */
+const PREFETCH_MS = 50;
+/** Answers are kept this long: the share of 429s, and the requests granted lately. */
+const SHARE_WINDOW_MS = 1_000;
+/** After a 429, the answers of this long are counted before the share of 429s is reported. */
+const EVENT_SAMPLE_MS = 250;
+/** After a store error the container's own limiter serves this long before the store is tried again. */
+const FALLBACK_MS = 60_000;
+/** Share of a slot interval a late timer may make up (as the AdaptiveRateLimiter). */
+const CATCH_UP = 0.5;
+
+export interface BudgetLimiterOptions {
+  budget: SharedBudget;
+  /** The container's own limiter (at a safe share of the ceiling), made when the store first fails. */
+  fallback: () => RateLimiter;
+  /** Most requests in flight at once (default RUN_DEFAULTS.concurrency). */
+  concurrency?: number;
+  /** Fewest requests allowed in flight (default 4). */
+  minConcurrency?: number;
+  /** Called once per outage of the store (the first error; again only after a success). */
+  onStoreError?: (error: unknown) => void;
+  clock?: Clock;
+}
+
+/** What a BudgetLimiter did: leases taken, their tokens, the requests granted, the tokens that lapsed unused, store errors. */
+export interface BudgetLimiterStats {
+  leases: number;
+  leased: number;
+  granted: number;
+  lapsed: number;
+  /** Store calls that failed (the container's own limiter served meanwhile). */
+  storeErrors: number;
+}
+
+interface HeldLease extends Lease {
+  used: number;
+}
+
+interface Waiter {
+  resolve: (release: () => void) => void;
+  reject: (error: unknown) => void;
+  maxWaitMs: number | undefined;
+}
+
+/**
+ * Grants requests on the slots of leases from the shared budget: a lease is asked for when the
+ * tokens held cannot serve the callers waiting and the last lease is about to run out, sized to
+ * those callers or to the requests granted lately, whichever is more (the budget caps it). A 429
+ * starts a congestion event: the share of 429s among the answers of the next 250 ms thins the
+ * slots this container holds and lowers the shared rate, for every container.
+ *
+ * @example
+ * const limiter = new BudgetLimiter({ budget: new SharedBudget(store, { ceiling: 20 }), fallback });
+ * const release = await limiter.acquire();
+ * try { ... } finally { release(); }
+ */
+export class BudgetLimiter implements RateLimiter {
+  private readonly budget: SharedBudget;
+  private readonly clock: Clock;
+  private readonly inFlightLimit: InFlightLimit;
+  private readonly quota = new WindowQuota();
+  private readonly waiting: Waiter[] = [];
+  private readonly leases: HeldLease[] = [];
+  private leasing = false;
+  private reporting = false;
+  /** Rate of the latest lease, req/s: what this container sends at while it has slots. */
+  private leaseRate: number | undefined;
+  private inFlight = 0;
+  private nextAt = Number.NEGATIVE_INFINITY;
+  private wakeAt: number | undefined;
+  private readonly grants: number[] = [];
+  private readonly answers: { at: number; throttled: boolean }[] = [];
+  private readonly counts: BudgetLimiterStats = {
+    leases: 0,
+    leased: 0,
+    granted: 0,
+    lapsed: 0,
+    storeErrors: 0,
+  };
+  private fallback: RateLimiter | undefined;
+  private fallbackUntil = Number.NEGATIVE_INFINITY;
+  private outageReported = false;
+
+  constructor(private readonly options: BudgetLimiterOptions) {
+    this.budget = options.budget;
+    this.clock = options.clock ?? systemClock;
+    this.inFlightLimit = new InFlightLimit({
+      floor: options.minConcurrency ?? LIMITER_DEFAULTS.minConcurrency,
+      ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
+    });
+  }
+
+  acquire(maxWaitMs?: number): Promise<() => void> {
+    if (this.now() < this.fallbackUntil) return this.ownLimiter().acquire(maxWaitMs);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject, maxWaitMs });
+      this.pump();
+    });
+  }
+
+  onSuccess(info?: RateLimitInfo): void {
+    const now = this.now();
+    if (now < this.fallbackUntil) this.fallback?.onSuccess(info);
+    if (info !== undefined) this.quota.observe(info, now, this.inFlight - 1);
+    this.record(now, false);
+  }
+
+  onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void {
+    const now = this.now();
+    if (now < this.fallbackUntil) {
+      this.fallback?.onThrottle(retryAfterMs, info);
+      return;
+    }
+    this.record(now, true);
+    if (info !== undefined) {
+      this.quota.observe(info, now, this.inFlight - 1);
+      this.quota.refused(now, info.resetInMs === undefined ? retryAfterMs : undefined);
+      // The API says its window is spent: waiting for the reset is the answer, not a lower rate.
+      if ((info.remaining ?? 0) === 0) {
+        this.pump();
+        return;
+      }
+    }
+    // One report at a time: the 429s of one burst are one congestion event.
+    if (this.reporting) return;
+    this.reporting = true;
+    const sentRate = this.leaseRate ?? this.budget.rate();
+    // The share of 429s among the answers that follow this one says how far above the limit the
+    // deployment is (this one alone would say 100%); a lone 429 then cuts the least.
+    void this.clock
+      .sleep(EVENT_SAMPLE_MS)
+      .then(() => {
+        const sample = this.answers.filter((a) => a.at > now);
+        const share = sample.filter((a) => a.throttled).length / Math.max(1, sample.length);
+        this.thin(share);
+        return this.budget.throttled(share, sentRate);
+      })
+      .then(
+        () => this.storeAnswered(),
+        (error: unknown) => this.storeFailed(error),
+      )
+      .finally(() => {
+        this.reporting = false;
+      });
+  }
+
+  /** Counts so far, for benchmarks and logs. */
+  stats(): BudgetLimiterStats {
+    return { ...this.counts };
+  }
+
+  currentRate(): number {
+    return this.leaseRate ?? this.budget.rate();
+  }
+
+  /** Wall-clock ms: lease slots are times shared with other machines. */
+  private now(): number {
+    return this.clock.wallNow();
+  }
+
+  private record(now: number, throttled: boolean): void {
+    this.answers.push({ at: now, throttled });
+    while ((this.answers[0]?.at ?? now) <= now - SHARE_WINDOW_MS) this.answers.shift();
+  }
+
+  /** Grants waiting callers, in order, on the slots of the leases held. */
+  private pump(): void {
+    while (this.waiting.length > 0) {
+      const now = this.now();
+      if (this.inFlight >= this.inFlightLimit.at(this.currentRate())) return; // A release pumps again.
+      this.dropSpent(now);
+      this.askForLease(now);
+      const heldUntil = this.quota.heldUntil(now, this.inFlight);
+      // (+Infinity: held until a probe's answer says for how long.)
+      if (heldUntil > now && Number.isFinite(heldUntil)) this.refuseLongWaits(heldUntil - now);
+      const lease = this.leases[0];
+      if (lease === undefined) return; // The lease on its way pumps again.
+      const slotAt = Math.max(lease.start + lease.used * lease.interval, this.nextAt, heldUntil);
+      if (slotAt > now) {
+        if (Number.isFinite(slotAt)) this.wake(slotAt);
+        return;
+      }
+      lease.used += 1;
+      // A late timer catches up half a slot at most: no two requests at once.
+      this.nextAt = now + lease.interval * (1 - CATCH_UP);
+      this.grant(now);
+    }
+  }
+
+  /**
+   * Spreads what is left of the leases held over the same time with `share` fewer tokens: the
+   * slots already leased would go on at the rate that met the 429s until the cut reaches them.
+   */
+  private thin(share: number): void {
+    const now = this.now();
+    for (const lease of this.leases) {
+      const remaining = lease.tokens - lease.used;
+      const keep = Math.ceil(remaining * (1 - share));
+      if (keep >= remaining || keep < 1) continue;
+      const from = Math.max(now, lease.start + lease.used * lease.interval);
+      const end = lease.start + lease.tokens * lease.interval;
+      this.counts.lapsed += remaining - keep;
+      Object.assign(lease, { start: from, used: 0, tokens: keep, interval: Math.max(0, end - from) / keep });
+    }
+  }
+
+  private dropSpent(now: number): void {
+    while (this.leases.length > 0) {
+      const lease = this.leases[0] as HeldLease;
+      if (lease.used < lease.tokens && now <= lease.expiresAt) return;
+      this.counts.lapsed += lease.tokens - lease.used;
+      this.leases.shift();
+    }
+  }
+
+  /** Asks for a lease when the tokens held fall short of the callers and the last lease ends soon. */
+  private askForLease(now: number): void {
+    if (this.leasing) return;
+    const held = this.leases.reduce((sum, l) => sum + l.tokens - l.used, 0);
+    if (held >= this.waiting.length) return;
+    const last = this.leases.at(-1);
+    if (last !== undefined && last.start + last.tokens * last.interval - now > PREFETCH_MS) return;
+    while ((this.grants[0] ?? now) <= now - SHARE_WINDOW_MS) this.grants.shift();
+    // Sequential callers wait one at a time: the requests granted lately say what they need.
+    const lately = Math.ceil((this.grants.length * LEASE_MS) / SHARE_WINDOW_MS);
+    const wanted = Math.max(this.waiting.length - held, lately);
+    this.leasing = true;
+    this.budget
+      .lease(wanted)
+      .then(
+        (lease) => {
+          // Slots already past when it arrives (an idle deployment's burst) get their grace from now.
+          const expiresAt = Math.max(lease.expiresAt, this.now() + LEASE_GRACE_MS);
+          this.leases.push({ ...lease, expiresAt, used: 0 });
+          this.counts.leases += 1;
+          this.counts.leased += lease.tokens;
+          this.leaseRate = 1000 / lease.interval;
+          this.storeAnswered();
+        },
+        (error: unknown) => this.storeFailed(error),
+      )
+      .finally(() => {
+        this.leasing = false;
+        this.pump();
+      });
+  }
+
+  private storeAnswered(): void {
+    this.outageReported = false;
+  }
+
+  /** The store failed: the container's own limiter serves for a while, the callers waiting included. */
+  private storeFailed(error: unknown): void {
+    this.counts.storeErrors += 1;
+    if (!this.outageReported) {
+      this.outageReported = true;
+      this.options.onStoreError?.(error);
+    }
+    this.fallbackUntil = this.now() + FALLBACK_MS;
+    const own = this.ownLimiter();
+    for (const waiter of this.waiting.splice(0))
+      own.acquire(waiter.maxWaitMs).then(waiter.resolve, waiter.reject);
+  }
+
+  private ownLimiter(): RateLimiter {
+    this.fallback ??= this.options.fallback();
+    return this.fallback;
+  }
+
+  /** Callers that wait at most less than `waitMs` are told so now rather than kept waiting. */
+  private refuseLongWaits(waitMs: number): void {
+    for (const waiter of this.waiting.filter((w) => w.maxWaitMs !== undefined && waitMs > w.maxWaitMs)) {
+      this.waiting.splice(this.waiting.indexOf(waiter), 1);
+      waiter.reject(new RateLimitWaitError(waitMs));
+    }
+  }
+
+  private grant(grantedAt: number): void {
+    const waiter = this.waiting.shift();
+    if (waiter === undefined) return;
+    this.inFlight += 1;
+    this.counts.granted += 1;
+    this.grants.push(grantedAt);
+    this.quota.spend(grantedAt);
+    let released = false;
+    waiter.resolve(() => {
+      if (released) return;
+      released = true;
+      this.inFlight -= 1;
+      this.inFlightLimit.onAnswered(this.now() - grantedAt);
+      this.pump();
+    });
+  }
+
+  private wake(at: number): void {
+    if (this.wakeAt !== undefined && this.wakeAt <= at) return;
+    this.wakeAt = at;
+    void this.clock.sleep(at - this.now()).then(() => {
+      if (this.wakeAt === at) this.wakeAt = undefined;
+      this.pump();
+    });
+  }
+}
