@@ -6,8 +6,9 @@
  * limiter takes over for a while.
  */
 import { type Clock, systemClock } from './clock.js';
+import { GrantQueue } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
-import { LIMITER_DEFAULTS, type RateLimiter, RateLimitWaitError } from './limiter.js';
+import { LIMITER_DEFAULTS, type RateLimiter } from './limiter.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
 import { LEASE_GRACE_MS, LEASE_MS, type Lease, type SharedBudget } from './request-budget.js';
 import { WindowQuota } from './window-quota.js';
@@ -50,12 +51,6 @@ interface HeldLease extends Lease {
   used: number;
 }
 
-interface Waiter {
-  resolve: (release: () => void) => void;
-  reject: (error: unknown) => void;
-  maxWaitMs: number | undefined;
-}
-
 /**
  * Grants requests on the slots of leases from the shared budget: a lease is asked for when the
  * tokens held cannot serve the callers waiting and the last lease is about to run out, sized to
@@ -73,15 +68,13 @@ export class BudgetLimiter implements RateLimiter {
   private readonly clock: Clock;
   private readonly inFlightLimit: InFlightLimit;
   private readonly quota = new WindowQuota();
-  private readonly waiting: Waiter[] = [];
+  private readonly queue: GrantQueue;
   private readonly leases: HeldLease[] = [];
   private leasing = false;
   private reporting = false;
   /** Rate of the latest lease, req/s: what this container sends at while it has slots. */
   private leaseRate: number | undefined;
-  private inFlight = 0;
   private nextAt = Number.NEGATIVE_INFINITY;
-  private wakeAt: number | undefined;
   private readonly grants: number[] = [];
   private readonly answers: { at: number; throttled: boolean }[] = [];
   private readonly counts: BudgetLimiterStats = {
@@ -102,20 +95,24 @@ export class BudgetLimiter implements RateLimiter {
       floor: options.minConcurrency ?? LIMITER_DEFAULTS.minConcurrency,
       ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
     });
+    this.queue = new GrantQueue({
+      clock: this.clock,
+      now: () => this.now(),
+      inFlightLimit: this.inFlightLimit,
+      quota: this.quota,
+      pump: () => this.pump(),
+    });
   }
 
   acquire(maxWaitMs?: number): Promise<() => void> {
     if (this.now() < this.fallbackUntil) return this.ownLimiter().acquire(maxWaitMs);
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject, maxWaitMs });
-      this.pump();
-    });
+    return this.queue.enqueue(maxWaitMs);
   }
 
   onSuccess(info?: RateLimitInfo): void {
     const now = this.now();
     if (now < this.fallbackUntil) this.fallback?.onSuccess(info);
-    if (info !== undefined) this.quota.observe(info, now, this.inFlight - 1);
+    if (info !== undefined) this.queue.observe(info, now);
     this.record(now, false);
   }
 
@@ -126,14 +123,10 @@ export class BudgetLimiter implements RateLimiter {
       return;
     }
     this.record(now, true);
-    if (info !== undefined) {
-      this.quota.observe(info, now, this.inFlight - 1);
-      this.quota.refused(now, info.resetInMs === undefined ? retryAfterMs : undefined);
-      // The API says its window is spent: waiting for the reset is the answer, not a lower rate.
-      if ((info.remaining ?? 0) === 0) {
-        this.pump();
-        return;
-      }
+    // The API says its window is spent: waiting for the reset is the answer, not a lower rate.
+    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs)) {
+      this.pump();
+      return;
     }
     // One report at a time: the 429s of one burst are one congestion event.
     if (this.reporting) return;
@@ -179,25 +172,28 @@ export class BudgetLimiter implements RateLimiter {
 
   /** Grants waiting callers, in order, on the slots of the leases held. */
   private pump(): void {
-    while (this.waiting.length > 0) {
+    while (this.queue.length > 0) {
       const now = this.now();
-      if (this.inFlight >= this.inFlightLimit.at(this.currentRate())) return; // A release pumps again.
+      if (this.queue.inFlight >= this.inFlightLimit.at(this.currentRate())) return; // A release pumps again.
       this.dropSpent(now);
       this.askForLease(now);
-      const heldUntil = this.quota.heldUntil(now, this.inFlight);
+      const heldUntil = this.quota.heldUntil(now, this.queue.inFlight);
       // (+Infinity: held until a probe's answer says for how long.)
-      if (heldUntil > now && Number.isFinite(heldUntil)) this.refuseLongWaits(heldUntil - now);
+      if (heldUntil > now && Number.isFinite(heldUntil)) this.queue.refuseLongWaits(heldUntil - now);
       const lease = this.leases[0];
       if (lease === undefined) return; // The lease on its way pumps again.
       const slotAt = Math.max(lease.start + lease.used * lease.interval, this.nextAt, heldUntil);
       if (slotAt > now) {
-        if (Number.isFinite(slotAt)) this.wake(slotAt);
+        if (Number.isFinite(slotAt)) this.queue.wake(slotAt);
         return;
       }
       lease.used += 1;
       // A late timer catches up half a slot at most: no two requests at once.
       this.nextAt = now + lease.interval * (1 - CATCH_UP);
-      this.grant(now);
+      if (this.queue.grant(now)) {
+        this.counts.granted += 1;
+        this.grants.push(now);
+      }
     }
   }
 
@@ -231,13 +227,13 @@ export class BudgetLimiter implements RateLimiter {
   private askForLease(now: number): void {
     if (this.leasing) return;
     const held = this.leases.reduce((sum, l) => sum + l.tokens - l.used, 0);
-    if (held >= this.waiting.length) return;
+    if (held >= this.queue.length) return;
     const last = this.leases.at(-1);
     if (last !== undefined && last.start + last.tokens * last.interval - now > PREFETCH_MS) return;
     while ((this.grants[0] ?? now) <= now - SHARE_WINDOW_MS) this.grants.shift();
     // Sequential callers wait one at a time: the requests granted lately say what they need.
     const lately = Math.ceil((this.grants.length * LEASE_MS) / SHARE_WINDOW_MS);
-    const wanted = Math.max(this.waiting.length - held, lately);
+    const wanted = Math.max(this.queue.length - held, lately);
     this.leasing = true;
     this.budget
       .lease(wanted)
@@ -272,46 +268,12 @@ export class BudgetLimiter implements RateLimiter {
     }
     this.fallbackUntil = this.now() + FALLBACK_MS;
     const own = this.ownLimiter();
-    for (const waiter of this.waiting.splice(0))
+    for (const waiter of this.queue.drain())
       own.acquire(waiter.maxWaitMs).then(waiter.resolve, waiter.reject);
   }
 
   private ownLimiter(): RateLimiter {
     this.fallback ??= this.options.fallback();
     return this.fallback;
-  }
-
-  /** Callers that wait at most less than `waitMs` are told so now rather than kept waiting. */
-  private refuseLongWaits(waitMs: number): void {
-    for (const waiter of this.waiting.filter((w) => w.maxWaitMs !== undefined && waitMs > w.maxWaitMs)) {
-      this.waiting.splice(this.waiting.indexOf(waiter), 1);
-      waiter.reject(new RateLimitWaitError(waitMs));
-    }
-  }
-
-  private grant(grantedAt: number): void {
-    const waiter = this.waiting.shift();
-    if (waiter === undefined) return;
-    this.inFlight += 1;
-    this.counts.granted += 1;
-    this.grants.push(grantedAt);
-    this.quota.spend(grantedAt);
-    let released = false;
-    waiter.resolve(() => {
-      if (released) return;
-      released = true;
-      this.inFlight -= 1;
-      this.inFlightLimit.onAnswered(this.now() - grantedAt);
-      this.pump();
-    });
-  }
-
-  private wake(at: number): void {
-    if (this.wakeAt !== undefined && this.wakeAt <= at) return;
-    this.wakeAt = at;
-    void this.clock.sleep(at - this.now()).then(() => {
-      if (this.wakeAt === at) this.wakeAt = undefined;
-      this.pump();
-    });
   }
 }

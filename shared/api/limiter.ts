@@ -9,6 +9,7 @@
 import { ConfigError } from '../errors.js';
 import { RUN_DEFAULTS } from '../run-defaults.js';
 import { type Clock, systemClock } from './clock.js';
+import { GrantQueue } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
 import { WindowQuota } from './window-quota.js';
@@ -34,13 +35,8 @@ export interface RateLimiter {
   currentRate(): number;
 }
 
-/** Every request is held back longer than its caller waits: the limiter says how long instead. */
-export class RateLimitWaitError extends Error {
-  constructor(readonly waitMs: number) {
-    super(`every request is held back for ${Math.round(waitMs)} ms (the API's rate limit)`);
-    this.name = 'RateLimitWaitError';
-  }
-}
+// Thrown by the queue of waiting callers both limiters share; callers import it from here.
+export { RateLimitWaitError } from './grant-queue.js';
 
 /** The limiter's state, for benchmarks and logs. */
 export interface LimiterState {
@@ -174,15 +170,12 @@ export class AdaptiveRateLimiter implements RateLimiter {
   private slowStartRate: number;
   private estimate: LimitEstimate | undefined;
 
-  private readonly waiting: Waiter[] = [];
-  private inFlight = 0;
+  private readonly queue: GrantQueue;
   private peakInFlight = 0;
   /** Earliest time of the next grant (even spacing). */
   private nextAt = Number.NEGATIVE_INFINITY;
   /** Set by Retry-After: nobody is granted before this time. */
   private pausedUntil = Number.NEGATIVE_INFINITY;
-  /** Time for which a wake-up of the pump is scheduled. */
-  private wakeAt: number | undefined;
   /** Whether the last grant waited for its pacing slot (demand above the rate). */
   private lastGrantPaced = false;
 
@@ -207,17 +200,21 @@ export class AdaptiveRateLimiter implements RateLimiter {
       ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
     });
     this.slowStartRate = this.clamp(options.initialRate ?? LIMITER_DEFAULTS.initialRate);
-  }
-
-  acquire(maxWaitMs?: number): Promise<() => void> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject, maxWaitMs });
-      this.pump();
+    this.queue = new GrantQueue({
+      clock: this.clock,
+      now: () => this.clock.now(),
+      inFlightLimit: this.inFlightLimit,
+      quota: this.quota,
+      pump: () => this.pump(),
     });
   }
 
+  acquire(maxWaitMs?: number): Promise<() => void> {
+    return this.queue.enqueue(maxWaitMs);
+  }
+
   onSuccess(info?: RateLimitInfo): void {
-    if (info !== undefined) this.quota.observe(info, this.clock.now(), this.inFlight - 1);
+    if (info !== undefined) this.queue.observe(info, this.clock.now());
     this.successes += 1;
     // Grow only while demand is above the rate: an idle client learns nothing about the API.
     if (this.estimate === undefined && this.lastGrantPaced) {
@@ -228,15 +225,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
 
   onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void {
     const now = this.clock.now();
-    if (info !== undefined) {
-      this.quota.observe(info, now, this.inFlight - 1);
-      // A reset the headers name is exact; Retry-After is rounded up to whole seconds.
-      this.quota.refused(now, info.resetInMs === undefined ? retryAfterMs : undefined);
-      // The API says the window is spent: waiting for its reset is the answer, not a slower rate.
-      if ((info.remaining ?? 0) === 0) {
-        this.pump();
-        return;
-      }
+    // The API says the window is spent: waiting for its reset is the answer, not a slower rate.
+    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs)) {
+      this.pump();
+      return;
     }
     this.congestion(now, retryAfterMs);
     this.pump();
@@ -292,7 +284,7 @@ export class AdaptiveRateLimiter implements RateLimiter {
     const rate = this.currentRate();
     return {
       rate,
-      inFlight: this.inFlight,
+      inFlight: this.queue.inFlight,
       inFlightLimit: this.inFlightLimit.at(rate),
       peakInFlight: this.peakInFlight,
       latencyMs: this.inFlightLimit.latencyMs(),
@@ -358,15 +350,15 @@ export class AdaptiveRateLimiter implements RateLimiter {
 
   /** Grants waiting callers, in order, as their pacing slots come and the in-flight limit allows. */
   private pump(): void {
-    while (this.waiting.length > 0) {
+    while (this.queue.length > 0) {
       const now = this.clock.now();
-      if (this.inFlight >= this.inFlightLimit.at(this.rateAt(now))) return; // A release pumps again.
-      const heldUntil = Math.max(this.pausedUntil, this.quota.heldUntil(now, this.inFlight));
+      if (this.queue.inFlight >= this.inFlightLimit.at(this.rateAt(now))) return; // A release pumps again.
+      const heldUntil = Math.max(this.pausedUntil, this.quota.heldUntil(now, this.queue.inFlight));
       // (+Infinity: held until a probe's answer says for how long.)
-      if (heldUntil > now && Number.isFinite(heldUntil)) this.refuseLongWaits(heldUntil - now);
+      if (heldUntil > now && Number.isFinite(heldUntil)) this.queue.refuseLongWaits(heldUntil - now);
       const slotAt = Math.max(this.nextAt, heldUntil);
       if (slotAt > now) {
-        if (Number.isFinite(slotAt)) this.wake(slotAt); // Else held until an answer comes back.
+        if (Number.isFinite(slotAt)) this.queue.wake(slotAt); // Else held until an answer comes back.
         return;
       }
       const interval = 1000 / this.rateAt(now);
@@ -380,46 +372,7 @@ export class AdaptiveRateLimiter implements RateLimiter {
         if (Number.isFinite(slotAt)) this.idleMsSinceEvent += lateBy - interval;
         this.nextAt = now + interval;
       }
-      this.grant(now);
+      if (this.queue.grant(now)) this.peakInFlight = Math.max(this.peakInFlight, this.queue.inFlight);
     }
   }
-
-  /** Callers that wait at most less than `waitMs` are told so now rather than kept waiting. */
-  private refuseLongWaits(waitMs: number): void {
-    for (const waiter of this.waiting.filter((w) => w.maxWaitMs !== undefined && waitMs > w.maxWaitMs)) {
-      this.waiting.splice(this.waiting.indexOf(waiter), 1);
-      waiter.reject(new RateLimitWaitError(waitMs));
-    }
-  }
-
-  private grant(grantedAt: number): void {
-    const waiter = this.waiting.shift();
-    if (waiter === undefined) return;
-    this.inFlight += 1;
-    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
-    this.quota.spend(grantedAt);
-    let released = false;
-    waiter.resolve(() => {
-      if (released) return;
-      released = true;
-      this.inFlight -= 1;
-      this.inFlightLimit.onAnswered(this.clock.now() - grantedAt);
-      this.pump();
-    });
-  }
-
-  private wake(at: number): void {
-    if (this.wakeAt !== undefined && this.wakeAt <= at) return;
-    this.wakeAt = at;
-    void this.clock.sleep(at - this.clock.now()).then(() => {
-      if (this.wakeAt === at) this.wakeAt = undefined;
-      this.pump();
-    });
-  }
-}
-
-interface Waiter {
-  resolve: (release: () => void) => void;
-  reject: (error: RateLimitWaitError) => void;
-  maxWaitMs: number | undefined;
 }
