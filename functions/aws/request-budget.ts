@@ -10,9 +10,9 @@ import {
   type BudgetStore,
   type BudgetWrite,
   budgetKey,
-  REQUEST_BUDGET_TABLE_KEY,
   SharedBudget,
 } from '../../shared/api/request-budget.js';
+import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 import type { Log } from '../../shared/log.js';
 import type { Env } from './env.js';
 

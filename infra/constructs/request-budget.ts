@@ -2,7 +2,7 @@ import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/api/request-budget.js';
+import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 
 /** The item operations of the budget (functions/aws/request-budget.ts): a consistent read and a conditional put. */
 export const REQUEST_BUDGET_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem'] as const;

@@ -10,9 +10,6 @@
 
 import { type Clock, systemClock } from './clock.js';
 
-/** The key of the store's table: one item per deployment, named by `budgetKey`. */
-export const REQUEST_BUDGET_TABLE_KEY = { name: 'pk', type: 'S' } as const;
-
 /** The item's key for a deployment's stage. */
 export const budgetKey = (stage: string) => `request-budget#${stage}`;
 

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/api/request-budget.js';
+import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 
 // dynalite ships no types: a function that returns an http.Server.
 const dynalite = createRequire(import.meta.url)('dynalite') as (options: {

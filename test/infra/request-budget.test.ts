@@ -10,7 +10,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { REQUEST_BUDGET_ACTIONS, RequestBudget } from '../../infra/constructs/request-budget.js';
-import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/api/request-budget.js';
+import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 import { logicalIdOf, resourcesOf, type Statement } from './helpers.js';
 
 function budgetStack() {

@@ -63,7 +63,7 @@ describe('dependencies point one way', () => {
     expect(await violations('shared/export/state', under('shared/export/run'))).toEqual([]);
   });
 
-  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults', async () => {
+  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads and table keys', async () => {
     const allowed = new Set([
       'shared/export/tables.js',
       'shared/export/layout.js',
@@ -74,6 +74,8 @@ describe('dependencies point one way', () => {
       'shared/errors.js',
       'shared/metrics.js',
       'shared/run-defaults.js',
+      'shared/aws/payloads.js',
+      'shared/aws/request-budget-table.js',
     ]);
     expect(await violations('infra', (t) => t.startsWith('shared/') && !allowed.has(t))).toEqual([]);
   });
