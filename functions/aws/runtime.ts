@@ -46,10 +46,7 @@ let s3: S3Client | undefined;
 let sqs: SQSClient | undefined;
 let storage: S3Storage | undefined;
 
-/** The container's limiter (the lead switches this to the deployment's shared request budget). */
-function apiLimiter(): RateLimiter {
-  return containerLimiter(env, coreLog);
-}
+/** The container's limiter, on the deployment's shared request budget; made at the first API call. */
 let limiter: RateLimiter | undefined;
 
 /** The core's log, written through Powertools' structured logger. */
@@ -154,7 +151,7 @@ export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
   return {
     api: () => {
       if (apiKey === undefined) throw new ConfigError('this function does not call the Integration API');
-      limiter ??= apiLimiter();
+      limiter ??= containerLimiter(env, coreLog);
       return new IntegrationApiClient({
         baseUrl: required(env, 'API_BASE_URL'),
         apiKey,
