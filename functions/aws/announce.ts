@@ -21,7 +21,11 @@ export async function announce(manifest: Manifest): Promise<void> {
           Source: EVENT_SOURCE,
           DetailType: EVENT_DETAIL_TYPE,
           EventBusName: env.EVENT_BUS_NAME,
-          Detail: runFinishedDetail(manifest, { bucket: env.DATA_BUCKET, prefix: env.DATA_PREFIX }),
+          Detail: runFinishedDetail(manifest, {
+            stage: env.STAGE,
+            bucket: env.DATA_BUCKET,
+            prefix: env.DATA_PREFIX,
+          }),
         },
       ],
     }),

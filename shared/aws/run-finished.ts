@@ -23,6 +23,8 @@ export const EVENT_DETAIL_TYPE = 'ExportRunFinished';
 export const MAX_DETAIL_BYTES = 200 * 1024;
 
 const DetailBaseSchema = z.object({
+  /** The deployment's stage: two stages in one account put their events on one bus. */
+  stage: z.string().min(1),
   run_id: RunIdSchema,
   dt: DtSchema,
   mode: ModeSchema,
@@ -40,8 +42,9 @@ export const RunFinishedDetailSchema = z.union([
 ]);
 export type RunFinishedDetail = z.infer<typeof RunFinishedDetailSchema>;
 
-/** Where the run's output lives: the bucket and the data prefix its keys carry. */
+/** Where the run's output lives: the stage, its bucket and the data prefix its keys carry. */
 export interface DataLocation {
+  stage: string;
   bucket: string;
   prefix: string;
 }
@@ -49,6 +52,7 @@ export interface DataLocation {
 /** The detail of a finished run's event, as JSON text within MAX_DETAIL_BYTES. */
 export function runFinishedDetail(manifest: Manifest, where: DataLocation): string {
   const base = {
+    stage: where.stage,
     run_id: manifest.run_id,
     dt: manifest.dt,
     mode: manifest.mode,

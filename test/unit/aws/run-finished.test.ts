@@ -10,7 +10,7 @@ import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { emptyRequestCounts } from '../../../shared/export/state/records.js';
 import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';
 
-const WHERE = { bucket: 'data-lake', prefix: 'lake/' };
+const WHERE = { stage: 'staging', bucket: 'data-lake', prefix: 'lake/' };
 
 /** A closed run of one campaign, one job exported, with `files` published files. */
 function manifestWith(files: number): Manifest {
@@ -49,6 +49,7 @@ describe('runFinishedDetail', () => {
     const detail = RunFinishedDetailSchema.parse(JSON.parse(runFinishedDetail(manifest, WHERE)));
 
     expect(detail).toEqual({
+      stage: 'staging',
       run_id: TEST_RUN_ID,
       dt: '2026-11-22',
       mode: 'incremental',

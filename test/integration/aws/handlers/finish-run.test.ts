@@ -101,6 +101,8 @@ describe('finish-run', () => {
     const stored = await bed.storage.get(manifestKey);
     const manifest = ManifestSchema.parse(JSON.parse(Buffer.from(stored?.body ?? []).toString()));
     expect(detail).toEqual({
+      // The stack sets STAGE; this testbed leaves it to its default.
+      stage: 'prod',
       run_id: runId,
       dt: DT,
       mode: 'full',
