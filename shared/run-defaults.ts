@@ -109,3 +109,6 @@ export const RUN_DEFAULTS = Object.freeze(entries);
 export function describeRange(entry: Pick<RunDefault, 'min' | 'max'>): string {
   return `${entry.min} to ${entry.max}`;
 }
+
+/** `maxBodyMiB` (and its flag, context key and variable) in bytes, as the client takes it. */
+export const bodyLimitBytes = (mib: number): number => mib * 1024 * 1024;

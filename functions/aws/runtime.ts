@@ -20,6 +20,7 @@ import { ConfigError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
+import { bodyLimitBytes } from '../../shared/run-defaults.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import { type Env, readEnv, required } from './env.js';
 import { containerLimiter } from './request-budget.js';
@@ -158,7 +159,7 @@ export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
         refreshApiKey: () => readApiKey(true),
         keySource: `the secret ${env.API_KEY_SECRET_ID}`,
         limiter,
-        maxBodyBytes: env.MAX_BODY_MIB * 1024 * 1024,
+        maxBodyBytes: bodyLimitBytes(env.MAX_BODY_MIB),
         // A Lambda does not sleep through long waits: the message comes back later instead.
         retry: { maxRetryAfterMs: 5_000, maxElapsedMs: 30_000 },
       });

@@ -6,9 +6,8 @@ import { IntegrationApiClient, type RequestEvent } from '../../shared/api/client
 import { AdaptiveRateLimiter, type AdaptiveRateLimiterOptions } from '../../shared/api/limiter.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
+import { bodyLimitBytes } from '../../shared/run-defaults.js';
 import { openStorage } from '../../shared/storage/open.js';
-
-const MIB = 1024 * 1024;
 
 export interface CliDepsOptions {
   baseUrl: string;
@@ -45,7 +44,7 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
         apiKey: options.apiKey,
         keySource: 'INTEGRATION_API_KEY',
         limiter,
-        ...(options.maxBodyMiB !== undefined && { maxBodyBytes: options.maxBodyMiB * MIB }),
+        ...(options.maxBodyMiB !== undefined && { maxBodyBytes: bodyLimitBytes(options.maxBodyMiB) }),
         ...(options.onRequest && { onEvent: options.onRequest }),
       }),
     storage,

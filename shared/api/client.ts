@@ -4,7 +4,7 @@
  */
 import type { z } from 'zod';
 import { ConfigError, ListingError, TransientApiError } from '../errors.js';
-import { RUN_DEFAULTS } from '../run-defaults.js';
+import { bodyLimitBytes, RUN_DEFAULTS } from '../run-defaults.js';
 import { API_PATH_PREFIX, normalizeBaseUrl } from './base-url.js';
 import { type Clock, systemClock } from './clock.js';
 import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
@@ -80,7 +80,6 @@ export interface RequestStats {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-const MIB = 1024 * 1024;
 const DEFAULT_KEY_SOURCE = 'the configured API key';
 
 type Interpret<T> = (answer: Classified) => Step<T>;
@@ -114,7 +113,7 @@ export class IntegrationApiClient {
     this.limiter = options.limiter ?? new AdaptiveRateLimiter();
     this.policy = resolveRetryPolicy(options.retry);
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.maxBodyBytes = options.maxBodyBytes ?? RUN_DEFAULTS.maxBodyMiB.value * MIB;
+    this.maxBodyBytes = options.maxBodyBytes ?? bodyLimitBytes(RUN_DEFAULTS.maxBodyMiB.value);
     if (!Number.isSafeInteger(this.maxBodyBytes) || this.maxBodyBytes < 1)
       throw new ConfigError(`maxBodyBytes must be a positive whole number, got ${options.maxBodyBytes}`);
     this.clock = options.clock ?? systemClock;
