@@ -25,7 +25,6 @@ import {
   type Container,
   type Containers,
   LoopbackTopology,
-  quietMetricsWarnings,
   stackSettings,
 } from '../integration/aws/loopback.js';
 import { startSimulator } from '../simulator/index.js';
@@ -65,7 +64,6 @@ export async function benchTopology(options: TopologyBenchOptions = {}): Promise
   const secrets = mockClient(SecretsManagerClient);
   const events = mockClient(EventBridgeClient);
   events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'bench' }] });
-  const restoreWarn = quietMetricsWarnings();
   const aws = await startLocalAws();
   const dynamo = await startDynalite();
   const figures: Record<string, number> = {};
@@ -80,7 +78,6 @@ export async function benchTopology(options: TopologyBenchOptions = {}): Promise
   } finally {
     await dynamo.close();
     await aws.close();
-    restoreWarn();
     secrets.restore();
     events.restore();
   }

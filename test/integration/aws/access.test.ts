@@ -32,14 +32,7 @@ import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
 import { onePage, SCRIPTED_KEY, scriptedRoute } from '../../helpers/scripted-api.js';
 import { reportData } from '../../unit/api/fixtures.js';
 import { startServer, type TestServer } from '../api/server.js';
-import {
-  asContainer,
-  type Container,
-  type Containers,
-  LoopbackTopology,
-  quietMetricsWarnings,
-  stackSettings,
-} from './loopback.js';
+import { asContainer, type Container, type Containers, LoopbackTopology, stackSettings } from './loopback.js';
 import { fakeContext } from './poller.js';
 
 const BUCKET = 'access-lake';
@@ -86,7 +79,6 @@ describe('what each function touches in the data lake', () => {
   let aws: LocalAws;
   let api: TestServer;
   let topo: LoopbackTopology;
-  let restoreWarn: () => void;
   let interruptedRunId: string;
   const leftoverRunId = '20260101T000000Z-dead00';
 
@@ -131,7 +123,6 @@ describe('what each function touches in the data lake', () => {
   }
 
   beforeAll(async () => {
-    restoreWarn = quietMetricsWarnings();
     api = await startServer(
       scriptedRoute({
         // An invalid campaign item (start-run quarantines it) and an invalid job item (plan-campaign).
@@ -215,7 +206,6 @@ describe('what each function touches in the data lake', () => {
     await aws?.close();
     secrets.restore();
     events.restore();
-    restoreWarn?.();
   });
 
   it('went through recovery, quarantine, publishing and the drained close', () => {

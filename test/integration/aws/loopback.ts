@@ -209,8 +209,7 @@ export class LoopbackTopology {
       POWERTOOLS_METRICS_NAMESPACE: 'CampaignReportExporter',
       POWERTOOLS_LOG_LEVEL: 'SILENT',
       POWERTOOLS_METRICS_DISABLED: 'true',
-      // Metrics then warn through the global console ("No application metrics to publish"),
-      // which `quietMetricsWarnings()` filters, instead of a Console of their own on stderr.
+      // Powertools then writes through the global console, not a Console of its own on stderr.
       POWERTOOLS_DEV: 'true',
       ...(options.requestBudget && {
         REQUEST_BUDGET_TABLE: options.requestBudget.tableName,
@@ -390,21 +389,6 @@ export class LoopbackTopology {
 function onEndpoint(queueUrl: string | undefined, endpoint: string): string {
   if (!queueUrl) throw new Error('CreateQueue returned no QueueUrl');
   return new URL(new URL(queueUrl).pathname, endpoint).href;
-}
-
-/** Powertools Metrics' warning on every invocation that put no metric: noise in tests and benchmarks. */
-const EMPTY_METRICS_WARNING = 'No application metrics to publish';
-
-/** Drops Powertools' empty-metrics warnings from console.warn; returns the function that restores it. */
-export function quietMetricsWarnings(): () => void {
-  const warn = console.warn;
-  console.warn = (...args: unknown[]) => {
-    if (typeof args[0] === 'string' && args[0].startsWith(EMPTY_METRICS_WARNING)) return;
-    warn(...args);
-  };
-  return () => {
-    console.warn = warn;
-  };
 }
 
 /** Stack seconds to local seconds: at least 1 (SQS takes whole seconds). */
