@@ -78,6 +78,17 @@ export const STATE_KEYS = {
    * publishes exactly the same files.
    */
   closing: (runId: string): string => `${STATE_ROOT}/runs/${runId}/closing.json`,
+  /**
+   * The announcement's claim: created once, before the run's `ExportRunFinished` event is put,
+   * so that two finishers announce a run once.
+   */
+  announced: (runId: string): string => `${STATE_ROOT}/runs/${runId}/announced.json`,
+  /**
+   * The run's tombstone, written once its manifest, state and announcement are done and before
+   * its other records are deleted: a closer that comes late (a duplicate, a stalled finisher)
+   * finds it and changes nothing. Removed by later runs once no actor of the run can be alive.
+   */
+  closed: (runId: string): string => `${STATE_ROOT}/runs/${runId}/closed.json`,
   /** One run at a time per output: who holds the output and until when. */
   lock: `${STATE_ROOT}/lock.json`,
   /**
