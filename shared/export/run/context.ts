@@ -20,15 +20,36 @@ export interface ExportDeps {
   storage: Storage;
   log: Log;
   now(): Date;
+  /**
+   * Uniform in [0, 1): run ids, record names, backoff jitter. Default `Math.random`; the
+   * lifecycle simulation passes a seeded one so that a seed replays exactly.
+   */
+  random?: (() => number) | undefined;
+  /** Waits (lock polls, backoff, lock renewal). Default a timer; the simulation's is virtual. */
+  sleep?: ((ms: number) => Promise<void>) | undefined;
+}
+
+/** `deps.random`, or `Math.random`. */
+export const randomOf = (deps: Pick<ExportDeps, 'random'>): (() => number) => deps.random ?? Math.random;
+
+/** `deps.sleep`, or a real timer. */
+export const sleepOf = (deps: Pick<ExportDeps, 'sleep'>): ((ms: number) => Promise<void>) =>
+  deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))));
+
+/** `n` lowercase hex digits from `random`. */
+export function randomHex(random: () => number, n: number): string {
+  let hex = '';
+  for (let i = 0; i < n; i++) hex += Math.floor(random() * 16).toString(16);
+  return hex;
 }
 
 /** A run id: sortable by start time, unique across concurrent starts (`20261122T031500Z-a1b2c3`). */
-export function newRunId(startedAt: Date): string {
+export function newRunId(startedAt: Date, random?: () => number): string {
   const stamp = startedAt
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d{3}Z$/, 'Z');
-  return `${stamp}-${randomBytes(3).toString('hex')}`;
+  return `${stamp}-${random ? randomHex(random, 6) : randomBytes(3).toString('hex')}`;
 }
 
 /** A client's request counters in the manifest's shape. */

@@ -10,7 +10,6 @@
  * 5. the announcement; then the staging area and the run's records go, and the lock is released.
  * A failed run publishes nothing and records no outcome: its jobs are asked for again.
  */
-import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
 import { listAll } from '../../storage/storage.js';
@@ -42,7 +41,7 @@ import {
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
-import type { ExportDeps } from './context.js';
+import { type ExportDeps, randomHex, randomOf } from './context.js';
 import { mapPool } from './pool.js';
 import { type PublishOptions, publishRun } from './publish.js';
 
@@ -137,7 +136,7 @@ export async function runIsOpen(deps: ExportDeps, runId: string): Promise<boolea
 /** Keeps the requests of a step that failed before writing its record, for the manifest. */
 export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, requests: RequestCounts) {
   if (requests.total === 0) return;
-  const key = STATE_KEYS.requests(runId, randomUUID());
+  const key = STATE_KEYS.requests(runId, randomHex(randomOf(deps), 16));
   await deps.storage.put(key, encodeRecord(requests));
 }
 
@@ -356,7 +355,7 @@ export async function finishRun(
   const manifest = await publishAndRecord(deps, closing, options);
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
   await mapPool(closing.outcomes, STATE_WRITE_CONCURRENCY, async ({ campaign_id, jobs }) => {
-    await saveOutcomes(deps.storage, campaign_id, runId, jobs, new Set(jobs.map((o) => o.job_id)));
+    await saveOutcomes(deps.storage, campaign_id, runId, jobs, new Set(jobs.map((o) => o.job_id)), deps);
   });
   await options.announce?.(manifest);
   const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));

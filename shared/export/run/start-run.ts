@@ -19,7 +19,7 @@ import {
   type RunRecord,
   type RunRef,
 } from '../state/records.js';
-import { type ExportDeps, newRunId, requestCounts } from './context.js';
+import { type ExportDeps, newRunId, randomOf, requestCounts, sleepOf } from './context.js';
 import { ListingTally } from './listing.js';
 import { type RecoverOptions, recoverOpenRuns } from './recover.js';
 import { stageStep } from './staging.js';
@@ -35,7 +35,7 @@ export interface StartRunInput {
    * `unlocked`: the caller has made sure no other run writes the output (tests and benchmarks
    * that drive the steps one by one); no lock is taken and no interrupted run is closed.
    */
-  lock: Omit<AcquireOptions, 'newRunId' | 'now'> | 'unlocked';
+  lock: Omit<AcquireOptions, 'newRunId' | 'now' | 'sleep'> | 'unlocked';
   /** Announces a run this start closed for an interrupted one (AWS: its ExportRunFinished event). */
   announce?: RecoverOptions['announce'];
 }
@@ -54,10 +54,15 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   let runId: string;
   if (input.lock === 'unlocked') {
     startedAt = deps.now();
-    runId = newRunId(startedAt);
+    runId = newRunId(startedAt, deps.random);
   } else {
     // The run starts when it holds the output: its id then sorts after every run before it.
-    lock = await OutputLock.acquire(deps.storage, { ...input.lock, newRunId, now: deps.now });
+    lock = await OutputLock.acquire(deps.storage, {
+      ...input.lock,
+      newRunId: (at) => newRunId(at, randomOf(deps)),
+      now: deps.now,
+      sleep: sleepOf(deps),
+    });
     startedAt = lock.acquiredAt;
     runId = lock.runId;
   }

@@ -93,7 +93,10 @@ export async function saveOutcomes(
   runId: string,
   outcomes: readonly RecordedOutcome[],
   listed: ReadonlySet<number>,
+  jitter: { random?: (() => number) | undefined; sleep?: ((ms: number) => Promise<void>) | undefined } = {},
 ): Promise<void> {
+  const random = jitter.random ?? Math.random;
+  const sleep = jitter.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const key = STATE_KEYS.campaign(campaignId);
   let loaded = await loadCampaignState(storage, campaignId);
   for (let attempt = 1; ; attempt++) {
@@ -105,7 +108,7 @@ export async function saveOutcomes(
       return;
     } catch (error) {
       if (!(error instanceof PreconditionFailedError) || attempt >= MAX_STATE_WRITE_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 50 * attempt));
+      await sleep(random() * 50 * attempt);
       loaded = await loadCampaignState(storage, campaignId);
     }
   }

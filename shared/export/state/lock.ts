@@ -7,7 +7,6 @@
  * a holder whose process is gone is known dead at once.
  */
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as z from 'zod';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import type { Storage } from '../../storage/storage.js';
@@ -40,6 +39,8 @@ export interface AcquireOptions {
   /** Wait up to this long for a lock held by another run; default: refuse at once. */
   waitMs?: number;
   now?: () => Date;
+  /** Waits between looks at a held lock; default a timer. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** `pid@host` of this process. */
@@ -120,7 +121,7 @@ export class OutputLock {
         }
       }
       if (now().getTime() >= deadline) throw lockedError(storage, held);
-      await sleep(WAIT_POLL_MS);
+      await (options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))))(WAIT_POLL_MS);
     }
   }
 
