@@ -29,6 +29,13 @@ const MAX_KEYS_PER_REQUEST = 1000;
 export const STREAM_PART_BYTES = 8 * 1024 * 1024;
 /** Parts in flight per multipart upload (lib-storage's default): 4 × 5 MiB buffered at most. */
 const UPLOAD_QUEUE_SIZE = 4;
+/**
+ * Tries of a conditional write that S3 answers 409 ConditionalRequestConflict (another
+ * conditional write to the key was in flight; S3's documented answer is "retry"), and the
+ * first backoff, doubled each try.
+ */
+const CONFLICT_TRIES = 5;
+const CONFLICT_BACKOFF_MS = 100;
 
 export interface S3StorageOptions {
   bucket: string;
@@ -39,6 +46,8 @@ export interface S3StorageOptions {
   multipartThresholdBytes?: number;
   /** Keys per ListObjectsV2 page, 1–1000 (default 1000); smaller only to test pagination. */
   listPageSize?: number;
+  /** Waits between tries of a conflicting conditional write; default a timer (a simulation passes its own). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Content-Type from the key's extension. `.jsonl.gz` is stored as the gzip bytes it is: no Content-Encoding. */
@@ -61,6 +70,7 @@ export class S3Storage implements Storage {
   readonly #threshold: number;
   readonly #pageSize: number;
   readonly #counts: StorageStats = { reads: 0, writes: 0, lists: 0, deletes: 0 };
+  readonly #sleep: (ms: number) => Promise<void>;
 
   constructor(options: S3StorageOptions) {
     if (options.bucket === '') throw new ConfigError('S3Storage needs a bucket name');
@@ -74,6 +84,7 @@ export class S3Storage implements Storage {
       );
     }
     this.#pageSize = options.listPageSize ?? MAX_KEYS_PER_REQUEST;
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     if (!Number.isInteger(this.#pageSize) || this.#pageSize < 1 || this.#pageSize > MAX_KEYS_PER_REQUEST) {
       throw new ConfigError(`listPageSize must be an integer from 1 to ${MAX_KEYS_PER_REQUEST}`);
     }
@@ -90,25 +101,47 @@ export class S3Storage implements Storage {
       ContentType: options.contentType ?? contentTypeFor(key),
     };
     const conditional = options.ifMatch !== undefined || options.ifNoneMatch !== undefined;
-    try {
-      if (conditional || bytes.byteLength <= this.#threshold) {
-        // Multipart uploads take no If-Match/If-None-Match on create, only on complete, and lib-storage
-        // does not pass them there: a conditional write is always one PutObject (S3 takes up to 5 GB).
-        if (options.ifMatch !== undefined) input.IfMatch = quoteEtag(options.ifMatch);
-        if (options.ifNoneMatch !== undefined) input.IfNoneMatch = options.ifNoneMatch;
+    if (!conditional && bytes.byteLength > this.#threshold) {
+      try {
+        return { etag: await this.#putMultipart(input, bytes.byteLength) };
+      } catch (error) {
+        throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
+      }
+    }
+    // Multipart uploads take no If-Match/If-None-Match on create, only on complete, and lib-storage
+    // does not pass them there: a conditional write is always one PutObject (S3 takes up to 5 GB).
+    if (options.ifMatch !== undefined) input.IfMatch = quoteEtag(options.ifMatch);
+    if (options.ifNoneMatch !== undefined) input.IfNoneMatch = options.ifNoneMatch;
+    for (let attempt = 1; ; attempt++) {
+      try {
         this.#counts.writes += 1;
         const result = await this.#client.send(new PutObjectCommand(input));
         return { etag: unquoteEtag(result.ETag, key) };
+      } catch (error) {
+        if (conditional && nameOf(error) === 'ConditionalRequestConflict' && attempt < CONFLICT_TRIES) {
+          await this.#sleep(CONFLICT_BACKOFF_MS * 2 ** (attempt - 1));
+          continue;
+        }
+        if (conditional && preconditionFailed(error, options)) {
+          // The SDK retries a PUT whose answer was lost; if the first one applied, the retry meets
+          // our own object and S3 answers 412. Our bytes in place mean the write is ours.
+          const own = await this.#ownObject(key, bytes);
+          if (own !== undefined) return { etag: own };
+          throw new PreconditionFailedError(key, { cause: error });
+        }
+        throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
       }
-      return { etag: await this.#putMultipart(input, bytes.byteLength) };
-    } catch (error) {
-      // S3 answers an If-Match put of a key that has no object with 404 NoSuchKey: the object it
-      // was to replace is gone, which is a lost race like any other.
-      if (options.ifMatch !== undefined && (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey')) {
-        throw new PreconditionFailedError(key, { cause: error });
-      }
-      throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
     }
+  }
+
+  /**
+   * The ETag of the object at `key` when it holds exactly `bytes`: a conditional write that
+   * seemed to lose found its own object. Callers put a token of theirs in every conditional
+   * body (a run id, a random token), so equal bytes are their write and no one else's.
+   */
+  async #ownObject(key: string, bytes: Uint8Array): Promise<string | undefined> {
+    const found = await this.get(key);
+    return found !== undefined && Buffer.from(found.body).equals(Buffer.from(bytes)) ? found.etag : undefined;
   }
 
   async putStream(
@@ -277,17 +310,25 @@ function nameOf(error: unknown): string | undefined {
   return error instanceof Error ? error.name : undefined;
 }
 
+/**
+ * 412 PreconditionFailed: the object is not the one the condition named. S3 answers an
+ * If-Match put of a key that has no object with 404 NoSuchKey: the object it was to replace is
+ * gone, which is a lost race like any other.
+ */
+function preconditionFailed(error: unknown, options: PutOptions): boolean {
+  const status = statusOf(error);
+  if (status === 412 || nameOf(error) === 'PreconditionFailed') return true;
+  return options.ifMatch !== undefined && (status === 404 || nameOf(error) === 'NoSuchKey');
+}
+
 function toStorageError(error: unknown, message: string, key: string): StorageError {
   if (error instanceof StorageError) return error;
   const status = statusOf(error);
   const name = nameOf(error);
-  // 412: If-Match/If-None-Match failed. 409 ConditionalRequestConflict: a concurrent
-  // conditional write to the same key won while this one was in flight.
-  if (status === 412 || name === 'PreconditionFailed' || name === 'ConditionalRequestConflict') {
-    return new PreconditionFailedError(key, { cause: error });
-  }
+  // 409 ConditionalRequestConflict after its tries: not a lost race (nothing says another write
+  // won), so it is retryable like a 503 and never taken for a precondition failure.
   // No status: the request got no answer (reset, timeout) after the SDK's own retries.
-  const retryable = status === undefined || status === 429 || status >= 500;
+  const retryable = status === undefined || status === 409 || status === 429 || status >= 500;
   return new StorageError(`${message}: ${name ?? 'error'}${status ? ` (HTTP ${status})` : ''}`, key, {
     cause: error,
     retryable,

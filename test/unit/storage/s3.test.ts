@@ -1,7 +1,7 @@
 /**
  * S3Storage against a mocked client: what the local S3 server (fauxqs) cannot show. fauxqs
- * ignores If-Match / If-None-Match on PutObject, so the conditional-write requests and the
- * mapping of S3's 412 / 409 answers are checked here; everything else runs against fauxqs in
+ * ignores If-Match / If-None-Match on PutObject, so the conditional-write requests, the
+ * mapping of S3's 412 / 409 answers and a lost answer's retry meeting its own object are checked here; everything else runs against fauxqs in
  * test/integration/storage/s3.test.ts.
  */
 import {
@@ -22,6 +22,13 @@ const client = new S3Client({ region: 'us-east-1' });
 
 const s3Error = (name: string, status: number): S3ServiceException =>
   new S3ServiceException({ name, message: name, $fault: 'client', $metadata: { httpStatusCode: status } });
+
+/** A GetObject answer holding `text`. */
+const storedBody = (text: string, etag: string) =>
+  ({
+    ETag: etag,
+    Body: { transformToByteArray: async () => new Uint8Array(Buffer.from(text)) },
+  }) as never;
 
 afterEach(() => {
   s3Mock.reset();
@@ -53,17 +60,53 @@ describe('S3Storage with a mocked client', () => {
     expect(s3Mock.commandCalls(PutObjectCommand)[0]?.args[0].input).toMatchObject({ IfMatch: '"abc"' });
   });
 
-  it.each([
-    ['PreconditionFailed', 412],
-    ['ConditionalRequestConflict', 409],
-  ])('turns %s (%i) into PreconditionFailedError', async (name, status) => {
-    s3Mock.on(PutObjectCommand).rejects(s3Error(name, status));
+  it('turns a 412 over an object that is not ours into PreconditionFailedError', async () => {
+    s3Mock.on(PutObjectCommand).rejects(s3Error('PreconditionFailed', 412));
+    s3Mock.on(GetObjectCommand).resolves(storedBody('{"other":true}', '"x"'));
     const storage = new S3Storage({ bucket: 'lake', client });
 
     const error = await storage.put('s.json', '{}', { ifMatch: 'abc' }).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(PreconditionFailedError);
     expect(error).toMatchObject({ key: 's.json', retryable: true });
+  });
+
+  it('takes a 412 that meets its own bytes for its own write (the answer was lost, the SDK retried)', async () => {
+    s3Mock.on(PutObjectCommand).rejects(s3Error('PreconditionFailed', 412));
+    s3Mock.on(GetObjectCommand).resolves(storedBody('{"token":"mine"}', '"applied"'));
+    const storage = new S3Storage({ bucket: 'lake', client });
+
+    const result = await storage.put('s.json', '{"token":"mine"}', { ifNoneMatch: '*' });
+
+    expect(result.etag).toBe('applied');
+  });
+
+  it('retries a 409 ConditionalRequestConflict, as S3 documents, and then writes', async () => {
+    s3Mock
+      .on(PutObjectCommand)
+      .rejectsOnce(s3Error('ConditionalRequestConflict', 409))
+      .rejectsOnce(s3Error('ConditionalRequestConflict', 409))
+      .resolves({ ETag: '"won"' });
+    const waits: number[] = [];
+    const storage = new S3Storage({ bucket: 'lake', client, sleep: async (ms) => void waits.push(ms) });
+
+    const result = await storage.put('runs/m.json', '{}', { ifNoneMatch: '*' });
+
+    expect(result.etag).toBe('won');
+    expect(s3Mock.commandCalls(PutObjectCommand)).toHaveLength(3);
+    expect(waits).toEqual([100, 200]);
+  });
+
+  it('never takes a 409 that persists for a lost race: it stays a retryable storage error', async () => {
+    s3Mock.on(PutObjectCommand).rejects(s3Error('ConditionalRequestConflict', 409));
+    const storage = new S3Storage({ bucket: 'lake', client, sleep: async () => {} });
+
+    const error = await storage.put('runs/m.json', '{}', { ifNoneMatch: '*' }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).not.toBeInstanceOf(PreconditionFailedError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(s3Mock.commandCalls(PutObjectCommand)).toHaveLength(5);
   });
 
   it('sends a conditional write above the multipart threshold as one PutObject', async () => {
