@@ -1,30 +1,51 @@
 /**
  * One run at a time per output. The lock is one object, `state/lock.json`, taken by a
  * conditional create (`If-None-Match: *`: O_EXCL on a folder, a conditional PUT on S3) and
- * afterwards changed only by compare-and-swap on its ETag: renewed by its holder, released by
- * it (marked released rather than deleted, so that release is a CAS too), or taken over once
- * it has expired. A holder that crashed stops renewing, and its lock expires; on the same host
- * a holder whose process is gone is known dead at once.
+ * afterwards changed only by compare-and-swap on its ETag: renewed by its holder, released
+ * (marked released rather than deleted, so that release is a CAS too, and saying who released
+ * it), or taken over once its holder is gone. A holder is gone when:
+ * - its lock has expired, allowing for clocks up to `MAX_CLOCK_SKEW_MS` apart (the expiry was
+ *   written by the holder's clock and is read by another's);
+ * - its process is gone, or a zombie, on this host;
+ * - its run is closed (a finisher died between the run's tombstone and the release);
+ * - its run was never recorded, `recordGraceMs` after the lock was taken (a start that died
+ *   between the lock and its first record; start-run's timeout bounds a live one).
+ * A holder renews from the moment it holds the lock (`keepAlive`), and checks it (`check`)
+ * before each step that others must not see twice; a release it did not make is a lost lock.
  */
 import { hostname } from 'node:os';
 import * as z from 'zod';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import type { Storage } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
+import { processIsGone } from './process-alive.js';
 import { parseRecord } from './records.js';
 
 export const LockRecordSchema = z.object({
   run_id: z.string(),
   /** `pid@host` of a CLI, or `aws-lambda` for a run carried by the queues. */
   owner: z.string(),
+  /** The holder's own random token (absent in locks before 0.3): how it knows its own release. */
+  token: z.string().optional(),
   acquired_at: z.string(),
   expires_at: z.string(),
   released_at: z.string().optional(),
+  /** Who released it: the holder's token, or `closer` (a finisher that closed the run). */
+  released_by: z.string().optional(),
 });
 export type LockRecord = z.infer<typeof LockRecordSchema>;
 
 /** How often a waiting run looks at the lock again. */
 const WAIT_POLL_MS = 2_000;
+
+/**
+ * The largest difference between two clocks that write and read the lock (a laptop, a CI
+ * runner, Lambda hosts): an expiry is trusted only this long after it passed on the reader's clock.
+ */
+export const MAX_CLOCK_SKEW_MS = 60_000;
+
+/** `released_by` of a release made by a finisher that closed the run, not by the holder. */
+export const RELEASED_BY_CLOSER = 'closer';
 
 export interface AcquireOptions {
   /**
@@ -38,53 +59,85 @@ export interface AcquireOptions {
   ttlMs: number;
   /** Wait up to this long for a lock held by another run; default: refuse at once. */
   waitMs?: number;
+  /**
+   * A holder whose run has no record this long after it took the lock is gone (it writes its
+   * record first thing). Default: no such rule.
+   */
+  recordGraceMs?: number;
   now?: () => Date;
-  /** Waits between looks at a held lock; default a timer. */
+  /** Waits between looks at a held lock, and between renewals; default a timer. */
   sleep?: (ms: number) => Promise<void>;
+  /** The holder's token; default `Math.random`. */
+  random?: () => number;
 }
 
 /** `pid@host` of this process. */
 export const processOwner = (): string => `${process.pid}@${hostname()}`;
 
-/** True when the holder is a process of this host that no longer exists. */
+/** True when the holder is a process of this host that no longer exists (or is a zombie). */
 function holderIsGone(owner: string): boolean {
   const at = owner.lastIndexOf('@');
   if (at < 0 || owner.slice(at + 1) !== hostname()) return false;
   const pid = Number(owner.slice(0, at));
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0); // signal 0: only asks whether the process exists
-    return false;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return processIsGone(pid);
 }
 
-/** Whether a stored lock may be taken: released, expired, or its process gone. */
+/**
+ * Whether a stored lock may be taken by what it says alone: released, expired on every clock,
+ * or its process gone.
+ */
 export function lockIsFree(lock: LockRecord, now: Date): boolean {
   return (
-    lock.released_at !== undefined || Date.parse(lock.expires_at) <= now.getTime() || holderIsGone(lock.owner)
+    lock.released_at !== undefined ||
+    Date.parse(lock.expires_at) + MAX_CLOCK_SKEW_MS <= now.getTime() ||
+    holderIsGone(lock.owner)
   );
 }
+
+/** Whether a held lock's run is over: closed, or never recorded within the grace. Reads storage. */
+async function holderRunIsOver(
+  storage: Storage,
+  lock: LockRecord,
+  now: Date,
+  recordGraceMs: number | undefined,
+): Promise<boolean> {
+  if ((await storage.get(STATE_KEYS.closed(lock.run_id))) !== undefined) return true;
+  if (recordGraceMs === undefined) return false;
+  const silentFor = now.getTime() - Date.parse(lock.acquired_at);
+  if (silentFor <= recordGraceMs + MAX_CLOCK_SKEW_MS) return false;
+  return (await storage.get(STATE_KEYS.runRecord(lock.run_id))) === undefined;
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A lock this process holds on an output. */
 export class OutputLock {
   readonly #storage: Storage;
-  readonly #record: LockRecord;
+  readonly #record: LockRecord & { token: string };
   readonly #ttlMs: number;
   readonly #now: () => Date;
+  readonly #sleep: ((ms: number) => Promise<void>) | undefined;
   #etag: string;
   #lost = false;
   #released = false;
+  #stopKeepAlive: (() => void) | undefined;
+  /** The holder's writes, one at a time: two at once would fail each other's compare-and-swap. */
+  #serial: Promise<unknown> = Promise.resolve();
 
-  private constructor(storage: Storage, record: LockRecord, etag: string, ttlMs: number, now: () => Date) {
+  private constructor(
+    storage: Storage,
+    record: LockRecord & { token: string },
+    etag: string,
+    options: AcquireOptions,
+  ) {
     this.#storage = storage;
     this.#record = record;
     this.#etag = etag;
-    this.#ttlMs = ttlMs;
-    this.#now = now;
+    this.#ttlMs = options.ttlMs;
+    this.#now = options.now ?? (() => new Date());
+    this.#sleep = options.sleep;
   }
 
   /**
@@ -93,35 +146,42 @@ export class OutputLock {
    *
    * @example
    * const lock = await OutputLock.acquire(storage, { newRunId, ttlMs: 60_000 });
-   * try { ...; await lock.renew(); ... } finally { await lock.release(); }
+   * lock.keepAlive(20_000, onError);
+   * try { ...; await lock.check(); ... } finally { await lock.release(); }
    */
   static async acquire(storage: Storage, options: AcquireOptions): Promise<OutputLock> {
     const now = options.now ?? (() => new Date());
     const deadline = now().getTime() + (options.waitMs ?? 0);
     const key = STATE_KEYS.lock;
+    const token = tokenOf(options.random ?? Math.random);
     for (;;) {
       const at = now();
-      const record: LockRecord = {
+      const record = {
         run_id: options.newRunId(at),
         owner: options.owner ?? processOwner(),
+        token,
         acquired_at: at.toISOString(),
         expires_at: new Date(at.getTime() + options.ttlMs).toISOString(),
       };
       const current = await storage.get(key);
       const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
-      if (!held || lockIsFree(held, at)) {
+      const free =
+        !held ||
+        lockIsFree(held, at) ||
+        (await holderRunIsOver(storage, held, at, options.recordGraceMs));
+      if (free) {
         try {
           const { etag } = await storage.put(key, encodeLock(record), {
             ...(current ? { ifMatch: current.etag } : { ifNoneMatch: '*' }),
           });
-          return new OutputLock(storage, record, etag, options.ttlMs, now);
+          return new OutputLock(storage, record, etag, options);
         } catch (error) {
           if (!(error instanceof PreconditionFailedError)) throw error;
           continue; // Another run took it between our read and write: look again.
         }
       }
       if (now().getTime() >= deadline) throw lockedError(storage, held);
-      await (options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms))))(WAIT_POLL_MS);
+      await (options.sleep ?? defaultSleep)(WAIT_POLL_MS);
     }
   }
 
@@ -134,17 +194,49 @@ export class OutputLock {
     return new Date(this.#record.acquired_at);
   }
 
-  /** True once a renewal found the lock taken over (this process stalled past its expiry). */
+  /** True once a renewal found the lock taken over or released by someone else. */
   get lost(): boolean {
     return this.#lost;
   }
 
   /**
-   * Moves the expiry on; throws `OutputLockedError` when the lock was taken over meanwhile.
-   * A no-op once the run has released it (finishing releases it).
+   * Renews the lock every `everyMs` until it is released or lost, from now on: a run that
+   * holds an output renews while it recovers, verifies and lists too, however long the API
+   * makes it wait. A failed renewal is passed to `onError` (a lost lock stops the renewals).
    */
-  async renew(): Promise<void> {
+  keepAlive(everyMs: number, onError: (error: unknown) => void): void {
+    if (this.#stopKeepAlive) return;
+    const renew = () => this.renew().catch(onError);
+    if (this.#sleep === undefined) {
+      const timer = setInterval(() => void renew(), everyMs);
+      timer.unref(); // The run's own work keeps the process alive, not its lock.
+      this.#stopKeepAlive = () => clearInterval(timer);
+      return;
+    }
+    const sleep = this.#sleep;
+    let stopped = false;
+    this.#stopKeepAlive = () => {
+      stopped = true;
+    };
+    void (async () => {
+      while (!stopped && !this.#lost && !this.#released) {
+        await sleep(everyMs);
+        if (!stopped) await renew();
+      }
+    })();
+  }
+
+  /**
+   * Moves the expiry on; throws `OutputLockedError` when the lock was taken over or released
+   * by someone else meanwhile. A no-op once this holder has released it.
+   */
+  renew(): Promise<void> {
+    return this.#oneAtATime(() => this.#renew());
+  }
+
+  async #renew(): Promise<void> {
     if (this.#released) return;
+    if (this.#lost) throw this.#lostError(undefined);
     const expires = new Date(this.#now().getTime() + this.#ttlMs).toISOString();
     try {
       ({ etag: this.#etag } = await this.#storage.put(
@@ -156,43 +248,79 @@ export class OutputLock {
       if (!(error instanceof PreconditionFailedError)) throw error;
       const current = await this.#storage.get(STATE_KEYS.lock);
       const held = current ? parseRecord(LockRecordSchema, current.body, STATE_KEYS.lock) : undefined;
-      if (held?.run_id === this.#record.run_id && held.released_at !== undefined) {
-        this.#released = true; // Released by the finish step meanwhile.
+      if (held?.token === this.#record.token && held.released_by === this.#record.token) {
+        this.#released = true; // Our own release, whose answer reached us late.
         return;
       }
       this.#lost = true;
-      throw new OutputLockedError(
-        `run ${this.#record.run_id} lost the lock on ${this.#storage.location}: it expired and another run took it over`,
-        { cause: error, hint: 'this run stops without publishing; run again' },
-      );
+      this.#stopKeepAlive?.();
+      throw this.#lostError(error);
     }
   }
 
-  /** Releases the lock, if this run still holds it. */
-  async release(): Promise<void> {
-    if (this.#lost || this.#released) return;
-    await releaseLockOf(this.#storage, this.#record.run_id, this.#now());
-    this.#released = true;
+  /** Proves the lock is still this run's (a renewal); throws `OutputLockedError` if it is not. */
+  async check(): Promise<void> {
+    if (this.#released) throw this.#lostError(undefined);
+    await this.renew();
+  }
+
+  /** Releases the lock, if this run still holds it, and stops renewing it. */
+  release(): Promise<void> {
+    this.#stopKeepAlive?.();
+    return this.#oneAtATime(async () => {
+      if (this.#lost || this.#released) return;
+      await releaseLockOf(this.#storage, this.#record.run_id, this.#now(), this.#record.token);
+      this.#released = true;
+    });
+  }
+
+  #oneAtATime(write: () => Promise<void>): Promise<void> {
+    const next = this.#serial.then(write);
+    this.#serial = next.catch(() => undefined);
+    return next;
+  }
+
+  #lostError(cause: unknown): OutputLockedError {
+    return new OutputLockedError(
+      `run ${this.#record.run_id} lost the lock on ${this.#storage.location}: another run or finisher took it over`,
+      { cause, hint: 'this run stops without publishing; run again' },
+    );
   }
 }
 
 /**
  * Releases the lock a run took, when it still holds it: how a finisher that did not take the
- * lock itself (AWS finish-run, or the next run closing an interrupted one) lets it go.
+ * lock itself (AWS finish-run, or the next run closing an interrupted one) lets it go. `by` is
+ * the holder's token when the holder releases, `RELEASED_BY_CLOSER` otherwise.
  */
-export async function releaseLockOf(storage: Storage, runId: string, now: Date): Promise<void> {
+export async function releaseLockOf(
+  storage: Storage,
+  runId: string,
+  now: Date,
+  by: string = RELEASED_BY_CLOSER,
+): Promise<void> {
   const current = await storage.get(STATE_KEYS.lock);
   if (!current) return;
   const held = parseRecord(LockRecordSchema, current.body, STATE_KEYS.lock);
   if (held.run_id !== runId || held.released_at !== undefined) return;
   try {
-    await storage.put(STATE_KEYS.lock, encodeLock({ ...held, released_at: now.toISOString() }), {
-      ifMatch: current.etag,
-    });
+    await storage.put(
+      STATE_KEYS.lock,
+      encodeLock({ ...held, released_at: now.toISOString(), released_by: by }),
+      { ifMatch: current.etag },
+    );
   } catch (error) {
-    // Taken over meanwhile (it had expired): it is no longer this run's to release.
+    // Taken over or renewed meanwhile: taken over, it is no longer this run's to release;
+    // renewed, its holder is alive and releases it itself.
     if (!(error instanceof PreconditionFailedError)) throw error;
   }
+}
+
+/** A holder's token: 16 hex digits. */
+function tokenOf(random: () => number): string {
+  let hex = '';
+  for (let i = 0; i < 16; i++) hex += Math.floor(random() * 16).toString(16);
+  return hex;
 }
 
 const encodeLock = (record: LockRecord): string => `${JSON.stringify(record)}\n`;

@@ -1,9 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { describeError, OutputLockedError } from '../../../../shared/errors.js';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
-import { LockRecordSchema, OutputLock, releaseLockOf } from '../../../../shared/export/state/lock.js';
+import {
+  LockRecordSchema,
+  MAX_CLOCK_SKEW_MS,
+  OutputLock,
+  releaseLockOf,
+} from '../../../../shared/export/state/lock.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
 
@@ -51,7 +56,7 @@ describe('OutputLock', () => {
     expect((await lockOf(storage)).run_id).toBe(second.runId);
   });
 
-  it('is taken over once expired, and the stalled holder learns it lost the lock when it renews', async () => {
+  it('is taken over once expired on every clock, and the stalled holder learns it lost the lock when it renews', async () => {
     const storage = new LocalStorage(await tempDir('lock'));
     const { clock, newRunId } = setup();
     const stalled = await OutputLock.acquire(storage, {
@@ -60,7 +65,12 @@ describe('OutputLock', () => {
       now: clock.now,
       owner: 'other@host',
     });
+    // Expired on this clock, but the holder's clock may be a minute behind: still held.
     clock.advance(TTL + 1);
+    await expect(
+      OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now }),
+    ).rejects.toBeInstanceOf(OutputLockedError);
+    clock.advance(MAX_CLOCK_SKEW_MS);
 
     const next = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now });
 
@@ -116,7 +126,7 @@ describe('OutputLock', () => {
     expect((await lockOf(storage)).run_id).toBe(next.runId);
   });
 
-  it('is released by a finisher of the same run only (releaseLockOf)', async () => {
+  it('is released by a finisher of the same run only, and the holder takes that release for a lost lock', async () => {
     const storage = new LocalStorage(await tempDir('lock'));
     const { clock, newRunId } = setup();
     const held = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now });
@@ -124,8 +134,109 @@ describe('OutputLock', () => {
     await releaseLockOf(storage, '20261122T030000Z-ffffff', clock.now());
     expect((await lockOf(storage)).released_at).toBeUndefined();
     await releaseLockOf(storage, held.runId, clock.now());
-    expect((await lockOf(storage)).released_at).toBe(clock.now().toISOString());
-    await held.renew(); // released by its finisher: renewing is a no-op, not a lost lock
+    expect(await lockOf(storage)).toMatchObject({
+      released_at: clock.now().toISOString(),
+      released_by: 'closer',
+    });
+
+    // Someone else closed its run (a finisher past the deadline): the holder must not go on.
+    await expect(held.renew()).rejects.toThrow(/lost the lock/);
+    expect(held.lost).toBe(true);
+  });
+
+  it('knows its own release: renewing after it is a no-op, and checking after it refuses', async () => {
+    const storage = new LocalStorage(await tempDir('lock'));
+    const { clock, newRunId } = setup();
+    const held = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now });
+
+    await held.release();
+
+    expect(await lockOf(storage)).toMatchObject({ released_by: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    await held.renew();
     expect(held.lost).toBe(false);
+    await expect(held.check()).rejects.toThrow(/lost the lock/);
+  });
+
+  it('serialises its own writes: a renewal and a release at once do not fail each other', async () => {
+    const storage = new LocalStorage(await tempDir('lock'));
+    const { clock, newRunId } = setup();
+    const held = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now });
+
+    await Promise.all([held.renew(), held.renew(), held.release()]);
+
+    expect(held.lost).toBe(false);
+    expect((await lockOf(storage)).released_at).toBeDefined();
+  });
+
+  it('is free when its run is closed (a finisher died between the tombstone and the release)', async () => {
+    const storage = new LocalStorage(await tempDir('lock'));
+    const { clock, newRunId } = setup();
+    const dead = await OutputLock.acquire(storage, {
+      newRunId,
+      ttlMs: 6 * 3600_000,
+      now: clock.now,
+      owner: 'aws-lambda',
+    });
+    await expect(
+      OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now }),
+    ).rejects.toBeInstanceOf(OutputLockedError);
+
+    await storage.put(STATE_KEYS.closed(dead.runId), '{}');
+    const next = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now });
+
+    expect((await lockOf(storage)).run_id).toBe(next.runId);
+  });
+
+  it('is free when its run never recorded its start within the grace (a start that died after the lock)', async () => {
+    const storage = new LocalStorage(await tempDir('lock'));
+    const { clock, newRunId } = setup();
+    const options = {
+      newRunId,
+      ttlMs: 6 * 3600_000,
+      now: clock.now,
+      owner: 'aws-lambda',
+      recordGraceMs: 300_000,
+    };
+    const recorded = await OutputLock.acquire(storage, options);
+    await storage.put(STATE_KEYS.runRecord(recorded.runId), '{}');
+    clock.advance(300_000 + MAX_CLOCK_SKEW_MS + 1);
+    // Recorded: a live run, held until its expiry.
+    await expect(OutputLock.acquire(storage, options)).rejects.toBeInstanceOf(OutputLockedError);
+    await storage.delete([STATE_KEYS.runRecord(recorded.runId)]);
+    await storage.put(
+      STATE_KEYS.lock,
+      JSON.stringify({ ...(await lockOf(storage)), acquired_at: clock.now().toISOString() }),
+    );
+    clock.advance(300_000);
+    // Silent for less than the grace and the skew: it may still be writing its record.
+    await expect(OutputLock.acquire(storage, options)).rejects.toBeInstanceOf(OutputLockedError);
+    clock.advance(MAX_CLOCK_SKEW_MS + 1);
+
+    const next = await OutputLock.acquire(storage, options);
+
+    expect((await lockOf(storage)).run_id).toBe(next.runId);
+  });
+
+  it('renews from the moment it is held, on the clock it is given, until released', async () => {
+    const storage = new LocalStorage(await tempDir('lock'));
+    const { clock, newRunId } = setup();
+    const wakeups: Array<() => void> = [];
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => wakeups.push(() => (clock.advance(ms), resolve())));
+    const held = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now, sleep });
+    held.keepAlive(TTL / 3, (error) => {
+      throw error;
+    });
+
+    for (let i = 0; i < 6; i++) {
+      await vi.waitFor(() => expect(wakeups.length).toBe(i + 1));
+      wakeups[i]!();
+    }
+    await vi.waitFor(async () =>
+      expect(Date.parse((await lockOf(storage)).expires_at)).toBe(T0 + 6 * (TTL / 3) + TTL),
+    );
+    await held.release();
+
+    expect((await lockOf(storage)).released_at).toBeDefined();
   });
 });
