@@ -166,9 +166,7 @@ export class OutputLock {
       const current = await storage.get(key);
       const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
       const free =
-        !held ||
-        lockIsFree(held, at) ||
-        (await holderRunIsOver(storage, held, at, options.recordGraceMs));
+        !held || lockIsFree(held, at) || (await holderRunIsOver(storage, held, at, options.recordGraceMs));
       if (free) {
         try {
           const { etag } = await storage.put(key, encodeLock(record), {

@@ -222,7 +222,12 @@ describe('OutputLock', () => {
     const { clock, newRunId } = setup();
     const wakeups: Array<() => void> = [];
     const sleep = (ms: number) =>
-      new Promise<void>((resolve) => wakeups.push(() => (clock.advance(ms), resolve())));
+      new Promise<void>((resolve) =>
+        wakeups.push(() => {
+          clock.advance(ms);
+          resolve();
+        }),
+      );
     const held = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now, sleep });
     held.keepAlive(TTL / 3, (error) => {
       throw error;
