@@ -50,6 +50,12 @@ export interface Storage {
   delete(keys: readonly string[]): Promise<void>;
   /** Requests sent so far. */
   stats(): StorageStats;
+  /**
+   * Removes the adapter's own leftovers: temp files of writes that never completed, older than
+   * `olderThanMs` (a live writer's are younger), and empty folders it made. S3 has none
+   * (incomplete multipart uploads expire by the bucket's lifecycle rule).
+   */
+  sweep?(options: { olderThanMs: number; now: Date }): Promise<{ removed: string[] }>;
 }
 
 /** Every key under a prefix, as an array (for prefixes known to be small: one run's records). */

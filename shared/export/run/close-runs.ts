@@ -1,15 +1,20 @@
 /**
  * The finisher's decision, run on a schedule in AWS: which open runs to close now. A complete
  * run closes at once; an overdue one regardless; an incomplete one when two looks in a row find
- * the queues empty (SQS counts are approximate and lag); a CLI run only past its deadline (it
- * finishes itself).
+ * the queues empty (SQS counts are approximate and lag); a run still starting only once its
+ * start has been silent longer than start-run can live; a CLI run only past its deadline and
+ * only if its CLI no longer holds the output (it finishes itself). Closed runs' folders are
+ * tidied (tombstones, late debris).
  */
 
 import { STATE_KEYS } from '../layout.js';
+import { LockRecordSchema, lockIsFree, MAX_CLOCK_SKEW_MS } from '../state/lock.js';
 import type { Manifest } from '../state/manifest.js';
-import { encodeRecord } from '../state/records.js';
+import { encodeRecord, parseRecord } from '../state/records.js';
+import { sweepClosedRun } from '../state/tombstone.js';
 import type { ExportDeps } from './context.js';
-import { finishRun, isComplete, openRuns, readClosing, readRunRecords } from './finish-run.js';
+import { finishRun, isComplete, readClosing, readRunRecords, runFolders } from './finish-run.js';
+import { RUN_START_GRACE_MS } from './start-run.js';
 
 export interface CloseRunsOptions {
   /** Now, in epoch milliseconds. */
@@ -29,6 +34,7 @@ export interface ClosedRun {
 }
 
 export interface CloseRunsResult {
+  /** The runs this call closed (a run closed by another finisher at the same time is not here). */
   closed: ClosedRun[];
   /** Runs that could not be closed this time; the others were not held back. */
   failures: { runId: string; error: unknown }[];
@@ -52,11 +58,23 @@ async function drainedTwice(
   return marked;
 }
 
+/** True when the output's lock is held, by another clock's reckoning too, by `runId`. */
+async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boolean> {
+  const found = await deps.storage.get(STATE_KEYS.lock);
+  if (!found) return false;
+  const lock = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
+  return lock.run_id === runId && !lockIsFree(lock, new Date(now));
+}
+
 export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Promise<CloseRunsResult> {
   const result: CloseRunsResult = { closed: [], failures: [] };
   let drained: boolean | undefined;
-  for (const runId of await openRuns(deps)) {
+  for (const [runId, keys] of await runFolders(deps)) {
     try {
+      if (keys.includes(STATE_KEYS.closed(runId))) {
+        await sweepClosedRun(deps.storage, runId, keys, new Date(options.now));
+        continue;
+      }
       if (await readClosing(deps, runId)) {
         // Its closing started and was cut short (a timeout, a second finisher): take it up.
         const manifest = await finishRun(deps, runId, { force: true, announce: options.announce });
@@ -64,16 +82,27 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         continue;
       }
       const records = await readRunRecords(deps, runId);
-      if (!records) continue; // Finished meanwhile, or a start that failed before writing its record.
-      const complete = isComplete(records);
-      const overdue = options.now - Date.parse(records.record.started_at) > options.deadlineMs;
-      if (records.record.driver === 'local' && !overdue) continue;
-      if (!complete && !overdue) {
-        drained ??= await options.queuesDrained();
-        if (!(await drainedTwice(deps, runId, drained, options.now))) continue;
+      if (!records) continue; // Closed meanwhile; a run's folder without its record is left to recovery.
+      const { record } = records;
+      const age = options.now - Date.parse(record.started_at);
+      if (record.starting) {
+        // A start that died after its first record: closed (failed) once start-run cannot be alive.
+        if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
+      } else {
+        const complete = isComplete(records);
+        const overdue = age > options.deadlineMs;
+        // A CLI finishes its own run; past its deadline only a CLI that no longer holds the output is.
+        if (record.driver === 'local' && (!overdue || (await heldBy(deps, runId, options.now)))) continue;
+        if (!complete && !overdue) {
+          drained ??= await options.queuesDrained();
+          if (!(await drainedTwice(deps, runId, drained, options.now))) continue;
+        }
+        const manifest = await finishRun(deps, runId, { force: true, records, announce: options.announce });
+        if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
+        continue;
       }
       const manifest = await finishRun(deps, runId, { force: true, records, announce: options.announce });
-      if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
+      if (manifest) result.closed.push({ manifest, unfinished: true });
     } catch (error) {
       deps.log.error('could not finish run', { run_id: runId, error: String(error) });
       result.failures.push({ runId, error });

@@ -6,7 +6,7 @@
  * no (job_id, run_id) gets rows twice, even when a delivery died between its files and its summary.
  */
 import type { ReportOutcome, ValidationIssue } from '../../api/client.js';
-import { describeError } from '../../errors.js';
+import { describeError, PreconditionFailedError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { appendReportRows } from '../format/flatten.js';
 import { jsonTextOf } from '../format/json-text.js';
@@ -26,7 +26,7 @@ import {
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
-import { type ExportDeps, requestCounts } from './context.js';
+import { type ExportDeps, randomHex, randomOf, requestCounts } from './context.js';
 import { mapPool } from './pool.js';
 import { stageStep } from './staging.js';
 
@@ -46,9 +46,16 @@ export interface ExportUnitOptions {
 
 /** Reads the summary of an earlier delivery of a unit, if there was one. */
 export async function readUnitSummary(deps: ExportDeps, unit: Unit): Promise<UnitSummary | undefined> {
+  return (await readStoredSummary(deps, unit))?.summary;
+}
+
+async function readStoredSummary(
+  deps: ExportDeps,
+  unit: Unit,
+): Promise<{ summary: UnitSummary; etag: string } | undefined> {
   const key = STATE_KEYS.unit(unit.run_id, unit.unit);
   const found = await deps.storage.get(key);
-  return found ? parseRecord(UnitSummarySchema, found.body, key) : undefined;
+  return found ? { summary: parseRecord(UnitSummarySchema, found.body, key), etag: found.etag } : undefined;
 }
 
 function resultOf(outcome: ReportOutcome, fp: string): UnitJobResult {
@@ -158,7 +165,8 @@ export async function exportUnit(
   unit: Unit,
   options: ExportUnitOptions,
 ): Promise<UnitSummary> {
-  const previous = options.resume ? await readUnitSummary(deps, unit) : undefined;
+  const stored = options.resume ? await readStoredSummary(deps, unit) : undefined;
+  const previous = stored?.summary;
   const attempt = (previous?.attempt ?? 0) + 1;
   const results: Record<string, UnitJobResult> = { ...previous?.jobs };
   const todo = unit.jobs.filter((job) => {
@@ -194,14 +202,9 @@ export async function exportUnit(
     deps.log.error('unit stopped', { unit: unit.unit, run_id: unit.run_id, ...fatal });
   }
 
-  const staged = await stageStep(
-    deps.storage,
-    unit.run_id,
-    'reports',
-    `${unit.unit}-a${attempt}`,
-    rows,
-    rawLines,
-  );
+  // Named by attempt and by this delivery: two deliveries at once never write the same keys.
+  const stem = `${unit.unit}-a${attempt}-${randomHex(randomOf(deps), 8)}`;
+  const staged = await stageStep(deps.storage, unit.run_id, 'reports', stem, rows, rawLines);
   const summary: UnitSummary = {
     unit: unit.unit,
     campaign_id: unit.campaign_id,
@@ -211,7 +214,25 @@ export async function exportUnit(
     requests: addRequestCounts(previous?.requests ?? emptyRequestCounts(), requestCounts(api)),
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(STATE_KEYS.unit(unit.run_id, unit.unit), encodeRecord(summary));
+  const key = STATE_KEYS.unit(unit.run_id, unit.unit);
+  try {
+    // Over the summary it resumed from only: of two deliveries at once, one result counts, and
+    // the other's files (never listed in a summary) are never published.
+    await deps.storage.put(
+      key,
+      encodeRecord(summary),
+      stored ? { ifMatch: stored.etag } : { ifNoneMatch: '*' },
+    );
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    const winner = await readStoredSummary(deps, unit);
+    if (!winner) throw error;
+    deps.log.info('unit recorded by another delivery of its message', {
+      unit: unit.unit,
+      run_id: unit.run_id,
+    });
+    return winner.summary;
+  }
   return summary;
 }
 

@@ -1,19 +1,26 @@
 /**
  * Step 4 of a run: when every unit has an outcome for every job (or the caller says the run
  * is over: queues drained, deadline passed, the run was interrupted), close it. Closing is a
- * sequence that any finisher can take up where another stopped:
+ * sequence that any finisher can take up where another stopped, and that nobody repeats once
+ * it is done:
  * 1. the closing record, written once: the manifest to write, the staged files to publish and
- *    the outcomes to record, frozen (a unit that reports later changes nothing);
+ *    the outcomes to record, frozen (a unit that reports later changes nothing); a finisher that
+ *    finds one takes it, never its own view of the records;
  * 2. publish: the staged files become one file per table under `parquet/` and `raw/`;
  * 3. the manifest (with the list of files): from here the run is visible and counted;
- * 4. the incremental state, so no job is "unchanged" unless its rows are in a run with a manifest;
- * 5. the announcement; then the staging area and the run's records go, and the lock is released.
- * A failed run publishes nothing and records no outcome: its jobs are asked for again.
+ * 4. the incremental state, from the closing record only, so no job is "unchanged" unless its
+ *    rows are in a run with a manifest;
+ * 5. the announcement, claimed so that it is made once;
+ * 6. the tombstone (state/tombstone.ts); then the run's records go and the lock is released.
+ * After each guard that a deletion could reopen, the closer looks for the tombstone: a late
+ * closer changes nothing. A failed run publishes nothing and records no outcome: its jobs are
+ * asked for again.
  */
 import * as z from 'zod';
-import { PreconditionFailedError } from '../../errors.js';
+import { PreconditionFailedError, StorageError } from '../../errors.js';
 import { listAll } from '../../storage/storage.js';
 import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../layout.js';
+import { claimAnnouncement } from '../state/announcement.js';
 import { RecordedOutcomeSchema, saveOutcomes } from '../state/incremental.js';
 import { releaseLockOf } from '../state/lock.js';
 import {
@@ -41,6 +48,7 @@ import {
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
+import { isClosed, writeTombstone } from '../state/tombstone.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
 import { mapPool } from './pool.js';
 import { type PublishOptions, publishRun } from './publish.js';
@@ -62,10 +70,15 @@ export interface FinishOptions {
   /** Closing a run that was interrupted: the id of the run that closes it (manifest `recovered_by`). */
   recoveredBy?: string | undefined;
   /**
-   * Called before publishing starts, and may throw to stop: a CLI run checks that it still
-   * holds the output's lock.
+   * Called before the closing is frozen and again before publishing, and throws to stop: a CLI
+   * run checks that it still holds the output's lock.
    */
-  beforePublish?: (() => Promise<void>) | undefined;
+  checkLock?: (() => Promise<void>) | undefined;
+  /**
+   * Releases the output's lock once the run is closed. Default: a finisher's release
+   * (`releaseLockOf`), which the holder, if alive, takes for a lost lock; a CLI releases its own.
+   */
+  release?: (() => Promise<void>) | undefined;
   publish?: PublishOptions | undefined;
 }
 
@@ -123,14 +136,15 @@ export async function readRunRecords(deps: ExportDeps, runId: string): Promise<R
   return record && !vanished ? { record, plans, units, unrecorded } : undefined;
 }
 
-/** True while a run takes work: it has a run record and has not started closing (two GETs). */
+/** True while a run takes work: it has a run record and has not started closing nor closed (three GETs). */
 export async function runIsOpen(deps: ExportDeps, runId: string): Promise<boolean> {
-  const [record, closing] = await Promise.all([
+  const [record, closing, closed] = await Promise.all([
     deps.storage.get(STATE_KEYS.runRecord(runId)),
     deps.storage.get(STATE_KEYS.closing(runId)),
+    isClosed(deps.storage, runId),
   ]);
   // Once closing has started, what the run publishes is frozen: later work would be dropped.
-  return record !== undefined && closing === undefined;
+  return record !== undefined && closing === undefined && !closed;
 }
 
 /** Keeps the requests of a step that failed before writing its record, for the manifest. */
@@ -140,14 +154,22 @@ export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, 
   await deps.storage.put(key, encodeRecord(requests));
 }
 
-/** Ids of the runs that have working records, i.e. have not finished. */
+/** Ids of the runs that have anything under `state/runs/` (open, closing, or closed with a tombstone). */
 export async function openRuns(deps: ExportDeps): Promise<string[]> {
-  const ids = new Set<string>();
+  return [...(await runFolders(deps)).keys()];
+}
+
+/** Every run's keys under `state/runs/`, by run id, in run id order. */
+export async function runFolders(deps: ExportDeps): Promise<Map<string, string[]>> {
+  const runs = new Map<string, string[]>();
   for await (const key of deps.storage.list(STATE_KEYS.runsPrefix)) {
     const id = runIdOfStateKey(key);
-    if (id) ids.add(id);
+    if (id === undefined) continue;
+    const keys = runs.get(id) ?? [];
+    keys.push(key);
+    runs.set(id, keys);
   }
-  return [...ids];
+  return runs;
 }
 
 /** True when every campaign was planned and every planned job has a final outcome. */
@@ -234,7 +256,7 @@ function stateUpdates({ plans, units }: RunRecords): ClosingRecord['outcomes'] {
     if (plan.fatal || plan.campaign_gone || plan.unlisted !== undefined) continue;
     const outcomes: ClosingRecord['outcomes'][number]['jobs'] = plan.unchanged.map((j) => ({
       ...j,
-      outcome: 'exported',
+      outcome: 'unchanged',
     }));
     for (const name of plan.units) {
       for (const [jobId, result] of Object.entries(units.get(name)?.jobs ?? {})) {
@@ -283,8 +305,11 @@ async function readManifest(deps: ExportDeps, key: string): Promise<Manifest | u
   return found ? parseRecord(ManifestSchema, found.body, key) : undefined;
 }
 
-/** Writes the closing record unless one exists; returns the closing record of the run. */
-async function startClosing(deps: ExportDeps, closing: ClosingRecord): Promise<ClosingRecord> {
+/**
+ * Writes the closing record unless one exists; returns the closing record of the run, or
+ * `undefined` when the run was closed meanwhile.
+ */
+async function startClosing(deps: ExportDeps, closing: ClosingRecord): Promise<ClosingRecord | undefined> {
   const runId = closing.manifest.run_id;
   try {
     await deps.storage.put(STATE_KEYS.closing(runId), encodeRecord(closing), { ifNoneMatch: '*' });
@@ -292,9 +317,7 @@ async function startClosing(deps: ExportDeps, closing: ClosingRecord): Promise<C
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
     // Another finisher started first: finish what it froze.
-    const stored = await readClosing(deps, runId);
-    if (!stored) throw error;
-    return stored;
+    return readClosing(deps, runId);
   }
 }
 
@@ -313,7 +336,7 @@ async function publishAndRecord(
   if (existing) return existing; // Interrupted after the manifest: the data is out already.
   let files: FileEntry[] = [];
   if (closing.staged.length > 0) {
-    await options.beforePublish?.();
+    await options.checkLock?.();
     try {
       files = await publishRun(deps.storage, manifest, closing.staged, options.publish);
     } catch (error) {
@@ -329,41 +352,86 @@ async function publishAndRecord(
     return published;
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
-    deps.log.warn('run already finished by another finisher', { run_id: manifest.run_id });
-    return (await readManifest(deps, key)) ?? published;
+    // Written by another finisher of the same closing: the manifest of record is that one.
+    const stored = await readManifest(deps, key);
+    if (stored) return stored;
+    throw new StorageError(`manifest ${key} was refused and is not there`, key, {
+      cause: error,
+      retryable: true,
+    });
   }
 }
 
 /**
  * Finishes a run, or takes up the finishing of one that was cut short: publishes its files,
  * writes its manifest (once: a second finisher keeps the first), records its outcomes in the
- * incremental state, announces it, deletes its staging area and records, and releases the
- * output's lock if the run holds it. Returns the manifest, or `undefined` when the run is not
- * complete and not forced (or has no records: finished already, or unknown).
+ * incremental state, announces it (once), writes its tombstone, deletes its staging area and
+ * records, and releases the output's lock if the run holds it. Returns the manifest when this
+ * call closed the run (wrote its tombstone); `undefined` when the run is not complete and not
+ * forced, has no records, or was closed by another finisher (nothing is counted twice).
  */
 export async function finishRun(
   deps: ExportDeps,
   runId: string,
   options: FinishOptions,
 ): Promise<Manifest | undefined> {
+  if (await isClosed(deps.storage, runId)) return undefined;
   let closing = await readClosing(deps, runId);
   if (!closing) {
     const records = options.records ?? (await readRunRecords(deps, runId));
     if (!records || (!options.force && !isComplete(records))) return undefined;
+    await options.checkLock?.();
     closing = await startClosing(deps, closingOf(records, deps.now()));
   }
+  // A closing record made after the run closed (its own was deleted) is a late closer's.
+  if (!closing || (await isClosed(deps.storage, runId))) return undefined;
   const manifest = await publishAndRecord(deps, closing, options);
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
   await mapPool(closing.outcomes, STATE_WRITE_CONCURRENCY, async ({ campaign_id, jobs }) => {
-    await saveOutcomes(deps.storage, campaign_id, runId, jobs, new Set(jobs.map((o) => o.job_id)), deps);
+    const listed = new Set(jobs.map((o) => o.job_id));
+    await saveOutcomes(deps.storage, campaign_id, runId, jobs, listed, deps);
   });
-  await options.announce?.(manifest);
+  if (options.announce && !(await announceOnce(deps, manifest, options.announce))) return undefined;
+  const token = randomHex(randomOf(deps), 16);
+  const closedHere = await writeTombstone(deps.storage, {
+    run_id: runId,
+    manifest: manifestKey(manifest.dt, runId),
+    closed_at: deps.now().toISOString(),
+    token,
+  });
   const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
-  // The closing record goes last, so that a finisher cut short here still finds it.
-  const closingKey = STATE_KEYS.closing(runId);
-  await deps.storage.delete(keys.filter((key) => key !== closingKey));
-  await deps.storage.delete([closingKey]);
-  await releaseLockOf(deps.storage, runId, deps.now());
+  await deps.storage.delete(keys.filter((key) => key !== STATE_KEYS.closed(runId)));
+  await (options.release ?? (() => releaseLockOf(deps.storage, runId, deps.now())))();
+  if (!closedHere) return undefined;
   deps.log.info('run finished', { run_id: runId, status: manifest.status, ...manifest.counts });
   return manifest;
+}
+
+/**
+ * Announces a run unless it was announced or another finisher is announcing it; false when
+ * this finisher should stop here (the other one completes the close).
+ */
+async function announceOnce(
+  deps: ExportDeps,
+  manifest: Manifest,
+  announce: (manifest: Manifest) => Promise<void>,
+): Promise<boolean> {
+  const claim = await claimAnnouncement(
+    deps.storage,
+    manifest.run_id,
+    deps.now(),
+    randomHex(randomOf(deps), 16),
+  );
+  if (claim.kind === 'busy') return false;
+  if (claim.kind === 'done') return true;
+  // The claim is a create-if-absent: it succeeds again once the closed run's records are gone.
+  if (await isClosed(deps.storage, manifest.run_id)) return false;
+  try {
+    await announce(manifest);
+  } catch (error) {
+    await claim.failed(deps.now()).catch(() => undefined);
+    throw error;
+  }
+  await claim.done(deps.now());
+  return true;
 }

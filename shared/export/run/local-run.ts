@@ -3,7 +3,7 @@
  * in-process concurrency instead of SQS between them. Units with retryable failures get
  * further rounds, as an SQS redelivery would give them.
  */
-import { describeError, ExporterError } from '../../errors.js';
+import { describeError, ExporterError, OutputLockedError } from '../../errors.js';
 import type { Manifest } from '../state/manifest.js';
 import {
   addRequestCounts,
@@ -69,20 +69,18 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
     mode: options.mode,
     dt: options.dt,
     driver: 'local',
-    lock: { ttlMs: LOCAL_LOCK_TTL_MS, ...(options.waitForLockMs ? { waitMs: options.waitForLockMs } : {}) },
+    lock: {
+      ttlMs: LOCAL_LOCK_TTL_MS,
+      // Renewed from the moment it is held: recovery, verify and a listing that waits out a
+      // Retry-After all come before the first report.
+      renewEveryMs: LOCK_RENEW_MS,
+      ...(options.waitForLockMs ? { waitMs: options.waitForLockMs } : {}),
+    },
   });
   const lock = started.lock!; // Taken: the run was not started unlocked.
-  // A failed renewal marks the lock lost; the run then stops before publishing (beforePublish).
-  const renewal = setInterval(() => {
-    lock.renew().catch((error: unknown) => {
-      deps.log.warn('could not renew the output lock', { run_id: lock.runId, error: describeError(error) });
-    });
-  }, LOCK_RENEW_MS);
-  renewal.unref();
   try {
     return await runSteps(deps, options, started);
   } finally {
-    clearInterval(renewal);
     // Released by finishing; released here too when the run stopped on an error (a no-op otherwise).
     await lock.release().catch(() => undefined);
   }
@@ -183,9 +181,15 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
   const manifest = await finishRun(deps, started.run.run_id, {
     force: true,
     records,
-    // Renewing checks the lock is still ours: a run that stalled past its expiry must not publish.
-    beforePublish: () => lock.renew(),
+    // The lock is still ours, checked before the closing is frozen and before publishing: a run
+    // that stalled past its expiry, or that a finisher closed, must not close it again.
+    checkLock: () => lock.check(),
+    release: () => lock.release(),
   });
-  if (!manifest) throw new ExporterError(`run ${started.run.run_id} has no records to finish`);
+  if (!manifest) {
+    throw new OutputLockedError(`run ${started.run.run_id} was closed by another finisher`, {
+      hint: 'it lost the output while it ran; run again',
+    });
+  }
   return manifest;
 }

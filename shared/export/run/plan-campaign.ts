@@ -2,7 +2,7 @@
  * Step 2 of a run, once per campaign: list the campaign's jobs, stage the jobs snapshot,
  * compare with the incremental state, and cut the reports to fetch into units of work.
  */
-import { ApiError, describeError, ListingError } from '../../errors.js';
+import { ApiError, describeError, ListingError, PreconditionFailedError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { jobRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
@@ -22,7 +22,7 @@ import {
   type Unit,
   type UnitJob,
 } from '../state/records.js';
-import { type ExportDeps, requestCounts } from './context.js';
+import { type ExportDeps, randomHex, randomOf, requestCounts } from './context.js';
 import { ListingTally } from './listing.js';
 import { stageStep } from './staging.js';
 
@@ -101,9 +101,10 @@ export async function planCampaign(
   }
 
   // A listing cut short stages no snapshot: the jobs table holds whole listings only.
-  const staged = unlisted
-    ? []
-    : await stageStep(deps.storage, run.run_id, 'jobs', `c${campaignId}`, rows, rawLines);
+  // Named by this delivery: a concurrent delivery of the same message stages its own files, and
+  // only the files of the plan that is stored are ever published.
+  const stem = `c${campaignId}-${randomHex(randomOf(deps), 8)}`;
+  const staged = unlisted ? [] : await stageStep(deps.storage, run.run_id, 'jobs', stem, rows, rawLines);
 
   let fetch: UnitJob[] = [];
   let unchanged: UnitJob[] = [];
@@ -129,6 +130,16 @@ export async function planCampaign(
     staged,
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(planKey, encodeRecord(record));
+  try {
+    // Claimed: of two deliveries at once, the first plan stored is the plan, and both send its units.
+    await deps.storage.put(planKey, encodeRecord(record), { ifNoneMatch: '*' });
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    const stored = await deps.storage.get(planKey);
+    if (!stored) throw error;
+    const winner = parseRecord(PlanRecordSchema, stored.body, planKey);
+    deps.log.info('campaign planned by another delivery of its message', { campaign_id: campaignId });
+    return { record: winner, units: unitsOf(run, campaignId, winner.fetch, winner.unit_size) };
+  }
   return { record, units };
 }

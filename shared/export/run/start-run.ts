@@ -6,12 +6,14 @@
  */
 
 import type { CampaignItem } from '../../api/schemas.js';
+import { describeError, OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import { campaignRow } from '../format/flatten.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { dtOf, STATE_KEYS } from '../layout.js';
 import { type AcquireOptions, OutputLock } from '../state/lock.js';
 import {
+  emptyRequestCounts,
   encodeRecord,
   type Fatal,
   fatalOf,
@@ -24,6 +26,12 @@ import { ListingTally } from './listing.js';
 import { type RecoverOptions, recoverOpenRuns } from './recover.js';
 import { stageStep } from './staging.js';
 
+/**
+ * How long a start may take before its first record can be judged dead: start-run's timeout
+ * (infra/constructs/functions.ts; a test holds them together). A CLI renews its lock instead.
+ */
+export const RUN_START_GRACE_MS = 5 * 60_000;
+
 export interface StartRunInput {
   mode: Mode;
   /** The dt= partition; default: the start date, UTC. */
@@ -35,7 +43,9 @@ export interface StartRunInput {
    * `unlocked`: the caller has made sure no other run writes the output (tests and benchmarks
    * that drive the steps one by one); no lock is taken and no interrupted run is closed.
    */
-  lock: Omit<AcquireOptions, 'newRunId' | 'now' | 'sleep'> | 'unlocked';
+  lock:
+    | (Omit<AcquireOptions, 'newRunId' | 'now' | 'sleep' | 'random'> & { renewEveryMs?: number })
+    | 'unlocked';
   /** Announces a run this start closed for an interrupted one (AWS: its ExportRunFinished event). */
   announce?: RecoverOptions['announce'];
 }
@@ -57,20 +67,34 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     runId = newRunId(startedAt, deps.random);
   } else {
     // The run starts when it holds the output: its id then sorts after every run before it.
+    const { renewEveryMs, ...acquire } = input.lock;
     lock = await OutputLock.acquire(deps.storage, {
-      ...input.lock,
+      ...acquire,
       newRunId: (at) => newRunId(at, randomOf(deps)),
       now: deps.now,
       sleep: sleepOf(deps),
+      random: randomOf(deps),
     });
+    // From the moment it holds the output, whatever recovery, verify or the listing make it wait.
+    if (renewEveryMs !== undefined) {
+      lock.keepAlive(renewEveryMs, (error) =>
+        deps.log.warn('could not renew the output lock', { run_id: runId, error: describeError(error) }),
+      );
+    }
     startedAt = lock.acquiredAt;
     runId = lock.runId;
   }
   try {
+    const run: RunRef = { run_id: runId, dt: input.dt ?? dtOf(startedAt), mode: input.mode };
+    // Recorded before anything it stages, and before it closes others: whoever takes the output
+    // after an interruption finds this run and closes it (as failed) instead of deleting its files.
+    const stub = startingRecord(run, input.driver, startedAt);
+    const { etag } = await deps.storage.put(STATE_KEYS.runRecord(runId), encodeRecord(stub), {
+      ifNoneMatch: '*',
+    });
     // Runs left open by interrupted ones: closed before this one starts (the lock says none runs).
     if (lock) await recoverOpenRuns(deps, { by: runId, announce: input.announce });
-    const run: RunRef = { run_id: runId, dt: input.dt ?? dtOf(startedAt), mode: input.mode };
-    const { record, campaigns } = await recordStart(deps, input, run, startedAt);
+    const { record, campaigns } = await recordStart(deps, input, run, startedAt, etag);
     return { run, record, campaigns, lock };
   } catch (error) {
     // Nothing will finish a run that has no record: let the output go (fatal API answers are
@@ -80,12 +104,29 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
   }
 }
 
+/** The first record of a run: says it is starting, and fails it if nothing replaces it. */
+function startingRecord(run: RunRef, driver: RunRecord['driver'], startedAt: Date): RunRecord {
+  return {
+    ...run,
+    driver,
+    started_at: startedAt.toISOString(),
+    campaign_ids: [],
+    campaigns_invalid: 0,
+    duplicates: 0,
+    staged: [],
+    requests: emptyRequestCounts(),
+    fatal: { message: 'the run was interrupted while it started, before it listed the campaigns' },
+    starting: true,
+  };
+}
+
 /** Verifies, lists the campaigns, stages their snapshot and writes the run record. */
 async function recordStart(
   deps: ExportDeps,
   input: StartRunInput,
   run: RunRef,
   startedAt: Date,
+  startingEtag: string,
 ): Promise<Pick<StartedRun, 'record' | 'campaigns'>> {
   const api = deps.api();
   const campaigns: CampaignItem[] = [];
@@ -124,6 +165,16 @@ async function recordStart(
     requests: requestCounts(api),
     ...(fatal ? { fatal } : {}),
   };
-  await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record));
+  try {
+    // Over its own first record only: a run closed meanwhile (it lost the output while it
+    // listed, and the next run closed it) must not come back to life.
+    await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record), { ifMatch: startingEtag });
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    throw new OutputLockedError(`run ${run.run_id} was closed by another run while it started`, {
+      cause: error,
+      hint: 'it lost the output (its lock expired); run again',
+    });
+  }
   return { record, campaigns };
 }

@@ -56,11 +56,15 @@ export function planJobs(state: CampaignState, listed: readonly UnitJob[], mode:
   return plan;
 }
 
-/** A job's outcome in a run, as recorded in the state. */
+/**
+ * A job's outcome in a run, as recorded in the state. `unchanged`: the run did not fetch it, its
+ * entry stays as it is (naming the run whose rows hold it). Closing records before 0.3 wrote
+ * unchanged jobs as `exported`.
+ */
 export const RecordedOutcomeSchema = z.object({
   job_id: z.number().int(),
   fp: z.string(),
-  outcome: JobStateSchema.shape.outcome,
+  outcome: z.union([JobStateSchema.shape.outcome, z.literal('unchanged')]),
 });
 export type RecordedOutcome = z.infer<typeof RecordedOutcomeSchema>;
 
@@ -78,6 +82,8 @@ export function applyOutcomes(
   for (const o of outcomes) {
     const current = jobs[o.job_id];
     if (current && current.run_id > runId) continue;
+    // Unchanged: its rows are where its entry says. (No entry: the next run fetches it.)
+    if (o.outcome === 'unchanged') continue;
     jobs[o.job_id] = { fp: o.fp, outcome: o.outcome, run_id: runId };
   }
   return { campaign_id: state.campaign_id, jobs };
@@ -86,7 +92,11 @@ export function applyOutcomes(
 /** Attempts before a contended state update gives up (each one re-reads the object). */
 const MAX_STATE_WRITE_ATTEMPTS = 8;
 
-/** Records a run's outcomes for one campaign with compare-and-swap, retrying lost races. */
+/**
+ * Records a run's outcomes for one campaign with compare-and-swap, retrying lost races. A state
+ * the outcomes do not change is not written again: an incremental run over unchanged jobs
+ * writes nothing.
+ */
 export async function saveOutcomes(
   storage: Storage,
   campaignId: number,
@@ -101,6 +111,7 @@ export async function saveOutcomes(
   let loaded = await loadCampaignState(storage, campaignId);
   for (let attempt = 1; ; attempt++) {
     const next = applyOutcomes(loaded.state, runId, outcomes, listed);
+    if (loaded.etag !== undefined && sameState(loaded.state, next)) return;
     try {
       await storage.put(key, encodeRecord(next), {
         ...(loaded.etag ? { ifMatch: loaded.etag } : { ifNoneMatch: '*' }),
@@ -112,4 +123,15 @@ export async function saveOutcomes(
       loaded = await loadCampaignState(storage, campaignId);
     }
   }
+}
+
+/** Two states with the same entries, in any key order. */
+function sameState(a: CampaignState, b: CampaignState): boolean {
+  const ids = Object.keys(a.jobs);
+  if (ids.length !== Object.keys(b.jobs).length) return false;
+  return ids.every((id) => {
+    const x = a.jobs[id];
+    const y = b.jobs[id];
+    return y !== undefined && x?.fp === y.fp && x.outcome === y.outcome && x.run_id === y.run_id;
+  });
 }

@@ -88,6 +88,12 @@ export const RunRecordSchema = RunRefSchema.extend({
   staged: z.array(FileEntrySchema),
   requests: RequestCountsSchema,
   fatal: FatalSchema.optional(),
+  /**
+   * Written first, the moment the run holds the output, before anything it stages: a run
+   * interrupted while it starts is known, and closed as failed (its `fatal` says so) by whoever
+   * finds it; start-run overwrites it with the whole record.
+   */
+  starting: z.literal(true).optional(),
 });
 export type RunRecord = z.infer<typeof RunRecordSchema>;
 
