@@ -3,9 +3,10 @@
  * message per campaign. Input: shared/aws/payloads.ts `StartRunEventSchema`. A schedule's
  * invocation carries its `scheduled_time`, and each scheduled time starts at most one run.
  */
+import { randomBytes } from 'node:crypto';
 import { StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
-import { startRun } from '../../shared/export/run/start-run.js';
+import { RUN_START_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
@@ -23,7 +24,12 @@ export async function startRunHandler(event: unknown) {
   // A start that starts no run gives its scheduled time back: a later delivery may start one.
   let release = async () => {};
   if (input.scheduled_time !== undefined) {
-    const scheduled = { mode: input.mode, scheduledTime: input.scheduled_time, now: deps.now() };
+    const scheduled = {
+      mode: input.mode,
+      scheduledTime: input.scheduled_time,
+      now: deps.now(),
+      token: randomBytes(8).toString('hex'),
+    };
     const claim = await claimScheduledStart(deps.storage, scheduled);
     if (!claim.claimed) {
       // Scheduler delivers at least once: this time has had its start.
@@ -48,7 +54,12 @@ export async function startRunHandler(event: unknown) {
       driver: 'queues',
       // Held until finish-run closes the run; it closes overdue runs at the deadline, so the lock
       // outlives the run by the finisher's interval at most.
-      lock: { ttlMs: (env.RUN_DEADLINE_MINUTES + QUEUE_LOCK_MARGIN_MINUTES) * 60_000, owner: LOCK_OWNER },
+      lock: {
+        ttlMs: (env.RUN_DEADLINE_MINUTES + QUEUE_LOCK_MARGIN_MINUTES) * 60_000,
+        owner: LOCK_OWNER,
+        // A start that died between the lock and its first record frees the output after this.
+        recordGraceMs: RUN_START_GRACE_MS,
+      },
       announce,
     });
   } catch (error) {

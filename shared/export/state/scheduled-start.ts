@@ -3,13 +3,19 @@
  * least once, so start-run can be invoked twice for one time; the first invocation claims the
  * time by a conditional create, and the others find the claim and start nothing.
  */
+import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
 import type { Storage } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
 import { encodeRecord, type Mode, parseRecord } from './records.js';
 
-const ClaimRecordSchema = z.object({ scheduled_time: z.string(), claimed_at: z.string() });
+const ClaimRecordSchema = z.object({
+  scheduled_time: z.string(),
+  claimed_at: z.string(),
+  /** This delivery's: a claim whose answer was lost and retried is recognised as its own. */
+  token: z.string().optional(),
+});
 
 export type ScheduledStartClaim =
   | {
@@ -24,6 +30,8 @@ export interface ScheduledStart {
   /** The time the schedule fired for, as Scheduler gives it (ISO 8601). */
   scheduledTime: string;
   now: Date;
+  /** Random (default: 8 random bytes): makes this delivery's claim its own. */
+  token?: string;
 }
 
 export async function claimScheduledStart(
@@ -34,7 +42,11 @@ export async function claimScheduledStart(
   const time = new Date(claim.scheduledTime);
   if (Number.isNaN(time.getTime())) throw new RangeError(`not a time: ${claim.scheduledTime}`);
   const key = STATE_KEYS.scheduledStart(claim.mode, time.toISOString());
-  const record = { scheduled_time: time.toISOString(), claimed_at: claim.now.toISOString() };
+  const record = {
+    scheduled_time: time.toISOString(),
+    claimed_at: claim.now.toISOString(),
+    token: claim.token,
+  };
   try {
     await storage.put(key, encodeRecord(record), { ifNoneMatch: '*', contentType: 'application/json' });
   } catch (error) {
