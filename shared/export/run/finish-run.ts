@@ -154,9 +154,10 @@ export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, 
   await deps.storage.put(key, encodeRecord(requests));
 }
 
-/** Ids of the runs that have anything under `state/runs/` (open, closing, or closed with a tombstone). */
+/** Ids of the runs that have records under `state/runs/` and no tombstone: not closed yet. */
 export async function openRuns(deps: ExportDeps): Promise<string[]> {
-  return [...(await runFolders(deps)).keys()];
+  const runs = await runFolders(deps);
+  return [...runs].filter(([id, keys]) => !keys.includes(STATE_KEYS.closed(id))).map(([id]) => id);
 }
 
 /** Every run's keys under `state/runs/`, by run id, in run id order. */

@@ -45,7 +45,7 @@ export async function claimScheduledStart(
   const record = {
     scheduled_time: time.toISOString(),
     claimed_at: claim.now.toISOString(),
-    token: claim.token,
+    token: claim.token ?? randomBytes(8).toString('hex'),
   };
   try {
     await storage.put(key, encodeRecord(record), { ifNoneMatch: '*', contentType: 'application/json' });

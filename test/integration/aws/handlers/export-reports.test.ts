@@ -90,8 +90,18 @@ describe('export-reports', () => {
     // Staged, and listed in the unit's summary: nothing is visible before the run is published.
     expect(await dataFiles(bed.storage)).toEqual([]);
     const staged = (await summaryOf('c1-u0'))?.staged.map((f) => f.key);
-    expect(staged).toContain(stagedParquetKey(RUN_ID, 'reports', 'c1-u0-a1'));
-    expect(staged).toContain(stagedRawKey(RUN_ID, 'reports', 'c1-u0-a1'));
+    // Named by unit, attempt and delivery: two deliveries at once never write one key.
+    const delivery = expect.stringMatching(/^c1-u0-a1-[0-9a-f]{8}$/);
+    const stems = (staged ?? []).map((key) => key.replace(/^.*\//, '').replace(/\..*$/, ''));
+    expect(stems).toEqual([delivery, delivery].concat(stems.slice(2).map(() => delivery)));
+    expect(
+      staged?.some((key) =>
+        key.startsWith(stagedParquetKey(RUN_ID, 'reports', '').replace(/\.parquet$/, '')),
+      ),
+    ).toBe(true);
+    expect(
+      staged?.some((key) => key.startsWith(stagedRawKey(RUN_ID, 'reports', '').replace(/\.jsonl\.gz$/, ''))),
+    ).toBe(true);
     expect(await keysUnder(bed.storage, STATE_KEYS.staged(RUN_ID, ''))).toEqual(
       expect.arrayContaining(staged ?? []),
     );
@@ -138,8 +148,12 @@ describe('export-reports', () => {
     expect(response).toEqual({ batchItemFailures: [] });
     expect(jobs.map(requestsFor).reduce((a, b) => a + b) - before.reduce((a, b) => a + b)).toBe(1);
     const ids: bigint[] = [];
-    for (const attempt of ['a1', 'a2']) {
-      const file = await bed.storage.get(stagedParquetKey(RUN_ID, 'reports', `c1-u1-${attempt}`));
+    const files = ((await summaryOf('c1-u1'))?.staged ?? []).filter(
+      (f) => f.format === 'parquet' && f.table_or_entity === 'reports',
+    );
+    expect(files.map((f) => f.key.replace(/^.*-(a\d)-[0-9a-f]{8}\.parquet$/, '$1'))).toEqual(['a1', 'a2']);
+    for (const { key } of files) {
+      const file = await bed.storage.get(key);
       for (const row of await readParquet(db, file?.body ?? new Uint8Array())) ids.push(row.job_id as bigint);
     }
     expect(ids.map(Number).sort()).toEqual(jobs.map((j) => j.id).sort());

@@ -50,8 +50,12 @@ describe('finish-run', () => {
     return started.run.run_id;
   }
 
-  const openRunIds = async () =>
-    new Set((await keysUnder(bed.storage, STATE_KEYS.runsPrefix)).map((k) => k.split('/')[2]));
+  /** Runs with records and no tombstone (a closed run keeps only its tombstone for a day). */
+  const openRunIds = async () => {
+    const keys = await keysUnder(bed.storage, STATE_KEYS.runsPrefix);
+    const closed = new Set(keys.filter((k) => k.endsWith('/closed.json')).map((k) => k.split('/')[2]));
+    return new Set(keys.map((k) => k.split('/')[2]).filter((id) => !closed.has(id)));
+  };
   const announced = () => events.commandCalls(PutEventsCommand).flatMap((c) => c.args[0].input.Entries ?? []);
 
   beforeAll(async () => {
