@@ -6,10 +6,18 @@
 import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
 import { readdir, readFile, rename, unlink } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { PreconditionFailedError, StorageError } from '../errors.js';
 import { createInFolder, errorCode, INTERNAL_PREFIX, tempPathFor, withKeyLock } from './local-files.js';
-import type { PutOptions, Storage, StorageStats, StoredObject } from './storage.js';
+import { removeEmptyFolders, sweepTree } from './local-sweep.js';
+import type {
+  PutOptions,
+  Storage,
+  StorageStats,
+  StoredObject,
+  SweepOptions,
+  SweepResult,
+} from './storage.js';
 
 /**
  * Throws `StorageError` unless `key` is a safe relative key: non-empty, `/`-separated, no
@@ -142,8 +150,10 @@ export class LocalStorage implements Storage {
     for (const key of keys) assertValidKey(key);
     if (keys.length === 0) return;
     this.#counts.deletes += 1;
+    const folders = new Set<string>();
     for (const key of keys) {
       const path = this.#path(key);
+      folders.add(dirname(path));
       try {
         await withKeyLock(path, key, async () => {
           await unlink(path).catch((error: unknown) => {
@@ -156,6 +166,29 @@ export class LocalStorage implements Storage {
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         throw wrap(error, `cannot delete ${key} in ${this.location}`, key);
       }
+    }
+    // Folders exist only to hold keys (S3 has none): a folder emptied here goes, up to the root.
+    // A writer about to create a file in one re-makes it (see local-sweep.ts).
+    try {
+      await removeEmptyFolders(this.location, folders);
+    } catch (error) {
+      throw wrap(error, `cannot remove emptied folders in ${this.location}`, keys[0]!);
+    }
+  }
+
+  /**
+   * Removes temp files and key locks of killed writers untouched for `olderThanMs`, and empty
+   * folders (never the root). Not counted in `stats()`: no request of S3's has its like.
+   * See local-sweep.ts for why it is safe beside live writers.
+   */
+  async sweep(options: SweepOptions): Promise<SweepResult> {
+    if (!Number.isFinite(options.olderThanMs) || options.olderThanMs < 0) {
+      throw new RangeError(`sweep olderThanMs must be a finite age, not ${options.olderThanMs}`);
+    }
+    try {
+      return { removed: await sweepTree(this.location, options) };
+    } catch (error) {
+      throw wrap(error, `cannot sweep ${this.location}`, '');
     }
   }
 
