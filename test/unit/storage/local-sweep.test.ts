@@ -2,9 +2,12 @@
  * LocalStorage.sweep and the folders delete() leaves: debris of killed writers goes, a live
  * writer never loses a write to a sweep or a delete running beside it.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../../shared/storage/local.js';
 
@@ -60,6 +63,47 @@ describe('LocalStorage.sweep', () => {
       'raw/jobs/dt=2026-11-02/.~c.jsonl.gz.0a1b2c3d4e5f.tmp',
       'raw/jobs/dt=2026-11-02/a.jsonl.gz',
     ]);
+  });
+
+  it('removes what a writer killed in the middle of a write left behind', async () => {
+    // A separate Node process (tsx for the TypeScript import) streams one chunk, then hangs.
+    const script = `
+      import { LocalStorage } from ${JSON.stringify(resolve('shared/storage/local.ts'))};
+      const storage = new LocalStorage(process.argv[1]);
+      await storage.putStream('raw/jobs/dt=2026-11-02/a.jsonl.gz', (async function* () {
+        yield new Uint8Array(1024);
+        await new Promise(() => {});
+      })());`;
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '--eval', script, root],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const exited = once(child, 'exit');
+    const folder = join(root, 'raw/jobs/dt=2026-11-02');
+    const started = Date.now();
+    while ((await readdir(folder).catch(() => [])).length === 0) {
+      if (Date.now() - started > 20_000) throw new Error('the writer never started its temp file');
+      await sleep(20);
+    }
+    child.kill('SIGKILL');
+    await exited;
+    expect(await tree(root)).toEqual([
+      'raw/',
+      'raw/jobs/',
+      'raw/jobs/dt=2026-11-02/',
+      expect.stringMatching(/^raw\/jobs\/dt=2026-11-02\/\.~a\.jsonl\.gz\.[0-9a-f]{12}\.tmp$/),
+    ]);
+
+    const { removed } = await storage.sweep({
+      olderThanMs: HOUR_MS,
+      now: new Date(Date.now() + 2 * HOUR_MS),
+    });
+
+    expect(removed).toHaveLength(4);
+    expect(await tree(root)).toEqual([]);
   });
 
   it('removes the folders that only held debris, bottom-up, and keeps the root', async () => {
