@@ -27,9 +27,15 @@ const LOCK_RETRY_MIN_MS = 2;
 const LOCK_RETRY_MAX_MS = 50;
 /**
  * Attempts of mkdir + create: each failed one means a sweep or a delete removed the folder,
- * empty, between our mkdir and our create — a window of microseconds, so a few suffice.
+ * empty, while we made it or before we created our file in it — a window of microseconds
+ * that a sweep opens once per run; 10 outlasts even the test that hammers it.
  */
-const CREATE_ATTEMPTS = 5;
+const CREATE_ATTEMPTS = 10;
+/**
+ * What losing that race looks like: ENOENT, or ENOTDIR from mkdir -p (Node's recursive mkdir
+ * reports ENOTDIR when a folder it found existing is gone when it checks that it is a folder).
+ */
+const FOLDER_GONE_CODES = new Set(['ENOENT', 'ENOTDIR']);
 
 export const errorCode = (error: unknown): string | undefined =>
   error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
@@ -49,9 +55,8 @@ export const tempPathFor = (path: string): string =>
 
 /**
  * Creates `path` exclusively ('wx'), making its folder first. A sweep or a delete may remove
- * that folder, empty, between the mkdir and the create (the create then fails with ENOENT):
- * both are tried again. Removers only ever remove empty folders, so once the file exists its
- * folder stays.
+ * that folder, empty, during the mkdir or between it and the create: both are tried again.
+ * Removers only ever remove empty folders, so once the file exists its folder stays.
  */
 export async function createInFolder(path: string): Promise<FileHandle> {
   for (let attempt = 1; ; attempt++) {
@@ -59,7 +64,8 @@ export async function createInFolder(path: string): Promise<FileHandle> {
       await mkdir(dirname(path), { recursive: true });
       return await open(path, 'wx');
     } catch (error) {
-      if (errorCode(error) !== 'ENOENT' || attempt >= CREATE_ATTEMPTS) throw error;
+      // A real ENOTDIR (a file where a folder should be) fails the same way each time.
+      if (!FOLDER_GONE_CODES.has(errorCode(error) ?? '') || attempt >= CREATE_ATTEMPTS) throw error;
     }
   }
 }

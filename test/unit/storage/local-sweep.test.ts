@@ -170,6 +170,7 @@ describe('LocalStorage.sweep', () => {
 
   it('never fails a put or a delete running beside it (folders vanish and come back)', async () => {
     const rounds = 100;
+    const storage = new LocalStorage(root); // this test's own: a writer left running must not reach the next test's folder
     let sweeping = true;
     let sweeps = 0;
     const sweeper = (async () => {
