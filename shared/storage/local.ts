@@ -3,27 +3,21 @@
  * every write or delete of a key holds a per-key lock file, so `ifMatch`/`ifNoneMatch` hold
  * even between processes sharing the folder.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { PreconditionFailedError, StorageError } from '../errors.js';
-import type { PutOptions, Storage, StorageStats, StoredObject } from './storage.js';
-
-/** File-name prefix of the adapter's own files (temp files, locks); keys may not use it. */
-const INTERNAL_PREFIX = '.~';
-/**
- * A lock is held only around compare-and-rename (milliseconds, or the time to hash the current
- * object); one this old belongs to a writer that died, so it is broken.
- */
-const STALE_LOCK_MS = 10_000;
-/** How long a writer waits for a lock before giving up; longer than STALE_LOCK_MS so a stale lock is always broken first. */
-const LOCK_WAIT_MS = 30_000;
-const LOCK_RETRY_MIN_MS = 2;
-const LOCK_RETRY_MAX_MS = 50;
+import { createInFolder, errorCode, INTERNAL_PREFIX, tempPathFor, withKeyLock } from './local-files.js';
+import { removeEmptyFolders, sweepTree } from './local-sweep.js';
+import type {
+  PutOptions,
+  Storage,
+  StorageStats,
+  StoredObject,
+  SweepOptions,
+  SweepResult,
+} from './storage.js';
 
 /**
  * Throws `StorageError` unless `key` is a safe relative key: non-empty, `/`-separated, no
@@ -57,8 +51,6 @@ export function assertValidPrefix(prefix: string): void {
 export const compareKeys = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 const md5Hex = (body: Uint8Array): string => createHash('md5').update(body).digest('hex');
-const errorCode = (error: unknown): string | undefined =>
-  error instanceof Error && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
 
 /** Local-folder storage. `location` is the folder's absolute path. */
 export class LocalStorage implements Storage {
@@ -78,7 +70,6 @@ export class LocalStorage implements Storage {
     const etag = md5Hex(bytes);
     const temp = tempPathFor(path);
     try {
-      await mkdir(dirname(path), { recursive: true });
       // The body goes to disk before the lock is taken: the lock only covers compare-and-rename.
       await writeDurably(temp, bytes);
       await withKeyLock(path, key, async () => {
@@ -109,8 +100,7 @@ export class LocalStorage implements Storage {
     const hash = createHash('md5');
     let bytes = 0;
     try {
-      await mkdir(dirname(path), { recursive: true });
-      const handle = await open(temp, 'wx');
+      const handle = await createInFolder(temp);
       try {
         for await (const chunk of chunks) {
           await handle.write(chunk);
@@ -160,8 +150,10 @@ export class LocalStorage implements Storage {
     for (const key of keys) assertValidKey(key);
     if (keys.length === 0) return;
     this.#counts.deletes += 1;
+    const folders = new Set<string>();
     for (const key of keys) {
       const path = this.#path(key);
+      folders.add(dirname(path));
       try {
         await withKeyLock(path, key, async () => {
           await unlink(path).catch((error: unknown) => {
@@ -175,6 +167,29 @@ export class LocalStorage implements Storage {
         throw wrap(error, `cannot delete ${key} in ${this.location}`, key);
       }
     }
+    // Folders exist only to hold keys (S3 has none): a folder emptied here goes, up to the root.
+    // A writer about to create a file in one re-makes it (see local-sweep.ts).
+    try {
+      await removeEmptyFolders(this.location, folders);
+    } catch (error) {
+      throw wrap(error, `cannot remove emptied folders in ${this.location}`, keys[0]!);
+    }
+  }
+
+  /**
+   * Removes temp files and key locks of killed writers untouched for `olderThanMs`, and empty
+   * folders (never the root). Not counted in `stats()`: no request of S3's has its like.
+   * See local-sweep.ts for why it is safe beside live writers.
+   */
+  async sweep(options: SweepOptions): Promise<SweepResult> {
+    if (!Number.isFinite(options.olderThanMs) || options.olderThanMs < 0) {
+      throw new RangeError(`sweep olderThanMs must be a finite age, not ${options.olderThanMs}`);
+    }
+    try {
+      return { removed: await sweepTree(this.location, options) };
+    } catch (error) {
+      throw wrap(error, `cannot sweep ${this.location}`, '');
+    }
   }
 
   /** Operations so far: one per put/get/delete call, one per list call. */
@@ -187,10 +202,6 @@ export class LocalStorage implements Storage {
   }
 }
 
-/** A temp file beside `path`, for writing before an atomic rename. */
-const tempPathFor = (path: string): string =>
-  join(dirname(path), `${INTERNAL_PREFIX}${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
-
 function wrap(error: unknown, message: string, key: string): StorageError {
   if (error instanceof StorageError) return error;
   const code = errorCode(error);
@@ -202,7 +213,7 @@ function wrap(error: unknown, message: string, key: string): StorageError {
 }
 
 async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
-  const handle = await open(path, 'wx');
+  const handle = await createInFolder(path);
   try {
     await handle.writeFile(bytes);
     // Flushed before the rename, so a crash never leaves a renamed but empty file.
@@ -244,81 +255,4 @@ async function walk(root: string, folder: string, prefix: string, keys: string[]
       keys.push(key);
     }
   }
-}
-
-/**
- * Runs `action` while holding the lock file `.~<name>.lock` beside `path`. The lock is created
- * with O_EXCL ('wx'), so one holder at a time across processes; a lock older than
- * STALE_LOCK_MS is broken.
- */
-async function withKeyLock<T>(path: string, key: string, action: () => Promise<T>): Promise<T> {
-  const lockPath = join(dirname(path), `${INTERNAL_PREFIX}${basename(path)}.lock`);
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  let delay = LOCK_RETRY_MIN_MS;
-  for (;;) {
-    if (await tryCreateLock(lockPath)) break;
-    if (await breakStaleLock(lockPath)) continue;
-    if (Date.now() > deadline) {
-      throw new StorageError(`${key} is locked by another writer (${lockPath})`, key, {
-        retryable: true,
-        hint: `if no exporter is running, delete ${lockPath}`,
-      });
-    }
-    await sleep(delay * (0.5 + Math.random()));
-    delay = Math.min(delay * 2, LOCK_RETRY_MAX_MS);
-  }
-  try {
-    return await action();
-  } finally {
-    await unlink(lockPath).catch(() => undefined); // gone only if broken as stale: nothing to release
-  }
-}
-
-/** Creates the lock file; false when it exists already. */
-async function tryCreateLock(lockPath: string): Promise<boolean> {
-  let handle: FileHandle;
-  try {
-    handle = await open(lockPath, 'wx');
-  } catch (error) {
-    if (errorCode(error) === 'EEXIST') return false;
-    throw error;
-  }
-  try {
-    // Who holds it, for a person looking at a lock left behind.
-    await handle.writeFile(`${process.pid}@${hostname()} ${new Date().toISOString()}\n`);
-  } catch (error) {
-    await unlink(lockPath).catch(() => undefined);
-    throw error;
-  } finally {
-    await handle.close();
-  }
-  return true;
-}
-
-/** Removes the lock when it is stale; true when the caller should try to take it again. */
-async function breakStaleLock(lockPath: string): Promise<boolean> {
-  let modified: number;
-  try {
-    modified = (await stat(lockPath)).mtimeMs;
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return true; // released meanwhile
-    throw error;
-  }
-  if (Date.now() - modified < STALE_LOCK_MS) return false;
-  // Move it aside first so that two breakers cannot both delete: only one rename succeeds.
-  const aside = `${lockPath}.${randomBytes(6).toString('hex')}.stale`;
-  try {
-    await rename(lockPath, aside);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return true;
-    throw error;
-  }
-  const moved = await stat(aside);
-  if (Date.now() - moved.mtimeMs < STALE_LOCK_MS) {
-    // Another breaker replaced the stale lock with a fresh one of a live writer between our stat
-    // and rename: put it back (link fails if someone holds the name again, then theirs stands).
-    await link(aside, lockPath).catch(() => undefined);
-  }
-  await unlink(aside);
-  return true;
 }

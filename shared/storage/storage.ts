@@ -24,6 +24,23 @@ export interface StorageStats {
   deletes: number;
 }
 
+/** What `Storage.sweep` may remove. */
+export interface SweepOptions {
+  /**
+   * Only leftovers untouched for this long: longer than any live writer leaves its temp file
+   * unwritten (a folder writer waits up to 30 s for a key lock), so a write in progress is
+   * never touched. An hour is a safe choice.
+   */
+  olderThanMs: number;
+  /** The time to measure ages from. */
+  now: Date;
+}
+
+export interface SweepResult {
+  /** What was removed, relative to the root; folders end with `/`. */
+  removed: string[];
+}
+
 export interface Storage {
   /** Where the root is, for people: `/abs/path` or `s3://bucket/prefix`. */
   readonly location: string;
@@ -51,11 +68,16 @@ export interface Storage {
   /** Requests sent so far. */
   stats(): StorageStats;
   /**
-   * Removes the adapter's own leftovers: temp files of writes that never completed, older than
-   * `olderThanMs` (a live writer's are younger), and empty folders it made. S3 has none
-   * (incomplete multipart uploads expire by the bucket's lifecycle rule).
+   * Removes the adapter's own leftovers: temp files of writes that never completed (the
+   * process was killed), older than `olderThanMs` so that a live writer's temp file is never
+   * touched, and the empty folders it made (never the root). Keys are never touched. Safe to
+   * run while other processes write. Optional: S3 has no such leftovers — an incomplete
+   * multipart upload is expired by the bucket's lifecycle rule — so `S3Storage` has none.
+   *
+   * @example
+   * await storage.sweep?.({ olderThanMs: 3_600_000, now: new Date() });
    */
-  sweep?(options: { olderThanMs: number; now: Date }): Promise<{ removed: string[] }>;
+  sweep?(options: SweepOptions): Promise<SweepResult>;
 }
 
 /** Every key under a prefix, as an array (for prefixes known to be small: one run's records). */

@@ -144,6 +144,19 @@ describe.each(adapters)('Storage contract: $name', (adapter) => {
     expect(await collect(storage.list(''))).toEqual([]);
   });
 
+  it('keeps every key through a sweep, even keys named like temp or lock files (adapters with one)', async () => {
+    const storage = adapter.open();
+    const keys = ['a/.hidden', 'a/x.tmp', 'b/.lock', 'b/c/d.json.lock', 'b/c/e.stale'];
+    for (const key of keys) await storage.put(key, key);
+
+    // The most eager sweep there is: every leftover counts as old.
+    const swept = await storage.sweep?.({ olderThanMs: 0, now: new Date(Date.now() + 86_400_000) });
+
+    expect(swept?.removed ?? []).toEqual([]);
+    expect(await collect(storage.list(''))).toEqual(keys);
+    for (const key of keys) expect(text((await storage.get(key))?.body)).toBe(key);
+  });
+
   it('counts one request per small operation', async () => {
     const storage = adapter.open();
     await storage.put('a', '1');
