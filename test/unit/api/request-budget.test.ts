@@ -3,9 +3,7 @@ import { BudgetLimiter } from '../../../shared/api/budget-limiter.js';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
 import {
   BudgetContentionError,
-  type BudgetState,
   type BudgetStore,
-  type BudgetWrite,
   budgetRate,
   cutRate,
   initialBudget,
@@ -13,41 +11,10 @@ import {
   SharedBudget,
   takeLease,
 } from '../../../shared/api/request-budget.js';
+import { MemoryStore } from './budget-store.js';
 import { FakeClock } from './fake-clock.js';
 
 const POLICY = { ceiling: 50 };
-
-/** The budget's store in memory, with a round trip on the clock as DynamoDB's (conflicts happen). */
-class MemoryStore implements BudgetStore {
-  state: BudgetState | undefined;
-  requests = 0;
-  writes = 0;
-  failing = false;
-
-  constructor(
-    private readonly clock?: FakeClock,
-    private readonly latencyMs = 0,
-  ) {}
-
-  async read(): Promise<BudgetState | undefined> {
-    await this.trip();
-    return this.state && { ...this.state };
-  }
-
-  async write(next: BudgetState, expected: number | undefined): Promise<BudgetWrite> {
-    await this.trip();
-    if ((this.state?.version ?? undefined) !== expected) return { ok: false };
-    this.state = { ...next };
-    this.writes += 1;
-    return { ok: true };
-  }
-
-  private async trip(): Promise<void> {
-    this.requests += 1;
-    if (this.latencyMs > 0 && this.clock) await this.clock.sleep(this.latencyMs);
-    if (this.failing) throw new Error('ServiceUnavailable');
-  }
-}
 
 describe('the shared budget (pure)', () => {
   it('hands out leases one after the other, never overlapping, each at most LEASE_MS of the rate', () => {
