@@ -107,7 +107,7 @@ describe('SharedBudget', () => {
     const clock = new FakeClock();
 
     // (The rejection is taken at once: FakeClock.run would leave it unhandled between timers.)
-    const leasing = new SharedBudget(store, POLICY, clock).lease(1).then(
+    const leasing = new SharedBudget(store, POLICY, { clock }).lease(1).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -166,7 +166,7 @@ async function simulate(options: {
   const grants: number[] = [];
   const work = Array.from({ length: options.containers }, async () => {
     const limiter = new BudgetLimiter({
-      budget: new SharedBudget(store, { ceiling: options.ceiling }, clock),
+      budget: new SharedBudget(store, { ceiling: options.ceiling }, { clock }),
       fallback: () => new AdaptiveRateLimiter({ clock }),
       clock,
     });
@@ -233,7 +233,7 @@ describe('BudgetLimiter', () => {
     const clock = new FakeClock({ wallStart: 0 });
     const store = new MemoryStore(clock, 30);
     const limiter = new BudgetLimiter({
-      budget: new SharedBudget(store, { ceiling: 100 }, clock),
+      budget: new SharedBudget(store, { ceiling: 100 }, { clock }),
       fallback,
       clock,
     });
@@ -261,7 +261,7 @@ describe('BudgetLimiter', () => {
     store.failing = true;
     const errors: unknown[] = [];
     const limiter = new BudgetLimiter({
-      budget: new SharedBudget(store, POLICY, clock),
+      budget: new SharedBudget(store, POLICY, { clock }),
       fallback: () => new AdaptiveRateLimiter({ initialRate: 10, maxRate: 10, clock }),
       onStoreError: (error) => errors.push(error),
       clock,
