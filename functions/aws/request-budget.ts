@@ -6,10 +6,12 @@ import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BudgetLimiter } from '../../shared/api/budget-limiter.js';
 import { AdaptiveRateLimiter, type RateLimiter } from '../../shared/api/limiter.js';
 import {
+  type BudgetPolicy,
   type BudgetState,
   type BudgetStore,
   type BudgetWrite,
   budgetKey,
+  fallbackRate,
   SharedBudget,
 } from '../../shared/api/request-budget.js';
 import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
@@ -88,22 +90,37 @@ export class DynamoBudgetStore implements BudgetStore {
 
 /**
  * The container's rate limiter: on the deployment's shared budget when REQUEST_BUDGET_TABLE is
- * set (RATE_CEILING req/s for every container together); without it, an adaptive limiter of
- * its own at RATE_CEILING (the ceiling per container, as before the budget). A table that fails
- * is logged once per outage, and meanwhile the container keeps to RATE_CEILING / API_CONTAINERS.
+ * set (RATE_CEILING req/s for every container together, less the headroom left for containers
+ * whose table fails); without it, an adaptive limiter of its own at RATE_CEILING (the ceiling per
+ * container, as before the budget). A table that fails is logged once per outage, and meanwhile
+ * the container keeps to its fallback share (`fallbackRate`: the headroom shared by the other
+ * API_CONTAINERS − 1). An item the budget does not believe is repaired and logged once.
  */
 export function containerLimiter(env: Env, log: Log): RateLimiter {
   const own = (maxRate: number) => new AdaptiveRateLimiter({ maxRate, concurrency: env.REPORT_CONCURRENCY });
   if (env.REQUEST_BUDGET_TABLE === undefined) return own(env.RATE_CEILING);
-  const store = new DynamoBudgetStore({ tableName: env.REQUEST_BUDGET_TABLE, stage: env.STAGE });
+  const table = env.REQUEST_BUDGET_TABLE;
+  const store = new DynamoBudgetStore({ tableName: table, stage: env.STAGE });
+  const policy: BudgetPolicy = { ceiling: env.RATE_CEILING, containers: env.API_CONTAINERS };
+  const share = fallbackRate(policy);
   return new BudgetLimiter({
-    budget: new SharedBudget(store, { ceiling: env.RATE_CEILING }),
-    fallback: () => own(env.RATE_CEILING / env.API_CONTAINERS),
+    budget: new SharedBudget(store, policy, {
+      onRepair: ({ found, repaired, fields, itemNow, wallNow }) =>
+        log.warn('request budget item had times no container could have written: repaired', {
+          table,
+          fields,
+          found,
+          repaired,
+          itemNow,
+          wallNow,
+        }),
+    }),
+    fallback: () => own(share),
     concurrency: env.REPORT_CONCURRENCY,
     onStoreError: (error) =>
       log.warn('request budget table failed: this container keeps to its own share of the ceiling', {
-        table: env.REQUEST_BUDGET_TABLE,
-        share: env.RATE_CEILING / env.API_CONTAINERS,
+        table,
+        share,
         error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
       }),
   });

@@ -10,7 +10,7 @@ import { GrantQueue } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
 import { LIMITER_DEFAULTS, type RateLimiter } from './limiter.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
-import { LEASE_GRACE_MS, LEASE_MS, type Lease, type SharedBudget } from './request-budget.js';
+import { LEASE_GRACE_MS, LEASE_MS, type Lease, maxGrantWaitMs, type SharedBudget } from './request-budget.js';
 import { WindowQuota } from './window-quota.js';
 
 /** The next lease is asked for this long before the last one's slots run out (a store round trip or two). */
@@ -101,6 +101,8 @@ export class BudgetLimiter implements RateLimiter {
       inFlightLimit: this.inFlightLimit,
       quota: this.quota,
       pump: () => this.pump(),
+      // Whatever the item says, a lease starts within this: a timer past it is never needed.
+      maxSleepMs: maxGrantWaitMs(this.budget.policy),
     });
   }
 

@@ -10,6 +10,12 @@ import type { InFlightLimit } from './in-flight.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
 import type { WindowQuota } from './window-quota.js';
 
+/**
+ * Node fires a timer set for longer than this after 1 ms: a far wake-up is cut to it, and the
+ * pump sets the next.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Every request is held back longer than its caller waits: the limiter says how long instead. */
 export class RateLimitWaitError extends Error {
   constructor(readonly waitMs: number) {
@@ -36,6 +42,8 @@ export interface GrantQueueOptions {
   quota: WindowQuota;
   /** The limiter's pump: runs when a caller comes, a request is released or a wake-up is due. */
   pump: () => void;
+  /** No timer is set for longer than this, ms (default: Node's longest); the pump then sets the next. */
+  maxSleepMs?: number;
 }
 
 /**
@@ -116,12 +124,14 @@ export class GrantQueue {
     return (info.remaining ?? 0) === 0;
   }
 
-  /** Pumps at `at`; one timer, for the earliest time asked. */
+  /** Pumps at `at` (or after maxSleepMs, whichever is first); one timer, for the earliest time asked. */
   wake(at: number): void {
-    if (this.wakeAt !== undefined && this.wakeAt <= at) return;
-    this.wakeAt = at;
-    void this.options.clock.sleep(at - this.options.now()).then(() => {
-      if (this.wakeAt === at) this.wakeAt = undefined;
+    const now = this.options.now();
+    const until = Math.min(at, now + Math.min(this.options.maxSleepMs ?? MAX_TIMER_MS, MAX_TIMER_MS));
+    if (this.wakeAt !== undefined && this.wakeAt <= until) return;
+    this.wakeAt = until;
+    void this.options.clock.sleep(until - now).then(() => {
+      if (this.wakeAt === until) this.wakeAt = undefined;
       this.options.pump();
     });
   }

@@ -6,6 +6,32 @@
  * schedule, one write per lease whatever the wait, and leases of different containers never
  * overlap. The shared rate adapts to the API: a 429 seen by any container lowers it for all
  * (by the share of 429s that container saw), and it grows back slowly (AIMD).
+ *
+ * The item's time. Its times are not any one machine's wall clock but the item's own clock:
+ * every write stamps `grownAt` with the writer's estimate of the item's time, and a container
+ * estimates it as its wall clock plus an offset it learns from what it reads (a stamp it reads
+ * was written before it read it, so `grownAt − wallNow` is a lower bound of the offset; the
+ * offset only grows, up to MAX_SKEW_MS). The item's time is thus the clock of the fastest
+ * container, and every container reads the schedule on it: a container 30 s ahead makes the
+ * others add 30 s, it does not push their slots 30 s out. The cost: when a faster clock first
+ * writes, the item's time jumps, and the slots leased just before (at most a lease slice and
+ * MAX_QUEUE_MS of them) may overlap the first lease after the jump; once per jump, not per lease.
+ *
+ * What it trusts. An honest writer never leases a slot more than MAX_QUEUE_MS ahead of its
+ * time (a container finding the schedule booked further waits, at most a slice, and asks
+ * again), so `tat` is at most a slice and a second ahead of the item's time, `grownAt` never
+ * ahead of it, and `holdUntil` at most a slice and HOLD_AFTER_QUEUE_MS ahead. A time beyond
+ * those bounds (a bad write, or a clock more than MAX_SKEW_MS ahead) is not believed: the
+ * container repairs the item with its next conditional write (the time back to its own) and
+ * reports it once. So whatever the item says, a lease starts at most MAX_QUEUE_MS after it is
+ * taken, and no caller waits longer than a slice and a second for what the item says (callers
+ * beyond what the rate serves still wait their turn).
+ *
+ * The fallback. A container whose table fails cannot tell the others, so the leasers always
+ * leave room for it: the containers leasing share `leasingCeiling` = the ceiling less
+ * FALLBACK_HEADROOM of it, and a container in fallback keeps to `fallbackRate`, the headroom
+ * divided among the other containers that may call the API. Any mix of leasing and falling
+ * back stays under the ceiling; the cost is the headroom, which the leasers never use.
  */
 
 import { type Clock, systemClock } from './clock.js';
@@ -13,13 +39,16 @@ import { type Clock, systemClock } from './clock.js';
 /** The item's key for a deployment's stage. */
 export const budgetKey = (stage: string) => `request-budget#${stage}`;
 
-/** The shared item. Times are wall-clock epoch ms: containers compare them across machines. */
+/** The shared item. Times are epoch ms on the item's clock (see above), not a machine's own. */
 export interface BudgetState {
   /** When the tokens granted so far are spent at the shared rate (GCRA's theoretical arrival time). */
   tat: number;
   /** The deployment's rate at `grownAt`, req/s (the ceiling before any cut). */
   base: number;
-  /** When the rate was last set (0: never): by a cut, or grown by a lease. */
+  /**
+   * When the item was last written (0: never), by a lease, a cut or a repair: the rate grows from
+   * then, and readers learn the item's time from it.
+   */
   grownAt: number;
   /** 429s before this time belong to the congestion event already answered by a cut. */
   holdUntil: number;
@@ -37,7 +66,10 @@ export interface BudgetStore {
   write(next: BudgetState, expected: number | undefined): Promise<BudgetWrite>;
 }
 
-/** A run of slots of the shared schedule: token i may be spent from `start + i × interval`. */
+/**
+ * A run of slots of the shared schedule: token i may be spent from `start + i × interval`. The
+ * times are the item's in the pure functions, the container's wall clock out of SharedBudget.
+ */
 export interface Lease {
   start: number;
   interval: number;
@@ -51,6 +83,11 @@ export interface BudgetPolicy {
   ceiling: number;
   /** A run of cuts never goes below this, req/s. */
   minRate?: number;
+  /**
+   * The most containers that call the API at once (API_CONTAINERS; default 1): the leasers
+   * leave room for the others to fall back (see `leasingCeiling`).
+   */
+  containers?: number;
 }
 
 /** A lease is at most this long a stretch of the shared schedule: a few writes per second in all. */
@@ -75,10 +112,74 @@ const MAX_CUT_TO = 0.5;
  */
 const HOLD_AFTER_QUEUE_MS = 500;
 const DEFAULT_MIN_RATE = 0.2;
+/** Containers' wall clocks are at most this far apart: the item's time is believed this far ahead of ours. */
+export const MAX_SKEW_MS = 60_000;
+/**
+ * A lease starts at most this long after it is taken; with the slice it spans, the longest a
+ * caller waits on what the item says.
+ */
+export const MAX_QUEUE_MS = 1_000;
+/** Share of the ceiling the leasers leave to containers whose table failed (they cannot say so). */
+export const FALLBACK_HEADROOM = 0.1;
 /** Attempts of a read-modify-write before the store is deemed unusable... */
 const MAX_ATTEMPTS = 10;
 /** ...with a random pause of up to this many ms times the attempt between them (others write meanwhile). */
 const CONFLICT_BACKOFF_MS = 5;
+
+/**
+ * A container in fallback keeps to this, req/s: the headroom the leasers leave, shared by the
+ * other containers that may fall back while one leases (all of the ceiling when it is alone).
+ */
+export function fallbackRate(policy: BudgetPolicy): number {
+  const others = (policy.containers ?? 1) - 1;
+  return others < 1 ? policy.ceiling : (policy.ceiling * FALLBACK_HEADROOM) / others;
+}
+
+/** The containers leasing share this, req/s: the ceiling less what the others may take in fallback. */
+export function leasingCeiling(policy: BudgetPolicy): number {
+  const others = (policy.containers ?? 1) - 1;
+  return policy.ceiling - Math.max(0, others) * fallbackRate(policy);
+}
+
+/** The longest stretch of the schedule one lease spans at `rate`: LEASE_MS, or one slot when a slot is longer. */
+export function sliceMs(rate: number): number {
+  return Math.max(LEASE_MS, 1000 / rate);
+}
+
+/**
+ * The longest a caller waits on what the item says at `rate`: a lease starts within
+ * MAX_QUEUE_MS and spans a slice (default: at the lowest rate, the longest at all).
+ */
+export function maxGrantWaitMs(policy: BudgetPolicy, rate = policy.minRate ?? DEFAULT_MIN_RATE): number {
+  return MAX_QUEUE_MS + sliceMs(rate);
+}
+
+/**
+ * The fields of `state` no honest writer could have written by `now` (the item's time as this
+ * container knows it): `tat` more than a queue and a slice ahead, `grownAt` ahead, `holdUntil`
+ * more than a slice and the hold ahead. Empty when the item is believed.
+ */
+export function untrustedFields(
+  state: BudgetState,
+  now: number,
+  policy: BudgetPolicy,
+): (keyof BudgetState)[] {
+  // Slots leased a moment ago were at most a second of growth (1%) longer than they are now.
+  const leasedAt = budgetRate(state, now, policy) / (1 + INCREASE_PER_S);
+  const bounds: [keyof BudgetState, number][] = [
+    ['tat', now + maxGrantWaitMs(policy, leasedAt)],
+    ['grownAt', now],
+    ['holdUntil', now + LEASE_MS + HOLD_AFTER_QUEUE_MS],
+  ];
+  return bounds.filter(([field, bound]) => state[field] > bound).map(([field]) => field);
+}
+
+/** `state` with each time beyond its bound (see `untrustedFields`) set back to `now`. */
+export function repairBudget(state: BudgetState, now: number, policy: BudgetPolicy): BudgetState {
+  const repaired = { ...state };
+  for (const field of untrustedFields(state, now, policy)) repaired[field] = now;
+  return repaired;
+}
 
 /** The state of a deployment nobody has leased from yet. */
 export function initialBudget(policy: BudgetPolicy): BudgetState {
@@ -93,10 +194,13 @@ export function initialBudget(policy: BudgetPolicy): BudgetState {
 export function budgetRate(state: BudgetState, now: number, policy: BudgetPolicy): number {
   const growingMs = state.grownAt === 0 ? 0 : Math.min(IDLE_GROWTH_MS, Math.max(0, now - state.grownAt));
   const grown = state.base * (1 + (INCREASE_PER_S * growingMs) / 1000);
-  return Math.min(policy.ceiling, Math.max(policy.minRate ?? DEFAULT_MIN_RATE, grown));
+  return Math.min(leasingCeiling(policy), Math.max(policy.minRate ?? DEFAULT_MIN_RATE, grown));
 }
 
-/** The next `wanted` slots (at most LEASE_MS of the shared rate, at least one) and the state after. */
+/**
+ * The next `wanted` slots (at most LEASE_MS of the shared rate, at least one) and the state
+ * after. SharedBudget takes a lease only when the schedule is booked at most MAX_QUEUE_MS ahead.
+ */
 export function takeLease(
   state: BudgetState,
   now: number,
@@ -153,10 +257,32 @@ export class BudgetContentionError extends Error {
   }
 }
 
+/** A repair of the item (see `untrustedFields`): what was read, what was written, and when. */
+export interface BudgetRepair {
+  found: BudgetState;
+  repaired: BudgetState;
+  fields: (keyof BudgetState)[];
+  /** The item's time as this container knew it, and its wall clock then. */
+  itemNow: number;
+  wallNow: number;
+}
+
+export interface SharedBudgetOptions {
+  clock?: Clock;
+  /** Random in [0, 1), for the pause after a conflict. */
+  random?: () => number;
+  /** Called after the first repair this container writes (not again: one log per container). */
+  onRepair?: (repair: BudgetRepair) => void;
+}
+
+/** A change of the state at `now` (the item's time); undefined: nothing to write. */
+type Change = (state: BudgetState, now: number) => BudgetState | undefined;
+
 /**
  * A container's handle on the shared budget: read-modify-write with a conditional write,
  * retried on a conflict from the state the store returned (or a fresh read). The state last
- * seen is kept, so an uncontended lease is one write.
+ * seen is kept, so an uncontended lease is one write. It keeps the offset of the item's time
+ * from its wall clock, and hands out leases on its wall clock.
  */
 export class SharedBudget {
   private known: { state: BudgetState; stored: boolean } | undefined;
@@ -165,46 +291,81 @@ export class SharedBudget {
   /** The version this container wrote last. */
   private written: number | undefined;
   private queue: Promise<void> = Promise.resolve();
+  /** The item's time less this container's wall clock, ms: in [0, MAX_SKEW_MS], learned from reads. */
+  private offset = 0;
+  private repairReported = false;
+  private readonly clock: Clock;
+  private readonly random: () => number;
 
   constructor(
     private readonly store: BudgetStore,
     readonly policy: BudgetPolicy,
-    private readonly clock: Clock = systemClock,
-    private readonly random: () => number = Math.random,
-  ) {}
+    private readonly options: SharedBudgetOptions = {},
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+  }
 
-  /** Up to `wanted` slots of the shared schedule. */
+  /**
+   * Up to `wanted` slots of the shared schedule, starting within MAX_QUEUE_MS; while others
+   * have booked it further, it waits (a slice at most each time) and asks again.
+   */
   async lease(wanted: number): Promise<Lease> {
-    let lease: Lease | undefined;
-    await this.update((state) => {
-      const taken = takeLease(state, this.clock.wallNow(), wanted, this.policy);
-      lease = taken.lease;
-      return taken.next;
-    });
-    if (lease === undefined) throw new Error('unreachable: a lease is always taken');
-    return lease;
+    for (;;) {
+      let lease: Lease | undefined;
+      let retryInMs = 0;
+      await this.update((state, now) => {
+        const bookedMs = state.tat - now;
+        if (bookedMs > MAX_QUEUE_MS) {
+          retryInMs = bookedMs - MAX_QUEUE_MS;
+          return undefined;
+        }
+        const taken = takeLease(state, now, wanted, this.policy);
+        lease = taken.lease;
+        return taken.next;
+      });
+      if (lease !== undefined) {
+        // On this container's clock: the limiter compares slots with its wall clock.
+        return { ...lease, start: lease.start - this.offset, expiresAt: lease.expiresAt - this.offset };
+      }
+      await this.clock.sleep(Math.min(retryInMs, maxGrantWaitMs(this.policy) - MAX_QUEUE_MS));
+    }
   }
 
   /** Reports 429s (see `cutRate`); nothing is written when the event was answered already. */
   async throttled(share: number, sentRate: number): Promise<void> {
-    // Known to be answered: no request at all.
-    if (this.known !== undefined && this.clock.wallNow() < this.known.state.holdUntil) return;
-    await this.update((state) => cutRate(state, this.clock.wallNow(), { share, sentRate }, this.policy));
+    // Known to be answered (by a hold the item may have set): no request at all.
+    const held = this.known && this.known.state.holdUntil - this.itemNow(this.known.state);
+    if (held !== undefined && held > 0 && held <= LEASE_MS + HOLD_AFTER_QUEUE_MS) return;
+    await this.update((state, now) => cutRate(state, now, { share, sentRate }, this.policy));
   }
 
   /** The shared rate as last seen, req/s. */
   rate(): number {
-    return budgetRate(this.known?.state ?? initialBudget(this.policy), this.clock.wallNow(), this.policy);
+    const state = this.known?.state ?? initialBudget(this.policy);
+    return budgetRate(state, this.itemNow(state), this.policy);
+  }
+
+  /**
+   * The item's time now, as far as this container knows, having seen `state`: a stamp not
+   * further ahead of its wall clock than MAX_SKEW_MS raises the offset (a wall clock that
+   * stepped back is made up for too); one further ahead is not believed.
+   */
+  private itemNow(state: BudgetState): number {
+    const wallNow = this.clock.wallNow();
+    const ahead = state.grownAt - wallNow;
+    if (ahead > this.offset && ahead <= MAX_SKEW_MS) this.offset = ahead;
+    return wallNow + this.offset;
   }
 
   /** One read-modify-write at a time per container: its own writes must not race each other. */
-  private update(change: (state: BudgetState) => BudgetState | undefined): Promise<void> {
+  private update(change: Change): Promise<void> {
     const run = this.queue.then(() => this.readModifyWrite(change));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async readModifyWrite(change: (state: BudgetState) => BudgetState | undefined): Promise<void> {
+  private async readModifyWrite(change: Change): Promise<void> {
     // Read first when others write too: a read and a write, where a stale write costs three.
     if (this.contended) this.known = undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -217,12 +378,18 @@ export class SharedBudget {
           : { state: initialBudget(this.policy), stored: false };
       }
       const { state, stored } = this.known;
-      const next = change(state);
+      const now = this.itemNow(state);
+      // A time no honest writer could have written is set back with this write, whatever it is.
+      const fields = untrustedFields(state, now, this.policy);
+      const sane = fields.length > 0 ? repairBudget(state, now, this.policy) : state;
+      const next =
+        change(sane, now) ?? (fields.length > 0 ? { ...sane, version: state.version + 1 } : undefined);
       if (next === undefined) return;
       const written = await this.store.write(next, stored ? state.version : undefined);
       if (written.ok) {
         this.known = { state: next, stored: true };
         this.written = next.version;
+        if (fields.length > 0) this.reportRepair({ found: state, repaired: next, fields, itemNow: now });
         return;
       }
       this.contended = true;
@@ -230,5 +397,11 @@ export class SharedBudget {
       await this.clock.sleep(this.random() * CONFLICT_BACKOFF_MS * (attempt + 1));
     }
     throw new BudgetContentionError();
+  }
+
+  private reportRepair(repair: Omit<BudgetRepair, 'wallNow'>): void {
+    if (this.repairReported) return;
+    this.repairReported = true;
+    this.options.onRepair?.({ ...repair, wallNow: this.clock.wallNow() });
   }
 }

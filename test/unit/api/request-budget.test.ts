@@ -3,9 +3,7 @@ import { BudgetLimiter } from '../../../shared/api/budget-limiter.js';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
 import {
   BudgetContentionError,
-  type BudgetState,
   type BudgetStore,
-  type BudgetWrite,
   budgetRate,
   cutRate,
   initialBudget,
@@ -13,41 +11,10 @@ import {
   SharedBudget,
   takeLease,
 } from '../../../shared/api/request-budget.js';
+import { MemoryStore } from './budget-store.js';
 import { FakeClock } from './fake-clock.js';
 
 const POLICY = { ceiling: 50 };
-
-/** The budget's store in memory, with a round trip on the clock as DynamoDB's (conflicts happen). */
-class MemoryStore implements BudgetStore {
-  state: BudgetState | undefined;
-  requests = 0;
-  writes = 0;
-  failing = false;
-
-  constructor(
-    private readonly clock?: FakeClock,
-    private readonly latencyMs = 0,
-  ) {}
-
-  async read(): Promise<BudgetState | undefined> {
-    await this.trip();
-    return this.state && { ...this.state };
-  }
-
-  async write(next: BudgetState, expected: number | undefined): Promise<BudgetWrite> {
-    await this.trip();
-    if ((this.state?.version ?? undefined) !== expected) return { ok: false };
-    this.state = { ...next };
-    this.writes += 1;
-    return { ok: true };
-  }
-
-  private async trip(): Promise<void> {
-    this.requests += 1;
-    if (this.latencyMs > 0 && this.clock) await this.clock.sleep(this.latencyMs);
-    if (this.failing) throw new Error('ServiceUnavailable');
-  }
-}
 
 describe('the shared budget (pure)', () => {
   it('hands out leases one after the other, never overlapping, each at most LEASE_MS of the rate', () => {
@@ -140,7 +107,7 @@ describe('SharedBudget', () => {
     const clock = new FakeClock();
 
     // (The rejection is taken at once: FakeClock.run would leave it unhandled between timers.)
-    const leasing = new SharedBudget(store, POLICY, clock).lease(1).then(
+    const leasing = new SharedBudget(store, POLICY, { clock }).lease(1).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -199,7 +166,7 @@ async function simulate(options: {
   const grants: number[] = [];
   const work = Array.from({ length: options.containers }, async () => {
     const limiter = new BudgetLimiter({
-      budget: new SharedBudget(store, { ceiling: options.ceiling }, clock),
+      budget: new SharedBudget(store, { ceiling: options.ceiling }, { clock }),
       fallback: () => new AdaptiveRateLimiter({ clock }),
       clock,
     });
@@ -266,7 +233,7 @@ describe('BudgetLimiter', () => {
     const clock = new FakeClock({ wallStart: 0 });
     const store = new MemoryStore(clock, 30);
     const limiter = new BudgetLimiter({
-      budget: new SharedBudget(store, { ceiling: 100 }, clock),
+      budget: new SharedBudget(store, { ceiling: 100 }, { clock }),
       fallback,
       clock,
     });
@@ -294,7 +261,7 @@ describe('BudgetLimiter', () => {
     store.failing = true;
     const errors: unknown[] = [];
     const limiter = new BudgetLimiter({
-      budget: new SharedBudget(store, POLICY, clock),
+      budget: new SharedBudget(store, POLICY, { clock }),
       fallback: () => new AdaptiveRateLimiter({ initialRate: 10, maxRate: 10, clock }),
       onStoreError: (error) => errors.push(error),
       clock,
