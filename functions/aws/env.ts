@@ -39,8 +39,8 @@ export const EnvSchema = z.object({
   REQUEST_BUDGET_TABLE: z.string().min(1).optional(),
   /**
    * The most containers that call the API at once (start-run, plan-campaign and export-reports
-   * at their concurrency limits): a container whose budget table fails keeps to
-   * RATE_CEILING / API_CONTAINERS meanwhile.
+   * at their concurrency limits): a container whose budget table fails keeps to its share of the
+   * headroom the leasers leave (`fallbackRate`), so the deployment stays under RATE_CEILING.
    */
   API_CONTAINERS: z.coerce.number().int().min(1).default(5),
 });
