@@ -18,13 +18,15 @@ import * as z from 'zod';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import type { Storage } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
-import { processIsGone } from './process-alive.js';
+import { processIsGone, processStartMarker } from './process-alive.js';
 import { parseRecord } from './records.js';
 
 export const LockRecordSchema = z.object({
   run_id: z.string(),
   /** `pid@host` of a CLI, or `aws-lambda` for a run carried by the queues. */
   owner: z.string(),
+  /** The holding process's start (`processStartMarker`): its pid, reused by another process, is not it. */
+  owner_started: z.string().optional(),
   /** The holder's own random token (absent in locks before 0.3): how it knows its own release. */
   token: z.string().optional(),
   acquired_at: z.string(),
@@ -75,13 +77,13 @@ export interface AcquireOptions {
 export const processOwner = (): string => `${process.pid}@${hostname()}`;
 
 /** True when the holder is a process of this host that no longer exists (or is a zombie). */
-function holderIsGone(owner: string): boolean {
+function holderIsGone(owner: string, started: string | undefined): boolean {
   const at = owner.lastIndexOf('@');
   if (at < 0 || owner.slice(at + 1) !== hostname()) return false;
   const pid = Number(owner.slice(0, at));
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return false;
-  return processIsGone(pid);
+  return processIsGone(pid, started);
 }
 
 /**
@@ -92,7 +94,7 @@ export function lockIsFree(lock: LockRecord, now: Date): boolean {
   return (
     lock.released_at !== undefined ||
     Date.parse(lock.expires_at) + MAX_CLOCK_SKEW_MS <= now.getTime() ||
-    holderIsGone(lock.owner)
+    holderIsGone(lock.owner, lock.owner_started)
   );
 }
 
@@ -156,9 +158,12 @@ export class OutputLock {
     const token = tokenOf(options.random ?? Math.random);
     for (;;) {
       const at = now();
+      const owner = options.owner ?? processOwner();
+      const started = owner === processOwner() ? processStartMarker() : undefined;
       const record = {
         run_id: options.newRunId(at),
-        owner: options.owner ?? processOwner(),
+        owner,
+        ...(started !== undefined ? { owner_started: started } : {}),
         token,
         acquired_at: at.toISOString(),
         expires_at: new Date(at.getTime() + options.ttlMs).toISOString(),
