@@ -68,6 +68,7 @@ export class Deployment {
   readonly resolver: Resolver;
   readonly functions: Readonly<Record<FunctionName, DeployedFunction>>;
   readonly #template: TemplateJson;
+  readonly #bucketPolicies = new Map<string, readonly NamedPolicy[]>();
 
   constructor(template: TemplateJson, target: DeployTarget = TEST_TARGET) {
     this.#template = template;
@@ -85,15 +86,20 @@ export class Deployment {
   }
 
   /** The policies of the bucket named `bucket` (resource policies). */
-  bucketPolicies(bucket: string): NamedPolicy[] {
-    return this.#resources('AWS::S3::BucketPolicy')
-      .filter(([, r]) => this.resolver.string(r.Properties?.Bucket) === bucket)
-      .map(([id, r]) => ({ name: id, document: this.#document(r.Properties?.PolicyDocument) }));
+  bucketPolicies(bucket: string): readonly NamedPolicy[] {
+    let policies = this.#bucketPolicies.get(bucket);
+    if (policies === undefined) {
+      policies = this.resourcesOf('AWS::S3::BucketPolicy')
+        .filter(([, r]) => this.resolver.string(r.Properties?.Bucket) === bucket)
+        .map(([id, r]) => ({ name: id, document: this.#document(r.Properties?.PolicyDocument) }));
+      this.#bucketPolicies.set(bucket, policies);
+    }
+    return policies;
   }
 
   /** A customer managed policy of the template whose logical id starts with `idPrefix`. */
   managedPolicy(idPrefix: string): { arn: string; policy: NamedPolicy } {
-    const found = this.#resources('AWS::IAM::ManagedPolicy').filter(([id]) => id.startsWith(idPrefix));
+    const found = this.resourcesOf('AWS::IAM::ManagedPolicy').filter(([id]) => id.startsWith(idPrefix));
     if (found.length !== 1)
       throw new Error(`expected one managed policy ${idPrefix}*, found ${found.length}`);
     const [id, r] = found[0]!;
@@ -103,50 +109,14 @@ export class Deployment {
     };
   }
 
-  /** Every identity policy attached to a role: AWS::IAM::Policy, inline, managed (ours and AWS's). */
+  /** Every identity policy attached to a role of the template (see {@link rolePolicies}). */
   rolePolicies(roleId: string): NamedPolicy[] {
-    const role = this.#template.Resources[roleId];
-    if (role?.Type !== 'AWS::IAM::Role') throw new Error(`${roleId} is not a role`);
-    const props = role.Properties ?? {};
-    if (props.PermissionsBoundary !== undefined)
-      throw new UnsupportedIntrinsicError(`${roleId}: permission boundaries are not modelled`);
-    const attached = (r: TemplateResource) =>
-      ((r.Properties?.Roles as unknown[] | undefined) ?? []).some(
-        (x) => x !== null && typeof x === 'object' && (x as { Ref?: unknown }).Ref === roleId,
-      );
-    const policies: NamedPolicy[] = [];
-    for (const type of ['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy'])
-      for (const [id, r] of this.#resources(type).filter(([, r]) => attached(r)))
-        policies.push({ name: id, document: this.#document(r.Properties?.PolicyDocument) });
-    for (const inline of (props.Policies as { PolicyName: unknown; PolicyDocument: unknown }[] | undefined) ??
-      [])
-      policies.push({
-        name: `${roleId}/${this.resolver.string(inline.PolicyName)}`,
-        document: this.#document(inline.PolicyDocument),
-      });
-    const managedIds = new Map(
-      this.#resources('AWS::IAM::ManagedPolicy').map(([id]) => [String(this.resolver.ref(id)), id]),
-    );
-    for (const value of (props.ManagedPolicyArns as unknown[] | undefined) ?? []) {
-      const arn = this.resolver.string(value);
-      const ours = managedIds.get(arn);
-      if (ours !== undefined) {
-        const r = this.#template.Resources[ours]!;
-        policies.push({ name: ours, document: this.#document(r.Properties?.PolicyDocument) });
-        continue;
-      }
-      const awsManaged = /^arn:[^:]+:iam::aws:policy\/(.+)$/.exec(arn)?.[1];
-      const known = awsManaged === undefined ? undefined : AWS_MANAGED[awsManaged];
-      if (known === undefined)
-        throw new UnsupportedIntrinsicError(`${roleId}: managed policy ${arn} is not modelled`);
-      policies.push({ name: awsManaged!, document: known });
-    }
-    return policies;
+    return rolePolicies(this.#template, this.resolver, roleId);
   }
 
   #function(name: FunctionName): DeployedFunction {
     const prefix = `Functions${FUNCTION_SETTINGS[name].id}`;
-    const found = this.#resources('AWS::Lambda::Function').filter(([id]) => id.startsWith(prefix));
+    const found = this.resourcesOf('AWS::Lambda::Function').filter(([id]) => id.startsWith(prefix));
     if (found.length !== 1) throw new Error(`expected one function ${prefix}*, found ${found.length}`);
     const props = found[0]![1].Properties ?? {};
     const role = props.Role as { 'Fn::GetAtt'?: [string, string] } | undefined;
@@ -164,15 +134,70 @@ export class Deployment {
     };
   }
 
-  #resources(type: string): [string, TemplateResource][] {
-    return Object.entries(this.#template.Resources).filter(([, r]) => r.Type === type);
+  /** The template's resources of one type, by logical id. */
+  resourcesOf(type: string): [string, TemplateResource][] {
+    return resourcesOf(this.#template, type);
   }
 
   #document(value: unknown): PolicyDocument {
-    const document = this.resolver.resolve(value) as PolicyDocument | undefined;
-    if (document?.Statement === undefined) throw new Error(`not a policy document: ${JSON.stringify(value)}`);
-    return document;
+    return policyDocument(this.resolver, value);
   }
+}
+
+function resourcesOf(template: TemplateJson, type: string): [string, TemplateResource][] {
+  return Object.entries(template.Resources).filter(([, r]) => r.Type === type);
+}
+
+function policyDocument(resolver: Resolver, value: unknown): PolicyDocument {
+  const document = resolver.resolve(value) as PolicyDocument | undefined;
+  if (document?.Statement === undefined) throw new Error(`not a policy document: ${JSON.stringify(value)}`);
+  return document;
+}
+
+/**
+ * Every identity policy attached to a role: AWS::IAM::Policy and AWS::IAM::ManagedPolicy
+ * resources listing it in `Roles`, its inline `Policies`, and its `ManagedPolicyArns` (the
+ * template's own, or AWS managed ones of {@link AWS_MANAGED}; any other throws). A permissions
+ * boundary is not modelled and throws.
+ */
+export function rolePolicies(template: TemplateJson, resolver: Resolver, roleId: string): NamedPolicy[] {
+  const role = template.Resources[roleId];
+  if (role?.Type !== 'AWS::IAM::Role') throw new Error(`${roleId} is not a role`);
+  const props = role.Properties ?? {};
+  if (props.PermissionsBoundary !== undefined)
+    throw new UnsupportedIntrinsicError(`${roleId}: permission boundaries are not modelled`);
+  const document = (value: unknown) => policyDocument(resolver, value);
+  const attached = (r: TemplateResource) =>
+    ((r.Properties?.Roles as unknown[] | undefined) ?? []).some(
+      (x) => x !== null && typeof x === 'object' && (x as { Ref?: unknown }).Ref === roleId,
+    );
+  const policies: NamedPolicy[] = [];
+  for (const type of ['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy'])
+    for (const [id, r] of resourcesOf(template, type).filter(([, r]) => attached(r)))
+      policies.push({ name: id, document: document(r.Properties?.PolicyDocument) });
+  for (const inline of (props.Policies as { PolicyName: unknown; PolicyDocument: unknown }[] | undefined) ??
+    [])
+    policies.push({
+      name: `${roleId}/${resolver.string(inline.PolicyName)}`,
+      document: document(inline.PolicyDocument),
+    });
+  const managedIds = new Map(
+    resourcesOf(template, 'AWS::IAM::ManagedPolicy').map(([id]) => [String(resolver.ref(id)), id]),
+  );
+  for (const value of (props.ManagedPolicyArns as unknown[] | undefined) ?? []) {
+    const arn = resolver.string(value);
+    const ours = managedIds.get(arn);
+    if (ours !== undefined) {
+      policies.push({ name: ours, document: document(template.Resources[ours]!.Properties?.PolicyDocument) });
+      continue;
+    }
+    const awsManaged = /^arn:[^:]+:iam::aws:policy\/(.+)$/.exec(arn)?.[1];
+    const known = awsManaged === undefined ? undefined : AWS_MANAGED[awsManaged];
+    if (known === undefined)
+      throw new UnsupportedIntrinsicError(`${roleId}: managed policy ${arn} is not modelled`);
+    policies.push({ name: awsManaged!, document: known });
+  }
+  return policies;
 }
 
 const ROOT = new URL('../../../', import.meta.url);
