@@ -193,6 +193,11 @@ export const ExporterConfigSchema = z
     runDeadlineMinutes: runDefault(RUN_DEFAULTS.runDeadlineMinutes),
     rawRetentionDays: integer(1, 36_500, 365),
     athenaResultsRetentionDays: integer(1, 3650, 7),
+    /**
+     * Days a quarantined body is kept: a report that stays invalid is quarantined again by every
+     * run, so without an end `quarantine/` grows by a copy a day.
+     */
+    quarantineRetentionDays: integer(1, 36_500, 90),
     logRetentionDays: z
       .preprocess(
         (v) => {

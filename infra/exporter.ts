@@ -74,6 +74,7 @@ export class CampaignReportExporter extends Construct {
       dataPrefix: config.dataPrefix,
       rawRetentionDays: config.rawRetentionDays,
       athenaResultsRetentionDays: config.athenaResultsRetentionDays,
+      quarantineRetentionDays: config.quarantineRetentionDays,
     });
     this.apiKey = new ApiKeySecret(this, 'ApiKey', {
       secretName: names.secretName,

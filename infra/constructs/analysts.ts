@@ -53,10 +53,19 @@ export class AnalystPolicy extends Construct {
             'athena:GetQueryResults',
             'athena:GetQueryResultsStream',
             'athena:GetWorkGroup',
-            // The workgroup's saved queries (the demo queries the stack creates).
+            // The console's query statistics tab.
+            'athena:GetQueryRuntimeStatistics',
+            // The workgroup's saved queries (the demo queries the stack creates) and the analyst's own.
             'athena:GetNamedQuery',
             'athena:BatchGetNamedQuery',
             'athena:ListNamedQueries',
+            'athena:CreateNamedQuery',
+            // Parameterized queries (EXECUTE … USING) live in the workgroup.
+            'athena:CreatePreparedStatement',
+            'athena:GetPreparedStatement',
+            'athena:ListPreparedStatements',
+            'athena:UpdatePreparedStatement',
+            'athena:DeletePreparedStatement',
           ],
           resources: [athena(`workgroup/${props.workGroupName}`)],
         }),
@@ -72,10 +81,10 @@ export class AnalystPolicy extends Construct {
           resources: [athena(`datacatalog/${GLUE_DATA_CATALOG}`)],
         }),
         new iam.PolicyStatement({
-          // The console lists workgroups and catalogs to let the analyst pick them; these
-          // actions take no resource and return names only.
+          // The console lists workgroups, catalogs and engine versions to let the analyst pick
+          // them; these actions take no resource and return names only.
           sid: 'AthenaConsoleLists',
-          actions: ['athena:ListWorkGroups', 'athena:ListDataCatalogs'],
+          actions: ['athena:ListWorkGroups', 'athena:ListDataCatalogs', 'athena:ListEngineVersions'],
           resources: ['*'],
         }),
         new iam.PolicyStatement({
@@ -140,7 +149,7 @@ export class AnalystPolicy extends Construct {
     );
     ack(
       'Resource::*',
-      'athena:ListWorkGroups and athena:ListDataCatalogs take no resource (IAM accepts only "*"); they return names only, and the console needs them to pick the workgroup.',
+      'athena:ListWorkGroups, athena:ListDataCatalogs and athena:ListEngineVersions take no resource (IAM accepts only "*"); they return names only, and the console needs them to pick the workgroup.',
     );
   }
 }

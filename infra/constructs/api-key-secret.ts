@@ -14,8 +14,11 @@ export interface ApiKeySecretProps {
   readonly existingSecretKmsKeyArn?: string | undefined;
 }
 
-/** A complete secret ARN ends with the 6 random characters Secrets Manager appends. */
-const COMPLETE_ARN = /:secret:.+-[A-Za-z0-9]{6}$/;
+/**
+ * A complete secret ARN ends with `-` and the 6 random characters Secrets Manager appends; a
+ * partial ARN whose name happens to end that way (`…:secret:acme/api-secret`) looks the same.
+ */
+const MAYBE_COMPLETE_ARN = /:secret:.+-[A-Za-z0-9]{6}$/;
 
 /**
  * The command that puts the key: read from a file (then deleted) or from stdin, never given on
@@ -38,14 +41,18 @@ export class ApiKeySecret extends Construct {
   /** For a created secret: the command that puts the key (an output of the app's stack). */
   readonly putKeyCommand: string | undefined;
   readonly #kmsKeyArn: string | undefined;
+  /** An imported ARN that may be complete or partial: read grants cover both readings. */
+  readonly #ambiguousArn: string | undefined;
 
   constructor(scope: Construct, id: string, props: ApiKeySecretProps) {
     super(scope, id);
     this.#kmsKeyArn = props.existingSecretKmsKeyArn;
     if (props.existingSecretArn !== undefined) {
-      this.secret = COMPLETE_ARN.test(props.existingSecretArn)
+      const maybeComplete = MAYBE_COMPLETE_ARN.test(props.existingSecretArn);
+      this.secret = maybeComplete
         ? secretsmanager.Secret.fromSecretCompleteArn(this, 'Imported', props.existingSecretArn)
         : secretsmanager.Secret.fromSecretPartialArn(this, 'Imported', props.existingSecretArn);
+      this.#ambiguousArn = maybeComplete ? props.existingSecretArn : undefined;
       this.secretId = props.existingSecretArn;
       this.created = false;
     } else if (props.existingSecretName !== undefined) {
@@ -88,6 +95,17 @@ export class ApiKeySecret extends Construct {
    */
   grantRead(grantee: iam.IGrantable): void {
     this.secret.grantRead(grantee);
+    if (this.#ambiguousArn !== undefined) {
+      // Nothing tells a complete ARN from a partial one whose name ends in `-` and six letters or
+      // digits: grant the partial reading too (the name plus any suffix), as a partial import would.
+      grantee.grantPrincipal.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'ApiKeySecretIfPartialArn',
+          actions: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+          resources: [`${this.#ambiguousArn}-??????`],
+        }),
+      );
+    }
     if (this.#kmsKeyArn === undefined) return;
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({

@@ -14,6 +14,11 @@ import { InfraConfigError } from '../config.js';
 export const PRESTO_VIEW_PREFIX = '/* Presto View: ';
 export const PRESTO_VIEW_SUFFIX = ' */';
 export const PRESTO_VIEW_EXPANDED_TEXT = '/* Presto View */';
+/**
+ * The owner Athena records for a view it creates (`CREATE VIEW`); the Hive connector reads a
+ * view's owner from its Glue table, and a view without one differs from Athena's own.
+ */
+export const ATHENA_VIEW_OWNER = 'hadoop';
 /** The Glue Data Catalog as Athena names it; unqualified tables in the SQL resolve in `schema`. */
 export const ATHENA_CATALOG = 'awsdatacatalog';
 
@@ -49,6 +54,7 @@ export function athenaViewInput(view: ViewDef, databaseName: string): glue.CfnTa
     name: view.name,
     description: view.doc,
     tableType: 'VIRTUAL_VIEW',
+    owner: ATHENA_VIEW_OWNER,
     parameters: { presto_view: 'true', comment: 'Presto View' },
     partitionKeys: [],
     viewOriginalText: prestoViewText(view, databaseName),

@@ -42,7 +42,13 @@ export const KEY_PATTERNS = {
   requests: `${STATE_KEYS.requestsPrefix(ANY)}${ANY}`,
   staged: STATE_KEYS.staged(ANY, ANY),
   closing: STATE_KEYS.closing(ANY),
+  /** The claim of a run's ExportRunFinished event (created if absent before the event is put). */
+  announced: STATE_KEYS.announced(ANY),
+  /** A closed run's tombstone: whoever might close or step into the run reads it first. */
+  closed: STATE_KEYS.closed(ANY),
   drainMark: STATE_KEYS.drainMark(ANY),
+  /** A schedule's claim on one scheduled time (created if absent, given back by a start that started nothing). */
+  scheduledStart: STATE_KEYS.scheduledStart(ANY, ANY),
   manifests: manifestKey(ANY, ANY),
   parquet: `${PARQUET_ROOT}/${ANY}`,
   raw: `${RAW_ROOT}/${ANY}`,
@@ -52,56 +58,77 @@ export const KEY_PATTERNS = {
 const K = KEY_PATTERNS;
 
 /**
- * start-run takes the lock, then closes the runs interrupted ones left open: closing a run is
- * finishing it (read its records and staged files, publish, manifest, state, delete its
+ * start-run first claims its scheduled time (a schedule's invocation: created if absent, read
+ * when another delivery has it, deleted to give it back when no run started). It takes the
+ * lock, then closes the runs interrupted ones left open: closing a run is finishing it (read its
+ * records and staged files, publish, manifest, state, announcement claim, tombstone, delete its
  * records). Then it stages the campaigns, quarantines invalid items, and writes its run record.
+ * Its reads and deletes under a run (`runState`) cover the run's claim and tombstone.
  */
 export const START_RUN_ACCESS: DataLakeAccess = {
-  read: [K.lock, K.runState, K.campaignState, K.manifests],
+  read: [K.scheduledStart, K.lock, K.runState, K.campaignState, K.manifests],
   write: [
+    K.scheduledStart,
     K.lock,
     K.runRecord,
     K.staged,
     K.closing,
+    K.announced,
+    K.closed,
     K.campaignState,
     K.manifests,
     K.parquet,
     K.raw,
     K.quarantine,
   ],
-  delete: [K.runState],
+  delete: [K.scheduledStart, K.runState],
 };
 
 /**
- * plan-campaign checks the run is open, reads a plan written by an earlier delivery and the
- * campaign's state; stages the jobs, quarantines invalid items, writes the plan, and keeps the
- * requests of a listing that failed before its plan.
+ * plan-campaign checks the run is open (neither closing nor closed), reads a plan written by an
+ * earlier delivery (or its own, created if absent, on a lost race) and the campaign's state;
+ * stages the jobs, quarantines invalid items, writes the plan, and keeps the requests of a
+ * listing that failed before its plan.
  */
 export const PLAN_CAMPAIGN_ACCESS: DataLakeAccess = {
-  read: [K.runRecord, K.closing, K.plans, K.campaignState],
+  read: [K.runRecord, K.closing, K.closed, K.plans, K.campaignState],
   write: [K.plans, K.staged, K.requests, K.quarantine],
   delete: [],
 };
 
 /**
- * export-reports checks the run is open, resumes from the unit's summary, stages the reports,
- * quarantines invalid bodies, writes the summary, and keeps the requests of a unit that failed
- * before its summary. It never writes published data nor the incremental state.
+ * export-reports checks the run is open (neither closing nor closed), resumes from the unit's
+ * summary, stages the reports, quarantines invalid bodies, writes the summary (conditionally),
+ * and keeps the requests of a unit that failed before its summary. It never writes published
+ * data nor the incremental state.
  */
 export const EXPORT_REPORTS_ACCESS: DataLakeAccess = {
-  read: [K.runRecord, K.closing, K.units],
+  read: [K.runRecord, K.closing, K.closed, K.units],
   write: [K.units, K.staged, K.requests, K.quarantine],
   delete: [],
 };
 
 /**
  * finish-run reads the open runs' records, marks drained ones, and closes runs: the closing
- * record, publishing the staged files, the manifest, the incremental state, then deletes the
- * run's records and releases the lock. On every look it reads and updates the heartbeat.
+ * record, publishing the staged files, the manifest, the incremental state, the announcement's
+ * claim, the tombstone, then deletes the run's records and releases the lock. On every look it
+ * reads and updates the heartbeat. Its reads and deletes under a run (`runState`) cover the
+ * run's claim and tombstone.
  */
 export const FINISH_RUN_ACCESS: DataLakeAccess = {
   read: [K.lock, K.heartbeat, K.runState, K.campaignState, K.manifests],
-  write: [K.lock, K.heartbeat, K.closing, K.drainMark, K.campaignState, K.manifests, K.parquet, K.raw],
+  write: [
+    K.lock,
+    K.heartbeat,
+    K.closing,
+    K.drainMark,
+    K.announced,
+    K.closed,
+    K.campaignState,
+    K.manifests,
+    K.parquet,
+    K.raw,
+  ],
   delete: [K.runState],
 };
 

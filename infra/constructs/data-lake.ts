@@ -7,18 +7,30 @@ import {
   QUARANTINE_ROOT,
   RAW_ROOT,
   RUNS_ROOT,
+  STATE_KEYS,
   STATE_ROOT,
 } from '../../shared/export/layout.js';
 import type { DataLakeAccess } from './data-lake-access.js';
 
 /** Where Athena writes query results, at the bucket root (outside the data prefix). */
 export const ATHENA_RESULTS_PREFIX = 'athena-results/';
+/** Where the schedules' claims are: the layout's claim key up to its mode. */
+export const SCHEDULED_STARTS_PREFIX = ((key) => key.slice(0, key.indexOf('<mode>')))(
+  STATE_KEYS.scheduledStart('<mode>', '<time>'),
+);
 /** Every root of the output layout; the functions may touch objects under these only. */
 export const DATA_ROOTS = [PARQUET_ROOT, RAW_ROOT, RUNS_ROOT, QUARANTINE_ROOT, STATE_ROOT] as const;
 /** Overwritten and expired objects stay restorable this long (versioning), then go. */
 export const NONCURRENT_VERSION_DAYS = 30;
 /** Multipart uploads of a crashed Lambda leave parts behind; S3 bills them until aborted. */
 export const ABORT_MULTIPART_DAYS = 7;
+/**
+ * A schedule's claim on a scheduled time only needs to outlive EventBridge Scheduler's retry
+ * window (at most 24 hours): two days, so that a late retry still finds it.
+ */
+export const SCHEDULED_START_RETENTION_DAYS = 2;
+/** State objects are rewritten every run: their old versions restore nothing useful. */
+export const NONCURRENT_STATE_DAYS = 1;
 /** Access logs serve audits of the past year. */
 export const ACCESS_LOG_RETENTION_DAYS = 365;
 
@@ -29,6 +41,8 @@ export interface DataLakeProps {
   readonly rawRetentionDays: number;
   /** Days after which Athena query results expire. */
   readonly athenaResultsRetentionDays: number;
+  /** Days after which quarantined bodies (`<prefix>quarantine/`) expire. */
+  readonly quarantineRetentionDays: number;
 }
 
 /**
@@ -69,6 +83,22 @@ export class DataLake extends Construct {
           id: 'expire-raw',
           prefix: `${props.dataPrefix}${RAW_ROOT}/`,
           expiration: Duration.days(props.rawRetentionDays),
+        },
+        {
+          id: 'expire-quarantine',
+          prefix: `${props.dataPrefix}${QUARANTINE_ROOT}/`,
+          expiration: Duration.days(props.quarantineRetentionDays),
+        },
+        {
+          id: 'expire-scheduled-starts',
+          prefix: `${props.dataPrefix}${SCHEDULED_STARTS_PREFIX}`,
+          expiration: Duration.days(SCHEDULED_START_RETENTION_DAYS),
+        },
+        {
+          // Shorter than the bucket-wide rule below: S3 applies the earliest of overlapping expirations.
+          id: 'expire-noncurrent-state',
+          prefix: `${props.dataPrefix}${STATE_ROOT}/`,
+          noncurrentVersionExpiration: Duration.days(NONCURRENT_STATE_DAYS),
         },
         {
           id: 'expire-athena-results',

@@ -22,6 +22,7 @@ import {
 interface TableInput {
   Name: string;
   TableType: string;
+  Owner?: string;
   Parameters: Record<string, unknown>;
   PartitionKeys?: { Name: string; Type: string }[];
   ViewOriginalText?: string;
@@ -121,6 +122,8 @@ describe('the *_latest views', () => {
     (table) => {
       const view = inputs.get(`${table}_latest`)!;
       expect(view.Parameters).toMatchObject({ presto_view: 'true' });
+      // As Athena records a view it creates.
+      expect(view.Owner).toBe('hadoop');
       expect(view.ViewExpandedText).toBe('/* Presto View */');
       const definition = decode(view.ViewOriginalText!);
       expect(definition.originalSql).toBe(LATEST_VIEWS.find((v) => v.name === `${table}_latest`)!.sql);

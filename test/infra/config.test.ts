@@ -43,6 +43,7 @@ describe('parseConfig', () => {
       runDeadlineMinutes: 360,
       rawRetentionDays: 365,
       athenaResultsRetentionDays: 7,
+      quarantineRetentionDays: 90,
       logRetentionDays: 90,
       logLevel: 'INFO',
       bytesScannedCutoffMb: 10_240,

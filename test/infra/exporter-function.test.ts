@@ -83,6 +83,7 @@ function functionsStack(props: { requestBudget?: boolean; serviceName?: string; 
       dataPrefix: '',
       rawRetentionDays: config.rawRetentionDays,
       athenaResultsRetentionDays: config.athenaResultsRetentionDays,
+      quarantineRetentionDays: config.quarantineRetentionDays,
     }),
     apiKey: new ApiKeySecret(stack, 'ApiKey', { secretName: 'exporter/api-key' }),
     queues: new ExporterQueues(stack, 'Queues', {

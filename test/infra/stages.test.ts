@@ -81,6 +81,7 @@ describe('two stages in one app', () => {
       dataPrefix: '',
       rawRetentionDays: 365,
       athenaResultsRetentionDays: 7,
+      quarantineRetentionDays: 90,
     });
     const key = new ApiKeySecret(before, 'ApiKey', {
       secretName: 'CampaignReportExporter/integration-api-key',

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATHENA_ENGINE_VERSION } from '../../infra/constructs/athena.js';
 import { RAW_REPORTS_TABLE } from '../../infra/constructs/catalog.js';
-import { partitionTemplate, rawPrefix, tablePrefix } from '../../shared/export/layout.js';
+import { partitionTemplate, rawPrefix, STATE_KEYS, tablePrefix } from '../../shared/export/layout.js';
 import { QUERIES } from '../../shared/export/queries.js';
 import { TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
@@ -68,6 +68,37 @@ describe('data lake bucket', () => {
           AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 },
         }),
       ]),
+    );
+  });
+
+  it('bounds the growth of quarantine/ and state/: claims after 2 days, old state versions after 1', () => {
+    const rules = (
+      resourcesOf(s.template, 'AWS::S3::Bucket')[bucketId]!.Properties.LifecycleConfiguration as {
+        Rules: Record<string, unknown>[];
+      }
+    ).Rules;
+    const byId = Object.fromEntries(rules.map((r) => [r.Id, r]));
+    expect(byId['expire-quarantine']).toEqual({
+      Id: 'expire-quarantine',
+      Prefix: 'quarantine/',
+      ExpirationInDays: 90,
+      Status: 'Enabled',
+    });
+    expect(byId['expire-scheduled-starts']).toEqual({
+      Id: 'expire-scheduled-starts',
+      Prefix: STATE_KEYS.scheduledStart('incremental', 'x').split('incremental')[0],
+      ExpirationInDays: 2,
+      Status: 'Enabled',
+    });
+    expect(byId['expire-noncurrent-state']).toEqual({
+      Id: 'expire-noncurrent-state',
+      Prefix: 'state/',
+      NoncurrentVersionExpiration: { NoncurrentDays: 1 },
+      Status: 'Enabled',
+    });
+    // The earlier rules stay as they were.
+    expect(Object.keys(byId)).toEqual(
+      expect.arrayContaining(['expire-raw', 'expire-athena-results', 'expire-noncurrent-versions']),
     );
   });
 

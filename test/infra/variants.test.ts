@@ -9,6 +9,9 @@ import { API_FUNCTIONS, FUNCTION_NAMES, FUNCTION_SETTINGS } from '../../infra/co
 import { scheduledStartInput } from '../../shared/aws/payloads.js';
 import { TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS } from '../../shared/export/views.js';
+import { Deployment } from '../helpers/iam/deployment.js';
+import type { TemplateJson } from '../helpers/iam/intrinsics.js';
+import { evaluate } from '../helpers/iam/policy.js';
 import {
   actionsOf,
   allowStatements,
@@ -41,6 +44,7 @@ const FULL = {
   runDeadlineMinutes: '120',
   rawRetentionDays: '30',
   athenaResultsRetentionDays: '3',
+  quarantineRetentionDays: '30',
   logRetentionDays: '14',
   logLevel: 'debug',
   bytesScannedCutoffMb: '100',
@@ -167,6 +171,16 @@ describe('everything configured', () => {
       Rules: expect.arrayContaining([
         expect.objectContaining({ Prefix: 'exports/acme/raw/', ExpirationInDays: 30 }),
         expect.objectContaining({ Prefix: 'athena-results/', ExpirationInDays: 3 }),
+        expect.objectContaining({
+          Id: 'expire-quarantine',
+          Prefix: 'exports/acme/quarantine/',
+          ExpirationInDays: 30,
+        }),
+        expect.objectContaining({
+          Id: 'expire-scheduled-starts',
+          Prefix: 'exports/acme/state/scheduled-starts/',
+        }),
+        expect.objectContaining({ Id: 'expire-noncurrent-state', Prefix: 'exports/acme/state/' }),
       ]),
     });
     for (const q of Object.values(resourcesOf(s.template, 'AWS::SQS::Queue'))) {
@@ -214,14 +228,36 @@ describe('everything configured', () => {
 describe('imported secret by ARN', () => {
   const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme/key-AbCdEf';
 
-  it('uses a complete ARN as is, for the grant and the handlers', () => {
+  /** Whether each API function's role may read the secret whose real ARN is `real`. */
+  const mayRead = (s: Synthesized, real: string) => {
+    const deployment = new Deployment(s.template.toJSON() as TemplateJson);
+    return API_FUNCTIONS.map(
+      (name) =>
+        evaluate(
+          {
+            principal: deployment.functions[name].roleArn,
+            action: 'secretsmanager:GetSecretValue',
+            resource: real,
+          },
+          { identity: deployment.functions[name].policies },
+        ).decision,
+    );
+  };
+  const allowed = API_FUNCTIONS.map(() => 'allow');
+
+  it('reads an ARN that may be complete as is, and as a partial ARN whose name ends in -AbCdEf', () => {
     const s = synthExporter({ existingSecretArn: arn });
     s.template.resourceCountIs('AWS::SecretsManager::Secret', 0);
     const readers = allowStatements(s.template).filter(({ statement }) =>
       actionsOf(statement).includes('secretsmanager:GetSecretValue'),
     );
-    expect(readers).toHaveLength(API_FUNCTIONS.length);
-    for (const { statement } of readers) expect(statement.Resource).toBe(arn);
+    expect(readers.map(({ statement }) => statement.Resource).sort()).toEqual(
+      API_FUNCTIONS.flatMap(() => [arn, `${arn}-??????`]).sort(),
+    );
+    // A secret named acme/key (this ARN complete), or named acme/key-AbCdEf (this ARN partial).
+    expect(mayRead(s, arn)).toEqual(allowed);
+    expect(mayRead(s, `${arn}-Q1w2E3`)).toEqual(allowed);
+    expect(mayRead(s, arn.replace('AbCdEf', 'AbCdEg'))).not.toContain('allow');
     s.template.allResourcesProperties('AWS::Lambda::Function', {
       Environment: { Variables: Match.objectLike({ POWERTOOLS_SERVICE_NAME: 'campaign-report-exporter' }) },
     });
@@ -242,6 +278,12 @@ describe('imported secret by ARN', () => {
     );
     for (const { statement } of readers)
       expect(JSON.stringify(statement.Resource)).toContain('secret:acme/key-??????');
+    expect(mayRead(s, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme/key-Q1w2E3')).toEqual(
+      allowed,
+    );
+    expect(mayRead(s, 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme/key2-Q1w2E3')).not.toContain(
+      'allow',
+    );
   });
 });
 

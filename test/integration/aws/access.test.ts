@@ -29,6 +29,7 @@ import { silentLog } from '../../../shared/log.js';
 import { Crash, crashingStorage } from '../../helpers/crash-storage.js';
 import { tempDir } from '../../helpers/export.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
+import { useIamGuard } from '../../helpers/iam/hooks.js';
 import { onePage, SCRIPTED_KEY, scriptedRoute } from '../../helpers/scripted-api.js';
 import { reportData } from '../../unit/api/fixtures.js';
 import { startServer, type TestServer } from '../api/server.js';
@@ -64,11 +65,19 @@ const OPERATION_OF: Readonly<Record<string, Operation | 'list'>> = {
 
 /**
  * Keys a function's grants allow that these runs do not reach, and why: only a step that fails
- * before its record writes its requests (the client's retries must run out first: 30 s).
+ * before its record writes its requests (the client's retries must run out first: 30 s). The
+ * announcement's claim and the closed run's tombstone are granted ahead of the run lifecycle
+ * that writes and reads them (shared/export/run/, landing next): drop them here once it does.
  */
 const NOT_EXERCISED: ReadonlyArray<[FunctionName, Operation, string]> = [
   ['plan-campaign', 'write', KEY_PATTERNS.requests],
   ['export-reports', 'write', KEY_PATTERNS.requests],
+  ['start-run', 'write', KEY_PATTERNS.announced],
+  ['start-run', 'write', KEY_PATTERNS.closed],
+  ['finish-run', 'write', KEY_PATTERNS.announced],
+  ['finish-run', 'write', KEY_PATTERNS.closed],
+  ['plan-campaign', 'read', KEY_PATTERNS.closed],
+  ['export-reports', 'read', KEY_PATTERNS.closed],
 ];
 
 describe('what each function touches in the data lake', () => {
@@ -81,6 +90,10 @@ describe('what each function touches in the data lake', () => {
   let topo: LoopbackTopology;
   let interruptedRunId: string;
   const leftoverRunId = '20260101T000000Z-dead00';
+  const iam = useIamGuard();
+  const scheduledTime = '2026-11-23T02:00:00Z';
+  let duplicate: unknown;
+  let locked: unknown;
 
   /** Records every S3 command a container's client sends, as its function's access. */
   function record(s3: S3Client, fn: FunctionName): void {
@@ -116,7 +129,7 @@ describe('what each function touches in the data lake', () => {
   /** A fresh module registry per container, its client recorded as `fn`'s. */
   async function container(fn: FunctionName): Promise<Container> {
     vi.resetModules();
-    const c = asContainer(await import('./container.js'));
+    const c = asContainer(await import('./container.js'), iam());
     record(c.s3, fn);
     topo.attach(c);
     return c;
@@ -144,6 +157,7 @@ describe('what each function touches in the data lake', () => {
       bucket: BUCKET,
       name: NAME,
       settings: stackSettings({ unitSize: 1 }),
+      iam: iam(),
     });
     topo.applyEnv();
     const storage = topo.storage();
@@ -186,6 +200,11 @@ describe('what each function touches in the data lake', () => {
       { mode: 'full' },
       fakeContext({ functionName: 'start-run', timeoutMs: 300_000 }),
     )) as { run_id: string };
+    // A schedule's time that arrives while that run holds the output: start-run gives it back.
+    locked = await containers.start.startRun(
+      { mode: 'incremental', scheduled_time: '2026-11-22T02:00:00Z' },
+      fakeContext({ functionName: 'start-run', timeoutMs: 300_000 }),
+    );
     const sqs = aws.sqsClient();
     for (;;) {
       const { Messages = [] } = await sqs.send(
@@ -199,6 +218,14 @@ describe('what each function touches in the data lake', () => {
       containers.finish.finishRun({}, fakeContext({ functionName: 'finish-run', timeoutMs: 120_000 }));
     expect(await finish()).toEqual({ finished: [] });
     expect(await finish()).toEqual({ finished: [started.run_id] });
+
+    // A scheduled run, and the schedule's second delivery of the same time.
+    const scheduled = await topo.run(containers, { mode: 'incremental', scheduled_time: scheduledTime });
+    if (scheduled.manifest === undefined) throw new Error('the scheduled run wrote no manifest');
+    duplicate = await containers.start.startRun(
+      { mode: 'incremental', scheduled_time: scheduledTime },
+      fakeContext({ functionName: 'start-run', timeoutMs: 300_000 }),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -208,9 +235,17 @@ describe('what each function touches in the data lake', () => {
     events.restore();
   });
 
-  it('went through recovery, quarantine, publishing and the drained close', () => {
+  it('went through recovery, quarantine, publishing, the drained close and a duplicate schedule', () => {
     const touched = (fn: FunctionName, op: Access['op'], part: string) =>
       accesses.some((a) => a.fn === fn && a.op === op && a.key.includes(part));
+    expect(locked).toMatchObject({ status: 'skipped' });
+    expect(touched('start-run', 'delete', 'scheduled-starts/incremental/2026-11-22T02:00:00.000Z.json')).toBe(
+      true,
+    );
+    expect(duplicate).toMatchObject({ status: 'duplicate', scheduled_time: scheduledTime });
+    expect(
+      touched('start-run', 'read', `scheduled-starts/incremental/${new Date(scheduledTime).toISOString()}`),
+    ).toBe(true);
     expect(touched('start-run', 'write', `${interruptedRunId}/closing.json`)).toBe(true);
     expect(touched('start-run', 'delete', leftoverRunId)).toBe(true);
     expect(touched('start-run', 'write', 'parquet/')).toBe(true);
@@ -219,6 +254,24 @@ describe('what each function touches in the data lake', () => {
     expect(touched('export-reports', 'write', `job-${INVALID_REPORT_JOB}.json`)).toBe(true);
     expect(touched('finish-run', 'write', 'drained.json')).toBe(true);
     expect(unknown).toEqual([]);
+  });
+
+  it('made every AWS call under its role in the synthesized stack, mocked services too', () => {
+    const guard = iam();
+    const bucket = /^arn:aws:s3:::[^/]+\/state\/scheduled-starts\//;
+    expect(guard.made('start-run', 's3:PutObject', bucket)).toBe(true);
+    expect(guard.made('start-run', 's3:GetObject', bucket)).toBe(true);
+    expect(guard.made('start-run', 's3:DeleteObject', bucket)).toBe(true);
+    expect(guard.made('start-run', 'secretsmanager:GetSecretValue')).toBe(true);
+    expect(guard.made('start-run', 'sqs:SendMessage', /:access-plan$/)).toBe(false); // the stack's queue, not the local one
+    expect(guard.made('start-run', 'sqs:SendMessage', /^arn:aws:sqs:eu-west-1:123456789012:/)).toBe(true);
+    expect(guard.made('start-run', 'events:PutEvents')).toBe(true); // it closed the interrupted run
+    expect(guard.made('plan-campaign', 'sqs:ReceiveMessage')).toBe(true); // the event source mapping
+    expect(guard.made('plan-campaign', 'sqs:SendMessage')).toBe(true);
+    expect(guard.made('export-reports', 'sqs:DeleteMessage')).toBe(true);
+    expect(guard.made('finish-run', 'sqs:GetQueueAttributes')).toBe(true);
+    expect(guard.made('finish-run', 'events:PutEvents', /:event-bus\/default$/)).toBe(true);
+    expect(guard.calls.filter((c) => !c.allowed)).toEqual([]);
   });
 
   it('touches no key outside its grants, for every function and operation', () => {

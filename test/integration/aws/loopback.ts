@@ -23,7 +23,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import { EXAMPLE_API_BASE_URL, ExporterConfigSchema } from '../../../infra/config.js';
-import { FUNCTION_SETTINGS } from '../../../infra/constructs/functions.js';
+import { FUNCTION_SETTINGS, type FunctionName } from '../../../infra/constructs/functions.js';
 import { VISIBILITY_TO_TIMEOUT_RATIO } from '../../../infra/constructs/queues.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import { RAW_ENTITIES, TABLE_NAMES } from '../../../shared/export/tables.js';
@@ -33,6 +33,7 @@ import type { Storage } from '../../../shared/storage/storage.js';
 import type { DuckDb } from '../../helpers/duckdb.js';
 import type { LocalDynamo } from '../../helpers/dynalite.js';
 import type { LocalAws } from '../../helpers/fauxqs.js';
+import type { IamGuard } from '../../helpers/iam/guard.js';
 import {
   EventSourcePoller,
   fakeContext,
@@ -94,9 +95,27 @@ export interface Container {
   s3: S3Client;
 }
 
-/** The module test/integration/aws/container.ts as a Container (middy's handler types are wider). */
-export function asContainer(module: Record<string, unknown>): Container {
-  return module as unknown as Container;
+/**
+ * The module test/integration/aws/container.ts as a Container (middy's handler types are wider).
+ * With `iam`, each handler runs as its function: every AWS call it makes is evaluated against
+ * that function's role in the synthesized stack, with the environment the container loaded with.
+ */
+export function asContainer(module: Record<string, unknown>, iam?: IamGuard): Container {
+  const container = module as unknown as Container;
+  if (iam === undefined) return container;
+  const env = { ...process.env };
+  const as =
+    <A extends unknown[], R>(fn: FunctionName, handler: (...args: A) => R) =>
+    (...args: A): R =>
+      iam.as({ fn, env }, () => handler(...args));
+  return {
+    startRun: as('start-run', container.startRun),
+    planCampaign: as('plan-campaign', container.planCampaign),
+    exportReports: as('export-reports', container.exportReports),
+    finishRun: as('finish-run', container.finishRun),
+    sqs: container.sqs,
+    s3: container.s3,
+  };
 }
 
 /** The containers of one run: each function's workers are containers of their own in AWS. */
@@ -142,6 +161,11 @@ export interface TopologyOptions {
    * its own, created by `create()`. Without it each container has a limiter of its own.
    */
   requestBudget?: { dynamo: LocalDynamo; tableName: string };
+  /**
+   * The IAM guard the containers run under (see `asContainer`): the event source mappings'
+   * receives and deletes then run as their function too, as Lambda makes them with its role.
+   */
+  iam?: IamGuard;
 }
 
 export interface TopologyRun {
@@ -306,10 +330,15 @@ export class LoopbackTopology {
     );
     const runId = (started as { run_id?: string }).run_id;
     if (!runId) throw new Error(`start-run returned no run id: ${JSON.stringify(started)}`);
+    const { iam } = this.#options;
+    const env = this.env;
     const poller = new EventSourcePoller({
       sqs: this.#sqs,
       region: aws.region,
       hooks,
+      ...(iam && {
+        asFunction: <T>(fn: string, work: () => Promise<T>) => iam.as({ fn: fn as FunctionName, env }, work),
+      }),
       mappings: [
         {
           functionName: 'plan-campaign',

@@ -72,6 +72,11 @@ export interface PollerOptions {
   waitTimeSeconds?: number;
   /** Give up (reject) when the queues have not drained by then (default 120_000 ms). */
   timeoutMs?: number;
+  /**
+   * Runs a mapping's own SQS calls (receive, delete) as its function: Lambda's event source
+   * mapping makes them with the function's execution role.
+   */
+  asFunction?: <T>(functionName: string, work: () => Promise<T>) => Promise<T>;
 }
 
 export interface PollResult {
@@ -169,15 +174,23 @@ export class EventSourcePoller {
     }
   }
 
+  /** `work` as the mapping's function (see `asFunction`). */
+  #asFunction<T>(mapping: EventSourceMapping, work: () => Promise<T>): Promise<T> {
+    const as = this.#options.asFunction;
+    return as ? as(mapping.functionName, work) : work();
+  }
+
   async #receive(mapping: EventSourceMapping): Promise<Message[]> {
-    const answer = await this.#options.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: mapping.queueUrl,
-        MaxNumberOfMessages: mapping.batchSize,
-        WaitTimeSeconds: this.#options.waitTimeSeconds ?? 1,
-        AttributeNames: ['All'],
-        MessageAttributeNames: ['All'],
-      }),
+    const answer = await this.#asFunction(mapping, () =>
+      this.#options.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: mapping.queueUrl,
+          MaxNumberOfMessages: mapping.batchSize,
+          WaitTimeSeconds: this.#options.waitTimeSeconds ?? 1,
+          AttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
+      ),
     );
     return answer.Messages ?? [];
   }
@@ -209,11 +222,13 @@ export class EventSourcePoller {
       });
     }
     if (done.length > 0) {
-      const answer = await this.#options.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: mapping.queueUrl,
-          Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
-        }),
+      const answer = await this.#asFunction(mapping, () =>
+        this.#options.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: mapping.queueUrl,
+            Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+          }),
+        ),
       );
       if (answer.Failed?.length)
         throw new Error(`poller: SQS refused to delete ${answer.Failed.length} message(s)`);

@@ -6,7 +6,11 @@
  */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  type SendMessageBatchCommandInput,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
@@ -15,6 +19,7 @@ import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { startDynalite } from '../../helpers/dynalite.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
+import { useIamGuard } from '../../helpers/iam/hooks.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
 import {
   asContainer,
@@ -67,6 +72,8 @@ async function manifestKeys(topo: LoopbackTopology): Promise<string[]> {
 describe('the AWS topology on loopback', () => {
   const secrets = mockClient(SecretsManagerClient);
   const events = mockClient(EventBridgeClient);
+  // Every test fails on an AWS call the stack's IAM would deny (after the mocks: in front of them).
+  const iam = useIamGuard();
   let aws: LocalAws;
   let db: DuckDb;
   const simulators: Simulator[] = [];
@@ -75,7 +82,7 @@ describe('the AWS topology on loopback', () => {
   /** A fresh module registry per container: its own rate limiter, clients and secret cache, as in AWS. */
   const loadContainer = async (): Promise<Container> => {
     vi.resetModules();
-    return asContainer(await import('./container.js'));
+    return asContainer(await import('./container.js'), iam());
   };
 
   async function simulator(options: SimulatorOptions = {}): Promise<Simulator> {
@@ -97,6 +104,7 @@ describe('the AWS topology on loopback', () => {
       bucket: BUCKET,
       name,
       settings: SETTINGS,
+      iam: iam(),
       ...options,
     });
     topo.applyEnv();
@@ -391,5 +399,44 @@ describe('the AWS topology on loopback', () => {
     expect(again).toEqual({ finished: [runId] });
     expect((await topo.manifest(runId!))?.counts).toEqual(baseline.manifest.counts);
     expect(await snapshotOutput(topo.storage(), db)).toEqual(baseline.output);
+  }, 45_000);
+  it('handles a unit redriven from the DLQ after its run closed, and dead-letters nothing', async () => {
+    const sim = await simulator();
+    const { topo, containers } = await topology('redrive', sim);
+    const units: string[] = [];
+    for (const c of containers.plan)
+      c.sqs.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'SendMessageBatchCommand') {
+            const input = args.input as SendMessageBatchCommandInput;
+            for (const e of input.Entries ?? []) if (e.MessageBody) units.push(e.MessageBody);
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'recordUnits' },
+      );
+    const first = await topo.run(containers);
+    // One of its units dead-lettered (as after maxReceiveCount failed deliveries), then moved
+    // back to the report queue by a redrive (StartMessageMoveTask does receive, send, delete).
+    const sqs = aws.sqsClient();
+    await sqs.send(new SendMessageCommand({ QueueUrl: topo.report.dlqUrl, MessageBody: units[0] }));
+    const [dead] = await topo.deadLetters(topo.report);
+    const moved = await sqs.send(
+      new SendMessageCommand({ QueueUrl: topo.report.url, MessageBody: dead?.Body }),
+    );
+    await sqs.send(
+      new DeleteMessageCommand({ QueueUrl: topo.report.dlqUrl, ReceiptHandle: dead?.ReceiptHandle }),
+    );
+
+    const second = await topo.run(containers);
+
+    expect(first.manifest?.counts).toEqual(baseline.manifest.counts);
+    // The closed run's unit is dropped: its run has no record any more, and nothing is written twice.
+    const redriven = second.poll.deliveries.filter((d) => d.messageId === moved.MessageId);
+    expect(redriven.map((d) => d.result)).toEqual(['deleted']);
+    expect(await topo.deadLetters(topo.report)).toEqual([]);
+    expect(second.manifest?.counts.reports_unchanged).toBe(baseline.manifest.counts.reports_exported);
+    // Each run lists campaigns and jobs again; the reports are those of the first run, once.
+    expect((await snapshotOutput(topo.storage(), db)).reports).toEqual(baseline.output.reports);
   }, 45_000);
 });
