@@ -84,6 +84,9 @@ export function applyOutcomes(
     if (current && current.run_id > runId) continue;
     // Unchanged: its rows are where its entry says. (No entry: the next run fetches it.)
     if (o.outcome === 'unchanged') continue;
+    // The same outcome for the same list item: the entry stands (an exported job's rows are in
+    // its run too), so a run that changed nothing writes nothing.
+    if (current && current.fp === o.fp && current.outcome === o.outcome) continue;
     jobs[o.job_id] = { fp: o.fp, outcome: o.outcome, run_id: runId };
   }
   return { campaign_id: state.campaign_id, jobs };

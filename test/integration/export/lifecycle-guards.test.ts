@@ -278,3 +278,27 @@ describe('finish-run and runs it does not carry', () => {
     expect(closed.map((c) => [c.manifest.run_id, c.manifest.status])).toEqual([[TEST_RUN_ID, 'failed']]);
   });
 });
+
+describe('the incremental state', () => {
+  it('is not written again by a run that changed nothing', async () => {
+    const out = await tempDir('guards');
+    const clock = { at: T0 };
+    const { runExport } = await import('../../../shared/export/run/local-run.js');
+    await runExport(depsOn(out, clock), { mode: 'incremental' });
+    clock.at += 5 * MINUTE;
+    const deps = depsOn(out, clock);
+    const written: string[] = [];
+    const put = deps.storage.put.bind(deps.storage);
+    deps.storage.put = (key, body, options) => {
+      written.push(key);
+      return put(key, body, options);
+    };
+
+    const second = await runExport(deps, { mode: 'incremental' });
+
+    expect(second.counts.reports_unchanged).toBeGreaterThan(0);
+    expect(second.counts.reports_exported).toBe(0);
+    expect(written.filter((key) => key.startsWith('state/campaigns/'))).toEqual([]);
+    expect(written.some((key) => key.startsWith('runs/'))).toBe(true);
+  });
+});
