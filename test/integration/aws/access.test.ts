@@ -82,6 +82,7 @@ describe('what each function touches in the data lake', () => {
   let topo: LoopbackTopology;
   let interruptedRunId: string;
   const leftoverRunId = '20260101T000000Z-dead00';
+  let listings = 0;
   const iam = useIamGuard();
   const scheduledTime = '2026-11-23T02:00:00Z';
   let duplicate: unknown;
@@ -132,8 +133,14 @@ describe('what each function touches in the data lake', () => {
       scriptedRoute({
         // An invalid campaign item (start-run quarantines it) and an invalid job item (plan-campaign).
         campaigns: () => onePage([{ id: 1 }, { id: 2 }, { id: '41' }]),
+        // Job 11's list item changes on every listing, so every run has a state to record (a run
+        // that changes no outcome writes no campaign state).
         jobs: () =>
-          onePage([{ id: 11, job_status: 2 }, { id: INVALID_REPORT_JOB, job_status: 2 }, { id: 'x' }]),
+          onePage([
+            { id: 11, job_status: 2, listing: ++listings },
+            { id: INVALID_REPORT_JOB, job_status: 2 },
+            { id: 'x' },
+          ]),
         report: (_c, jobId) =>
           jobId === INVALID_REPORT_JOB
             ? { body: { data: { job: { id: jobId } } } }
