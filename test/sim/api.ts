@@ -48,6 +48,11 @@ export interface ApiBehaviour {
   revokedUntil: number | undefined;
   /** Items per list page. */
   pageSize: number;
+  /**
+   * Whole fixture reports (rows in every report table) rather than ones with a single empty
+   * section (rows in `reports` and `sections`): the lifecycle is the same, encoding costs more.
+   */
+  fullReports: boolean;
 }
 
 export interface Dataset {
@@ -94,6 +99,7 @@ export function generateDataset(rng: Prng, epoch: number, spanMs: number): Datas
       revokedFrom,
       revokedUntil: revokedFrom === undefined ? undefined : revokedFrom + rng.int(60_000, 30 * 60_000),
       pageSize: rng.int(1, 3),
+      fullReports: rng.chance(0.15),
     },
   };
 }
@@ -276,6 +282,11 @@ export class SimApi {
       job.job_score_percentage = `v${version}`;
       job.campaign.id = campaignId;
       job.report.id = version;
+      if (!this.dataset.behaviour.fullReports) {
+        const sections = (data as unknown as { sections: Array<Record<string, unknown>> }).sections;
+        sections.splice(1);
+        Object.assign(sections[0]!, { questions: [], text_entries: [], inputs: [], media_galleries: [] });
+      }
       const parsed = ReportResponseSchema.parse({ data });
       found = { report: parsed.data, raw: data };
       this.#reports.set(key, found);

@@ -12,9 +12,9 @@
  * Invariant 4 (one writer) is broken when
  * - (4a) a takeover comes before the previous holding's expiry while that holder is ALIVE; or
  * - (4b) run r writes something that matters (anything outside `state/runs/r/`, or r's
- *   run.json / closing.json) while another run's holding is active, after r's own holding ended
- *   by expiry or takeover (not by release: a released run's late leftovers are for the next
- *   run's recovery).
+ *   run.json / closing.json) while another run's holding is active and that run is ALIVE, after
+ *   r's own holding ended by expiry or takeover (not by release: a released run's late
+ *   leftovers are for the next run's recovery).
  * Invariant 7 (no lock outlives its holder by more than start-run's timeout): while a holding is
  * active, the moment its run is no longer ALIVE is noted; the holding must end within
  * START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
@@ -175,7 +175,8 @@ export class Monitor {
     const prefix = STATE_KEYS.runPrefix(run);
     const matters =
       !key.startsWith(prefix) || key === STATE_KEYS.runRecord(run) || key === STATE_KEYS.closing(run);
-    if (!matters) return;
+    // A dead holder writes nothing: only a live one makes two writers.
+    if (!matters || !this.alive(current.run)) return;
     const how =
       own.takenOverAt !== undefined
         ? `was taken over at ${this.#at(own.takenOverAt)}`

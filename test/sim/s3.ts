@@ -52,7 +52,11 @@ class SdkError extends Error {
   readonly $metadata: { httpStatusCode: number };
   readonly $fault: 'client' | 'server';
   constructor(name: string, status: number, message: string) {
+    // No stack: thousands are thrown per seed (every GET of a missing key) and none is printed.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = name;
     this.$metadata = { httpStatusCode: status };
     this.$fault = status >= 500 ? 'server' : 'client';

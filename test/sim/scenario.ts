@@ -21,6 +21,7 @@ import {
   type World,
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
+import { installFastZstd } from './codec.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { Prng } from './prng.js';
@@ -90,7 +91,7 @@ export function generateScenario(rng: Prng): Scenario {
     settings: {
       deadlineMs: 20 * MINUTE,
       unitSize: rng.int(1, 3),
-      listPageSize: rng.pick([2, 5, 1000]),
+      listPageSize: rng.pick([5, 1000, 1000]),
       maxReceiveCount: 3,
       fetchConcurrency: rng.int(1, 3),
     },
@@ -128,9 +129,11 @@ export async function runSeed(seed: number, options: SeedOptions = {}): Promise<
   const dataset = generateDataset(root.fork(), EPOCH, scenario.horizon - EPOCH);
   const sim = new Sim(root.fork(), EPOCH, options.trace ?? false);
   const restoreTimers = installTimerShim(sim);
+  const restoreZstd = installFastZstd();
   try {
     return await simulate(seed, scenario, sim, dataset);
   } finally {
+    restoreZstd();
     restoreTimers();
   }
 }
@@ -246,7 +249,8 @@ async function simulate(
     sim.spawn('poller', `${queue.name}-poller`, { canCrash: false }, async (self) => {
       const active = new Set<Actor>();
       while (!stop.pollers) {
-        await sim.sleep(self, sim.rng.int(500, 20_000));
+        await queue.nextWork(self);
+        if (stop.pollers) break;
         for (const a of active) if (!a.alive) active.delete(a);
         const room = concurrency - active.size;
         if (room <= 0) continue;
@@ -269,6 +273,8 @@ async function simulate(
   const stopConsumers = async (): Promise<boolean> => {
     stop.ticks = true;
     stop.pollers = true;
+    world.planQueue.wake();
+    world.reportQueue.wake();
     await sim.runUntil(() => sim.steps > MAX_STEPS);
     stop.ticks = false;
     stop.pollers = false;

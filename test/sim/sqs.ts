@@ -24,6 +24,7 @@ export class SimQueue {
   readonly messages = new Map<string, Message>();
   readonly dlq: Message[] = [];
   #ids = 0;
+  #waiters: Array<() => void> = [];
 
   constructor(
     private readonly sim: Sim,
@@ -61,6 +62,29 @@ export class SimQueue {
   #add(body: Message['body']): void {
     const id = `${this.name}-m${++this.#ids}`;
     this.messages.set(id, { id, body, visibleAt: this.sim.now, receiveCount: 0 });
+    this.wake();
+  }
+
+  /** Wakes the pollers waiting for a message (a send, a redrive, a message handed back, a stop). */
+  wake(): void {
+    for (const waiter of this.#waiters.splice(0)) waiter();
+  }
+
+  /**
+   * A poller's long poll: resolves when a message may be visible (at the earliest visibility
+   * among the messages, or at the next send when there is none).
+   */
+  async nextWork(actor: Actor): Promise<void> {
+    let next: number | undefined;
+    for (const message of this.messages.values()) {
+      if (next === undefined || message.visibleAt < next) next = message.visibleAt;
+    }
+    const woken = new Promise<void>((resolve) => this.#waiters.push(resolve));
+    if (next === undefined) return woken;
+    if (next <= this.sim.now) return this.sim.sleep(actor, this.sim.rng.int(200, 2_000), 'poll');
+    // Pollers look again within a minute, or at once when a message is sent or handed back.
+    const wait = Math.min(next - this.sim.now, 60_000);
+    return Promise.race([woken, this.sim.sleep(actor, wait + this.sim.rng.int(200, 2_000), 'poll')]);
   }
 
   /** DeleteMessage: the message is done. */
@@ -75,6 +99,7 @@ export class SimQueue {
     return this.#op(actor, `visibility ${message.id} ${seconds}s`, () => {
       const current = this.messages.get(message.id);
       if (current) current.visibleAt = this.sim.now + seconds * 1000;
+      this.wake();
     });
   }
 
@@ -108,6 +133,7 @@ export class SimQueue {
       message.visibleAt = this.sim.now;
       this.messages.set(message.id, message);
     }
+    this.wake();
     return moved.length;
   }
 
