@@ -15,6 +15,8 @@
  *   run.json / closing.json) while another run's holding is active and that run is ALIVE, after
  *   r's own holding ended by expiry or takeover (not by release: a released run's late
  *   leftovers are for the next run's recovery).
+ * Invariant 8 (a state is never re-entered, ARCHITECTURE.md): no closing record is created for a
+ * run whose manifest exists.
  * Invariant 7 (no lock outlives its holder by more than start-run's timeout): while a holding is
  * active, the moment its run is no longer ALIVE is noted; the holding must end within
  * START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
@@ -103,6 +105,16 @@ export class Monitor {
       if (op === 'put' && body) this.#lockWritten(actor, body);
       return;
     }
+    if (op === 'put' && keyRun && key === STATE_KEYS.closing(keyRun)) {
+      const manifest = this.s3.keys('runs/').find((k) => k.endsWith(`/${keyRun}.json`));
+      if (manifest) {
+        this.violate(
+          '8 no state re-entered',
+          `${actor.name} started closing run ${keyRun} again (created ${key}) after its manifest ${manifest} was written`,
+          [keyRun],
+        );
+      }
+    }
     if (op === 'put' && keyRun && key === STATE_KEYS.runRecord(keyRun) && body) {
       const record = JSON.parse(Buffer.from(body).toString('utf8')) as { driver: string };
       this.started.set(keyRun, record.driver);
@@ -178,9 +190,9 @@ export class Monitor {
     // A dead holder writes nothing: only a live one makes two writers.
     if (!matters || !this.alive(current.run)) return;
     const how =
-      own.takenOverAt !== undefined
-        ? `was taken over at ${this.#at(own.takenOverAt)}`
-        : `expired at ${this.#at(own.expiresAt)}`;
+      own.takenOverAt !== undefined && own.takenOverAt < own.expiresAt
+        ? `was taken over at ${this.#at(own.takenOverAt)}, before it expired`
+        : `expired at ${this.#at(own.expiresAt)}${own.takenOverAt !== undefined ? ` (taken over at ${this.#at(own.takenOverAt)})` : ''}`;
     this.violate(
       '4 one writer',
       `run ${run} (${actor.name}) wrote (${op} ${key}) after its lock ${how}, while run ${current.run} held the lock (since ${this.#at(current.start)})`,

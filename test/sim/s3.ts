@@ -21,9 +21,11 @@ export interface FaultRates {
   conflict: number;
   /** Per call: 503 SlowDown (after the SDK's own retries). */
   slowDown: number;
+  /** Per call: an answer that takes 1 to 30 s. */
+  slowCalls: number;
+  /** Per call: the caller's process pauses 30 s to 2 min first (GC, a suspended VM or laptop). */
+  pause: number;
 }
-
-export const NO_FAULTS: FaultRates = { crash: 0, lost: 0, conflict: 0, slowDown: 0 };
 
 interface StoredObject {
   body: Uint8Array;
@@ -114,7 +116,12 @@ export class SimS3 {
     const name = command.constructor.name;
     const input = command.input;
     const key = String(input.Key ?? input.Prefix ?? '');
-    const latency = this.sim.rng.int(5, 60);
+    // Now and then a call takes seconds (S3's tail latency, the SDK's own backoff on throttling).
+    const slow = this.sim.faultsOn && this.sim.rng.chance(this.faults.slowCalls);
+    let latency = slow ? this.sim.rng.int(1_000, 30_000) : this.sim.rng.int(5, 60);
+    if (this.sim.faultsOn && actor.canCrash && this.sim.rng.chance(this.faults.pause)) {
+      latency += this.sim.rng.int(30_000, 120_000);
+    }
     return this.sim.call(actor, latency, `${name} ${key}`, (control) => {
       const faulty = this.sim.faultsOn;
       const rng = this.sim.rng;

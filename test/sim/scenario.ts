@@ -59,11 +59,12 @@ export interface Scenario {
 }
 
 const PROFILES: Record<string, FaultRates> = {
-  calm: { crash: 0, lost: 0, conflict: 0, slowDown: 0 },
-  crashes: { crash: 0.01, lost: 0, conflict: 0, slowDown: 0 },
-  ambiguous: { crash: 0, lost: 0.06, conflict: 0.06, slowDown: 0 },
-  flaky: { crash: 0, lost: 0.02, conflict: 0.02, slowDown: 0.03 },
-  mixed: { crash: 0.004, lost: 0.02, conflict: 0.02, slowDown: 0.01 },
+  calm: { crash: 0, lost: 0, conflict: 0, slowDown: 0, slowCalls: 0, pause: 0 },
+  slow: { crash: 0, lost: 0, conflict: 0, slowDown: 0, slowCalls: 0.02, pause: 0.03 },
+  crashes: { crash: 0.01, lost: 0, conflict: 0, slowDown: 0, slowCalls: 0.005, pause: 0 },
+  ambiguous: { crash: 0, lost: 0.06, conflict: 0.06, slowDown: 0, slowCalls: 0, pause: 0 },
+  flaky: { crash: 0, lost: 0.02, conflict: 0.02, slowDown: 0.03, slowCalls: 0.005, pause: 0 },
+  mixed: { crash: 0.004, lost: 0.02, conflict: 0.02, slowDown: 0.01, slowCalls: 0.01, pause: 0.005 },
 };
 
 export function generateScenario(rng: Prng): Scenario {
@@ -80,10 +81,13 @@ export function generateScenario(rng: Prng): Scenario {
   const clis: Scenario['clis'] = [];
   const cliCount = rng.pick([0, 0, 1, 1, 2]);
   for (let i = 0; i < cliCount; i++) {
+    // A second CLI run often comes right after the first (a cron overlap, a retry by hand),
+    // waiting for its lock: it takes the lock the moment the first one's expires.
+    const near = i > 0 && rng.chance(0.6);
     clis.push({
-      at: EPOCH + rng.int(0, lastStart - EPOCH + 20 * MINUTE),
+      at: near ? clis[i - 1]!.at + rng.int(0, 90_000) : EPOCH + rng.int(0, lastStart - EPOCH + 20 * MINUTE),
       mode: rng.chance(0.8) ? 'incremental' : 'full',
-      waitForLockMs: rng.pick([0, 0, 2 * MINUTE]),
+      waitForLockMs: near ? 2 * MINUTE : rng.pick([0, 0, 2 * MINUTE]),
     });
   }
   const horizon = Math.max(lastStart, ...clis.map((c) => c.at)) + 25 * MINUTE;
