@@ -81,7 +81,7 @@ function logFor(sim: Sim, actor: Actor): Log {
     (level: string) =>
     (message: string, fields?: Record<string, unknown>): void => {
       if (!sim.traceOn && level !== 'error') return;
-      const detail = fields ? ` ${JSON.stringify(fields).slice(0, 240)}` : '';
+      const detail = fields ? ` ${JSON.stringify(fields).slice(0, level === 'error' ? 800 : 240)}` : '';
       sim.log(actor, `${level}: ${message}${detail}`);
     };
   return { debug: () => {}, info: line('info'), warn: line('warn'), error: line('error') };

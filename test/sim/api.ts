@@ -60,8 +60,17 @@ export interface Dataset {
   behaviour: ApiBehaviour;
 }
 
-/** Generates a small dataset whose jobs and versions change during the first `spanMs`. */
-export function generateDataset(rng: Prng, epoch: number, spanMs: number): Dataset {
+/**
+ * Generates a small dataset whose jobs and versions change during the first `spanMs`; some
+ * jobs appear just after one of `hotTimes` (the starts), while their campaigns are being listed,
+ * so that two listings of one campaign a moment apart can differ.
+ */
+export function generateDataset(
+  rng: Prng,
+  epoch: number,
+  spanMs: number,
+  hotTimes: readonly number[],
+): Dataset {
   const campaigns: CampaignSpec[] = [];
   const n = rng.int(1, 3);
   let jobId = 100;
@@ -69,7 +78,11 @@ export function generateDataset(rng: Prng, epoch: number, spanMs: number): Datas
     const jobs: JobSpec[] = [];
     const count = rng.int(1, 5);
     for (let j = 0; j < count; j++) {
-      const appearsAt = rng.chance(0.7) ? epoch - 1 : epoch + rng.int(0, spanMs);
+      const appearsAt = rng.chance(0.6)
+        ? epoch - 1
+        : rng.chance(0.5)
+          ? rng.pick(hotTimes) + rng.int(0, 4 * 60_000)
+          : epoch + rng.int(0, spanMs);
       const versions = [{ at: appearsAt, v: 1 }];
       const bumps = rng.int(0, 2);
       for (let b = 0; b < bumps; b++) {

@@ -130,7 +130,8 @@ export interface SeedOptions {
 export async function runSeed(seed: number, options: SeedOptions = {}): Promise<SeedResult> {
   const root = new Prng(seed);
   const scenario = generateScenario(root.fork());
-  const dataset = generateDataset(root.fork(), EPOCH, scenario.horizon - EPOCH);
+  const hotTimes = [...scenario.starts.map((s) => s.at), ...scenario.clis.map((c) => c.at)];
+  const dataset = generateDataset(root.fork(), EPOCH, scenario.horizon - EPOCH, hotTimes);
   const sim = new Sim(root.fork(), EPOCH, options.trace ?? false);
   const restoreTimers = installTimerShim(sim);
   const restoreZstd = installFastZstd();
