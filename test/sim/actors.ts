@@ -1,0 +1,257 @@
+/**
+ * The actors' glue, in one file so that it is easy to follow the core when its signatures
+ * change. Each handler mirrors its Lambda in functions/aws/*.ts by calling the same core
+ * functions (those modules are not imported: they read process.env and build real clients):
+ * start-run (claimScheduledStart + startRun + plan messages), plan-campaign (runStep +
+ * planCampaign + unit messages), export-reports (runStep + exportUnit with resume), finish-run
+ * (closeRuns with announce + heartbeat); and the CLI (runExport).
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { ExporterError, OutputLockedError } from '../../shared/errors.js';
+import { closeRuns } from '../../shared/export/run/close-runs.js';
+import type { ExportDeps } from '../../shared/export/run/context.js';
+import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
+import { runExport } from '../../shared/export/run/local-run.js';
+import { planCampaign } from '../../shared/export/run/plan-campaign.js';
+import { startRun } from '../../shared/export/run/start-run.js';
+import { runStep } from '../../shared/export/run/step.js';
+import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
+import type { Manifest } from '../../shared/export/state/manifest.js';
+import { type Mode, PlanMessageSchema, UnitSchema } from '../../shared/export/state/records.js';
+import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
+import type { Log } from '../../shared/log.js';
+import { S3Storage } from '../../shared/storage/s3.js';
+import type { SimApi } from './api.js';
+import type { SimS3 } from './s3.js';
+import { type Actor, describe, type Sim } from './scheduler.js';
+import type { Delivery, SimQueue } from './sqs.js';
+
+/** The deployment's settings, small so that deadlines and leases pass within a seed. */
+export interface Settings {
+  deadlineMs: number;
+  unitSize: number;
+  listPageSize: number;
+  maxReceiveCount: number;
+  /** Reports fetched at once within a unit. */
+  fetchConcurrency: number;
+}
+
+/** functions/aws/start-run.ts: the lock of a queue-carried run outlives its deadline by this. */
+const QUEUE_LOCK_MARGIN_MS = 15 * 60_000;
+/** functions/aws/queue.ts `visibilityBackoff`. */
+const BASE_VISIBILITY_SECONDS = 30;
+const MAX_VISIBILITY_SECONDS = 900;
+
+/** Counts ExportRunFinished events per run (the event bus's consumers). */
+export class Announcer {
+  readonly events = new Map<string, number>();
+  constructor(
+    private readonly sim: Sim,
+    /** Per call: EventBridge refuses the entry (FailedEntryCount). */
+    private readonly failRate: number,
+  ) {}
+
+  /** functions/aws/announce.ts for `actor`. */
+  for(actor: Actor): (manifest: Manifest) => Promise<void> {
+    return (manifest) =>
+      this.sim.call(actor, this.sim.rng.int(10, 80), `announce ${manifest.run_id}`, () => {
+        if (this.sim.faultsOn && this.sim.rng.chance(this.failRate)) {
+          throw new ExporterError(`EventBridge refused the ExportRunFinished event of ${manifest.run_id}`, {
+            retryable: true,
+          });
+        }
+        this.events.set(manifest.run_id, (this.events.get(manifest.run_id) ?? 0) + 1);
+        this.sim.log(actor, `ExportRunFinished ${manifest.run_id} (${manifest.status})`);
+      });
+  }
+}
+
+export interface World {
+  sim: Sim;
+  s3: SimS3;
+  api: SimApi;
+  planQueue: SimQueue;
+  reportQueue: SimQueue;
+  announcer: Announcer;
+  settings: Settings;
+}
+
+function logFor(sim: Sim, actor: Actor): Log {
+  const line =
+    (level: string) =>
+    (message: string, fields?: Record<string, unknown>): void => {
+      if (!sim.traceOn && level !== 'error') return;
+      const detail = fields ? ` ${JSON.stringify(fields).slice(0, level === 'error' ? 800 : 240)}` : '';
+      sim.log(actor, `${level}: ${message}${detail}`);
+    };
+  return { debug: () => {}, info: line('info'), warn: line('warn'), error: line('error') };
+}
+
+/** An actor's ExportDeps: its own storage client, API clients, clock, randomness and sleep. */
+export function depsFor(world: World, actor: Actor): ExportDeps {
+  const storage = new S3Storage({
+    bucket: 'sim-bucket',
+    client: world.s3.clientFor(actor) as S3Client,
+    listPageSize: world.settings.listPageSize,
+  });
+  return {
+    api: () => world.api.client(actor),
+    storage,
+    log: logFor(world.sim, actor),
+    now: () => new Date(world.sim.now + actor.offsetMs),
+    random: actor.rng.fn,
+    sleep: (ms) => world.sim.sleep(actor, ms),
+  };
+}
+
+export type StartResult = 'duplicate' | 'skipped' | 'failed' | 'started';
+
+/** functions/aws/start-run.ts `startRunHandler`. */
+export async function startRunHandler(
+  world: World,
+  actor: Actor,
+  input: { mode: Mode; scheduledTime?: string },
+): Promise<StartResult> {
+  const deps = depsFor(world, actor);
+  let release = async () => {};
+  if (input.scheduledTime !== undefined) {
+    const claim = await claimScheduledStart(deps.storage, {
+      mode: input.mode,
+      scheduledTime: input.scheduledTime,
+      now: deps.now(),
+    });
+    if (!claim.claimed) return 'duplicate';
+    release = claim.release;
+  }
+  const giveBack = () => release().catch(() => undefined);
+  let started: Awaited<ReturnType<typeof startRun>>;
+  try {
+    started = await startRun(deps, {
+      mode: input.mode,
+      driver: 'queues',
+      lock: { ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS, owner: 'aws-lambda' },
+      announce: world.announcer.for(actor),
+    });
+  } catch (error) {
+    await giveBack();
+    if (!(error instanceof OutputLockedError)) throw error;
+    world.sim.log(actor, `skipped: ${describe(error)}`);
+    return 'skipped';
+  }
+  if (started.record.fatal) return 'failed';
+  const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
+  try {
+    await world.planQueue.sendAll(actor, messages);
+  } catch (error) {
+    await started.lock?.release();
+    await giveBack();
+    throw error;
+  }
+  return 'started';
+}
+
+/** functions/aws/queue.ts `visibilityBackoff`, with the actor's randomness. */
+function visibilityBackoff(actor: Actor, receiveCount: number): number {
+  const exp = Math.min(MAX_VISIBILITY_SECONDS, BASE_VISIBILITY_SECONDS * 2 ** Math.max(0, receiveCount - 1));
+  return Math.round(exp / 2 + actor.rng.next() * (exp / 2));
+}
+
+/** functions/aws/queue.ts `eachMessage` for one record: delete on success, hand back a retryable failure. */
+async function eachMessage(
+  world: World,
+  actor: Actor,
+  queue: SimQueue,
+  delivery: Delivery,
+  work: () => Promise<void>,
+): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    world.sim.log(actor, `message failed: ${describe(error)}`);
+    if (error instanceof ExporterError && error.retryable) {
+      await queue
+        .retryLater(actor, delivery.message, visibilityBackoff(actor, delivery.receiveCount))
+        .catch(() => undefined);
+    }
+    return; // a batch item failure: the message stays
+  }
+  await queue.delete(actor, delivery.message);
+}
+
+/** functions/aws/plan-campaign.ts `planCampaignHandler`, one record. */
+export async function planHandler(world: World, actor: Actor, delivery: Delivery): Promise<void> {
+  const deps = depsFor(world, actor);
+  await eachMessage(world, actor, world.planQueue, delivery, async () => {
+    const message = PlanMessageSchema.parse(delivery.message.body);
+    const planned = await runStep(deps, message.run_id, (d) =>
+      planCampaign(d, message, world.settings.unitSize),
+    );
+    if (!planned.ran) return;
+    await world.reportQueue.sendAll(actor, planned.value.units);
+  });
+}
+
+/** functions/aws/export-reports.ts `exportReportsHandler`, one record. */
+export async function unitHandler(world: World, actor: Actor, delivery: Delivery): Promise<void> {
+  const deps = depsFor(world, actor);
+  await eachMessage(world, actor, world.reportQueue, delivery, async () => {
+    const unit = UnitSchema.parse(delivery.message.body);
+    const options = { resume: true, concurrency: world.settings.fetchConcurrency };
+    const exported = await runStep(deps, unit.run_id, (d) => exportUnit(d, unit, options));
+    if (!exported.ran) return;
+    const summary = exported.value;
+    const pending = summary.fatal ? 0 : pendingJobs(summary);
+    if (pending > 0 && delivery.receiveCount < world.settings.maxReceiveCount) {
+      throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
+        retryable: true,
+      });
+    }
+  });
+}
+
+/** functions/aws/finish-run.ts `finishRunHandler`. */
+export async function finishHandler(world: World, actor: Actor): Promise<string[]> {
+  const deps = depsFor(world, actor);
+  const now = deps.now();
+  const { closed, failures } = await closeRuns(deps, {
+    now: now.getTime(),
+    deadlineMs: world.settings.deadlineMs,
+    queuesDrained: () =>
+      world.sim.call(
+        actor,
+        world.sim.rng.int(10, 60),
+        'GetQueueAttributes',
+        () => world.planQueue.inQueue() + world.reportQueue.inQueue() === 0,
+      ),
+    announce: world.announcer.for(actor),
+  });
+  await hoursSinceFinishedRun(
+    deps.storage,
+    now,
+    closed.map((c) => c.manifest),
+  );
+  if (failures.length > 0) {
+    throw new ExporterError(
+      `${failures.length} run(s) could not be finished: ${describe(failures[0]?.error)}`,
+    );
+  }
+  return closed.map((c) => c.manifest.run_id);
+}
+
+/**
+ * The CLI: `runExport` into the same bucket. It renews its lock with a real `setInterval`; the
+ * scenario installs a shim (timers.ts) that turns that interval into a virtual one of this actor.
+ */
+export async function cliRun(
+  world: World,
+  actor: Actor,
+  options: { mode: Mode; waitForLockMs: number },
+): Promise<Manifest> {
+  const deps = depsFor(world, actor);
+  return runExport(deps, {
+    mode: options.mode,
+    unitSize: world.settings.unitSize,
+    fetchConcurrency: world.settings.fetchConcurrency,
+    ...(options.waitForLockMs > 0 ? { waitForLockMs: options.waitForLockMs } : {}),
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * A speed seam, nothing else: while a seed runs, `zlib.zstdCompressSync` (the Parquet column
+ * codec of shared/parquet/column.ts) writes zstd frames of raw, uncompressed blocks. They are
+ * valid zstd (RFC 8878: any reader, hyparquet's and DuckDB's included, decompresses them); only
+ * the compression is skipped. Real compression allocates a context per column chunk, and that
+ * native memory and the GC it triggered were a third of a seed's time; the lifecycle does not
+ * depend on the bytes' size.
+ */
+import { syncBuiltinESMExports } from 'node:module';
+import zlib from 'node:zlib';
+
+/** zstd's largest block. */
+const MAX_BLOCK = 128 * 1024;
+
+/** A zstd frame holding `input` in raw blocks (single segment, 4-byte content size). */
+export function rawZstdFrame(input: Uint8Array): Buffer {
+  const blocks = Math.max(1, Math.ceil(input.byteLength / MAX_BLOCK));
+  const out = Buffer.allocUnsafe(4 + 1 + 4 + blocks * 3 + input.byteLength);
+  out.writeUInt32LE(0xfd2fb528, 0); // magic
+  out[4] = (2 << 6) | (1 << 5); // Frame_Content_Size on 4 bytes, Single_Segment
+  out.writeUInt32LE(input.byteLength, 5);
+  let at = 9;
+  for (let b = 0; b < blocks; b++) {
+    const start = b * MAX_BLOCK;
+    const size = Math.min(MAX_BLOCK, input.byteLength - start);
+    const last = b === blocks - 1 ? 1 : 0;
+    const header = last | (0 << 1) | (size << 3); // Block_Type 0: raw
+    out[at] = header & 0xff;
+    out[at + 1] = (header >>> 8) & 0xff;
+    out[at + 2] = (header >>> 16) & 0xff;
+    at += 3;
+    out.set(input.subarray(start, start + size), at);
+    at += size;
+  }
+  return out;
+}
+
+const toBytes = (input: unknown): Uint8Array => {
+  if (input instanceof Uint8Array) return input;
+  if (typeof input === 'string') return Buffer.from(input);
+  if (input instanceof ArrayBuffer) return new Uint8Array(input);
+  if (ArrayBuffer.isView(input)) return new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  throw new TypeError('zstd input must be bytes');
+};
+
+/** Swaps in the raw-frame codec; returns the function that puts the real one back. */
+export function installFastZstd(): () => void {
+  const real = zlib.zstdCompressSync;
+  const mutable = zlib as unknown as { zstdCompressSync: (input: unknown) => Buffer };
+  mutable.zstdCompressSync = (input: unknown) => rawZstdFrame(toBytes(input));
+  syncBuiltinESMExports();
+  return () => {
+    mutable.zstdCompressSync = real as unknown as (input: unknown) => Buffer;
+    syncBuiltinESMExports();
+  };
+}

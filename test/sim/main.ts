@@ -1,0 +1,67 @@
+/**
+ * The lifecycle simulation from the command line.
+ *   npm run sim -- --seed 123 --trace     one seed, its full trace
+ *   npm run sim -- --seeds 100000 [--from N]   many seeds: progress, a summary per invariant
+ * Exit status 1 when any seed broke an invariant.
+ */
+import { parseArgs } from 'node:util';
+import { formatFailure, formatLine } from './report.js';
+import { runSeed } from './scenario.js';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    seeds: { type: 'string' },
+    from: { type: 'string' },
+    trace: { type: 'boolean', default: false },
+    quiet: { type: 'boolean', default: false },
+  },
+});
+
+async function one(seed: number, trace: boolean): Promise<number> {
+  const result = await runSeed(seed, { trace });
+  if (trace) for (const line of result.trace) console.log(formatLine(line));
+  console.log(
+    `seed ${seed}: ${result.steps} steps, ${result.runsStarted} run(s) started, ${result.manifests} manifest(s)`,
+  );
+  if (result.violations.length === 0) {
+    console.log('all invariants hold');
+    return 0;
+  }
+  console.log(formatFailure(trace ? result : await runSeed(seed, { trace: true })));
+  return 1;
+}
+
+async function many(from: number, count: number, quiet: boolean): Promise<number> {
+  const byInvariant = new Map<string, number[]>();
+  let failed = 0;
+  const started = Date.now();
+  for (let seed = from; seed < from + count; seed++) {
+    const result = await runSeed(seed);
+    if (result.violations.length > 0) {
+      failed++;
+      for (const invariant of new Set(result.violations.map((v) => v.invariant))) {
+        const seeds = byInvariant.get(invariant) ?? [];
+        seeds.push(seed);
+        byInvariant.set(invariant, seeds);
+      }
+      if (!quiet) console.log(formatFailure(await runSeed(seed, { trace: true }), 15));
+    }
+    const done = seed - from + 1;
+    if (done % 500 === 0 || done === count) {
+      const rate = done / ((Date.now() - started) / 1000);
+      console.log(`${done}/${count} seeds, ${failed} failed, ${rate.toFixed(1)} seeds/s`);
+    }
+  }
+  console.log(`\nsummary: ${count} seeds from ${from}, ${failed} failed`);
+  for (const [invariant, seeds] of [...byInvariant].sort()) {
+    console.log(`  ${invariant}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`);
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+const code =
+  values.seed !== undefined
+    ? await one(Number(values.seed), values.trace ?? false)
+    : await many(Number(values.from ?? 1), Number(values.seeds ?? 1000), values.quiet ?? false);
+process.exit(code);

@@ -1,0 +1,259 @@
+/**
+ * Watches the bucket while the simulation runs, for what the final state cannot show: who held
+ * the output's lock when, and who wrote while someone else held it.
+ *
+ * A HOLDING of run r starts with the successful write of `state/lock.json` that names r without
+ * `released_at` (an acquire or a takeover; a write naming the same run again is a renewal and
+ * moves the expiry). It ends at the first of:
+ * - release: the successful write that marks r's record `released_at`;
+ * - expiry: the virtual instant at which the clock of the actor that last wrote r's `expires_at`
+ *   reads `expires_at` (each actor's clock is virtual time plus its offset);
+ * - takeover: the successful write naming another run.
+ * Invariant 4 (one writer) is broken when
+ * - (4a) a takeover comes before the previous holding's expiry while that holder is ALIVE; or
+ * - (4b) run r writes something that matters (anything outside `state/runs/r/`, or r's
+ *   run.json / closing.json) while another run's holding is active and that run is ALIVE, after
+ *   r's own holding ended by expiry or takeover (not by release: a released run's late
+ *   leftovers are for the next run's recovery).
+ * Invariant 8 (a state is never re-entered, ARCHITECTURE.md): no closing record is created for a
+ * run whose manifest exists.
+ * Invariant 7 (no lock outlives its holder by more than start-run's timeout): while a holding is
+ * active, the moment its run is no longer ALIVE is noted; the holding must end within
+ * START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
+ * A run is ALIVE while an actor works for it (took its lock, carries its message, or is closing
+ * it), while any of its messages is queued, in flight or delayed (the DLQ aside), or while its
+ * run.json or closing.json exists (a finisher will take it on).
+ */
+
+import { STATE_KEYS } from '../../shared/export/layout.js';
+import { LockRecordSchema } from '../../shared/export/state/lock.js';
+import type { SimS3 } from './s3.js';
+import type { Actor, Sim } from './scheduler.js';
+import type { SimQueue } from './sqs.js';
+
+/** start-run's Lambda timeout: what a dead holder may block the output for, at most. */
+export const START_RUN_TIMEOUT_MS = 5 * 60_000;
+/** Clocks are at most this far apart. */
+export const SKEW_ALLOWANCE_MS = 60_000;
+
+export interface Violation {
+  invariant: string;
+  message: string;
+  /** Runs it is about, to pick the trace lines to show. */
+  runs: string[];
+  t: number;
+}
+
+interface Holding {
+  run: string;
+  holder: Actor;
+  start: number;
+  /** Virtual time of expiry (per the clock of the actor that last wrote it). */
+  expiresAt: number;
+  expiresWritten: string;
+  releasedAt: number | undefined;
+  takenOverAt: number | undefined;
+  orphanSince: number | undefined;
+  orphanChecked: boolean;
+}
+
+const RUN_KEY = /^state\/runs\/([^/]+)\//;
+const MANIFEST_KEY = /^runs\/dt=[^/]+\/([^/]+)\.json$/;
+const DATA_KEY = /^(?:parquet|raw)\/[^/]+\/dt=[^/]+\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+\./;
+const QUARANTINE_KEY = /^quarantine\/dt=[^/]+\/([^/]+)\//;
+
+/** The run a key belongs to, when its name says. */
+export function runOfKey(key: string): string | undefined {
+  return (
+    RUN_KEY.exec(key)?.[1] ??
+    MANIFEST_KEY.exec(key)?.[1] ??
+    DATA_KEY.exec(key)?.[1] ??
+    QUARANTINE_KEY.exec(key)?.[1]
+  );
+}
+
+export class Monitor {
+  readonly violations: Violation[] = [];
+  readonly holdings: Holding[] = [];
+  /** Runs that wrote a run record, and their driver. */
+  readonly started = new Map<string, string>();
+  #current: Holding | undefined;
+  readonly #byRun = new Map<string, Holding>();
+  readonly #reported = new Set<string>();
+
+  constructor(
+    private readonly sim: Sim,
+    private readonly s3: SimS3,
+    private readonly queues: readonly SimQueue[],
+  ) {
+    s3.listeners.push((actor, op, key, body) => this.#access(actor, op, key, body));
+    sim.afterStep.push(() => this.#step());
+  }
+
+  violate(invariant: string, message: string, runs: string[], dedupe = `${invariant} ${message}`): void {
+    if (this.#reported.has(dedupe)) return;
+    this.#reported.add(dedupe);
+    this.violations.push({ invariant, message, runs, t: this.sim.now });
+    this.sim.log('monitor', `VIOLATION ${invariant}: ${message}`);
+  }
+
+  #access(actor: Actor, op: 'put' | 'delete' | 'get', key: string, body: Uint8Array | undefined): void {
+    const keyRun = runOfKey(key);
+    if (keyRun && actor.fixedRun === undefined) actor.currentRun = keyRun;
+    if (op === 'get') return;
+    if (key === STATE_KEYS.lock) {
+      if (op === 'put' && body) this.#lockWritten(actor, body);
+      return;
+    }
+    if (op === 'put' && keyRun && key === STATE_KEYS.closing(keyRun)) {
+      const manifest = this.s3.keys('runs/').find((k) => k.endsWith(`/${keyRun}.json`));
+      if (manifest) {
+        this.violate(
+          '8 no state re-entered',
+          `${actor.name} started closing run ${keyRun} again (created ${key}) after its manifest ${manifest} was written`,
+          [keyRun],
+        );
+      }
+    }
+    if (op === 'put' && keyRun && key === STATE_KEYS.runRecord(keyRun) && body) {
+      const record = JSON.parse(Buffer.from(body).toString('utf8')) as { driver: string };
+      this.started.set(keyRun, record.driver);
+    }
+    const run = actor.runFor(keyRun);
+    if (run) this.#checkWriter(actor, run, op, key);
+  }
+
+  #lockWritten(actor: Actor, body: Uint8Array): void {
+    const record = LockRecordSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
+    const now = this.sim.now;
+    const current = this.#current;
+    const expiresAt = Date.parse(record.expires_at) - actor.offsetMs;
+    if (record.released_at !== undefined) {
+      if (current && current.run === record.run_id && current.releasedAt === undefined) {
+        this.#ended(current, now);
+        current.releasedAt = now;
+      }
+      return;
+    }
+    if (current && current.run === record.run_id && current.releasedAt === undefined) {
+      current.expiresAt = expiresAt; // renewed
+      current.expiresWritten = record.expires_at;
+      current.orphanChecked = false;
+      return;
+    }
+    // An acquire or a takeover.
+    if (actor.fixedRun === undefined) actor.fixedRun = record.run_id;
+    if (current && current.releasedAt === undefined && current.takenOverAt === undefined) {
+      if (now < current.expiresAt && this.alive(current.run)) {
+        this.violate(
+          '4 one writer',
+          `run ${record.run_id} (${actor.name}, clock ${fmtOffset(actor)}) took the lock over from run ${current.run} ` +
+            `(${current.holder.name}, clock ${fmtOffset(current.holder)}), which was alive and held it until ${current.expiresWritten} ` +
+            `by its holder's clock (${secs(current.expiresAt - now)} later)`,
+          [record.run_id, current.run],
+        );
+      }
+      this.#ended(current, Math.min(now, current.expiresAt));
+      current.takenOverAt = now;
+    }
+    const holding: Holding = {
+      run: record.run_id,
+      holder: actor,
+      start: now,
+      expiresAt,
+      expiresWritten: record.expires_at,
+      releasedAt: undefined,
+      takenOverAt: undefined,
+      orphanSince: undefined,
+      orphanChecked: false,
+    };
+    this.holdings.push(holding);
+    this.#byRun.set(record.run_id, holding);
+    this.#current = holding;
+    this.sim.log(actor, `holds the lock for ${record.run_id} until ${record.expires_at}`);
+  }
+
+  /** Whether `holding` is in force at `t`. */
+  #active(holding: Holding, t: number): boolean {
+    return holding.releasedAt === undefined && holding.takenOverAt === undefined && t < holding.expiresAt;
+  }
+
+  #checkWriter(actor: Actor, run: string, op: string, key: string): void {
+    const current = this.#current;
+    const now = this.sim.now;
+    if (!current || current.run === run || !this.#active(current, now)) return;
+    const own = this.#byRun.get(run);
+    if (!own || own.releasedAt !== undefined) return;
+    const prefix = STATE_KEYS.runPrefix(run);
+    const matters =
+      !key.startsWith(prefix) || key === STATE_KEYS.runRecord(run) || key === STATE_KEYS.closing(run);
+    // A dead holder writes nothing: only a live one makes two writers.
+    if (!matters || !this.alive(current.run)) return;
+    const how =
+      own.takenOverAt !== undefined && own.takenOverAt < own.expiresAt
+        ? `was taken over at ${this.#at(own.takenOverAt)}, before it expired`
+        : `expired at ${this.#at(own.expiresAt)}${own.takenOverAt !== undefined ? ` (taken over at ${this.#at(own.takenOverAt)})` : ''}`;
+    this.violate(
+      '4 one writer',
+      `run ${run} (${actor.name}) wrote (${op} ${key}) after its lock ${how}, while run ${current.run} held the lock (since ${this.#at(current.start)})`,
+      [run, current.run],
+      `4b ${run} ${current.run}`,
+    );
+  }
+
+  /** True while something will still act for `run` (see the module comment). */
+  alive(run: string): boolean {
+    for (const actor of this.sim.live) {
+      if (!actor.canCrash) continue;
+      if (actor.fixedRun === run || (actor.fixedRun === undefined && actor.currentRun === run)) return true;
+    }
+    for (const queue of this.queues) if (queue.holdsRun(run)) return true;
+    return (
+      this.s3.peek(STATE_KEYS.runRecord(run)) !== undefined ||
+      this.s3.peek(STATE_KEYS.closing(run)) !== undefined
+    );
+  }
+
+  #step(): void {
+    const h = this.#current;
+    if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined || h.orphanChecked) return;
+    const now = this.sim.now;
+    if (now < h.expiresAt) {
+      if (this.alive(h.run)) h.orphanSince = undefined;
+      else h.orphanSince ??= now;
+    } else {
+      this.#ended(h, h.expiresAt);
+    }
+  }
+
+  /** A holding ends at `end`: checks invariant 7 against the moment its holder was gone. */
+  #ended(h: Holding, end: number): void {
+    if (h.orphanChecked) return;
+    h.orphanChecked = true;
+    if (h.orphanSince === undefined) return;
+    const outlived = end - h.orphanSince;
+    if (outlived > START_RUN_TIMEOUT_MS + SKEW_ALLOWANCE_MS) {
+      this.violate(
+        '7 lock outlives holder',
+        `the lock of run ${h.run} (taken by ${h.holder.name}) outlived its holder by ${secs(outlived)}: ` +
+          `nothing acted for the run from ${this.#at(h.orphanSince)}, the lock held until ${this.#at(end)}`,
+        [h.run],
+      );
+    }
+  }
+
+  /** Called when the run is over: a holding still open is checked as if it ended now. */
+  finish(): void {
+    const h = this.#current;
+    if (h && h.releasedAt === undefined && h.takenOverAt === undefined) {
+      this.#ended(h, Math.min(this.sim.now, h.expiresAt));
+    }
+  }
+
+  #at(t: number): string {
+    return `T+${secs(t - this.sim.epoch)}`;
+  }
+}
+
+export const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+const fmtOffset = (actor: Actor): string => `${actor.offsetMs >= 0 ? '+' : ''}${secs(actor.offsetMs)}`;

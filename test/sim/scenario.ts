@@ -1,0 +1,341 @@
+/**
+ * One seed: a scenario drawn from the seed (dataset, fault mix, clock skew, scheduled starts and
+ * their duplicates, overlapping finishers, CLI runs, redrives), run in three phases:
+ * 1. until the horizon, with faults;
+ * 2. without faults and without new work, until every deadline and lease has passed and every
+ *    actor has ended (quiescence);
+ * 3. start-run's timeout (plus the clock skew allowance) later, one fault-free start-run, which
+ *    must get the lock, carried to its manifest by the queues and finish-run.
+ * Then the invariants are read from the bucket.
+ */
+import type { Mode } from '../../shared/export/state/records.js';
+import {
+  Announcer,
+  cliRun,
+  finishHandler,
+  planHandler,
+  type Settings,
+  type StartResult,
+  startRunHandler,
+  unitHandler,
+  type World,
+} from './actors.js';
+import { generateDataset, SimApi } from './api.js';
+import { installFastZstd } from './codec.js';
+import { checkInvariants } from './invariants.js';
+import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
+import { Prng } from './prng.js';
+import { type FaultRates, SimS3 } from './s3.js';
+import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
+import { type Delivery, SimQueue } from './sqs.js';
+import { installTimerShim } from './timers.js';
+
+const MINUTE = 60_000;
+export const EPOCH = Date.parse('2026-11-22T03:00:00.000Z');
+/** Lambda timeouts (infra/constructs/functions.ts) and the queues' visibility (6 ×). */
+const LAMBDA_TIMEOUT_MS = 5 * MINUTE;
+const FINISH_TIMEOUT_MS = 15 * MINUTE;
+const VISIBILITY_MS = 6 * LAMBDA_TIMEOUT_MS;
+const FINISH_EVERY_MS = 5 * MINUTE;
+/** A seed that takes more steps than this has not quiesced: a livelock, reported as such. */
+const MAX_STEPS = 400_000;
+
+export interface Scenario {
+  settings: Settings;
+  profile: string;
+  faults: FaultRates;
+  announceFails: number;
+  /** Each actor's clock is off by up to ± this. */
+  skewMs: number;
+  starts: Array<{ at: number; mode: Mode; duplicate: 'none' | 'together' | number }>;
+  clis: Array<{ at: number; mode: Mode; waitForLockMs: number }>;
+  /** Per finish-run tick: a second, overlapping invocation. */
+  finishOverlap: number;
+  /** Per receive: the message goes to a second consumer at once. */
+  duplicateDelivery: number;
+  redriveAt: number[];
+  concurrency: { plan: number; report: number };
+  horizon: number;
+}
+
+const PROFILES: Record<string, FaultRates> = {
+  calm: { crash: 0, lost: 0, conflict: 0, slowDown: 0, slowCalls: 0, pause: 0 },
+  slow: { crash: 0, lost: 0, conflict: 0, slowDown: 0, slowCalls: 0.02, pause: 0.03 },
+  crashes: { crash: 0.01, lost: 0, conflict: 0, slowDown: 0, slowCalls: 0.005, pause: 0 },
+  ambiguous: { crash: 0, lost: 0.06, conflict: 0.06, slowDown: 0, slowCalls: 0, pause: 0 },
+  flaky: { crash: 0, lost: 0.02, conflict: 0.02, slowDown: 0.03, slowCalls: 0.005, pause: 0 },
+  mixed: { crash: 0.004, lost: 0.02, conflict: 0.02, slowDown: 0.01, slowCalls: 0.01, pause: 0.005 },
+};
+
+export function generateScenario(rng: Prng): Scenario {
+  const profile = rng.pick(Object.keys(PROFILES));
+  const starts: Scenario['starts'] = [];
+  let at = EPOCH + rng.int(0, 5 * MINUTE);
+  const n = rng.int(1, 3);
+  for (let i = 0; i < n; i++) {
+    const duplicate = rng.chance(0.3) ? (rng.chance(0.5) ? 'together' : rng.int(1_000, 10 * MINUTE)) : 'none';
+    starts.push({ at, mode: rng.chance(0.8) ? 'incremental' : 'full', duplicate });
+    at += rng.int(10, 40) * MINUTE;
+  }
+  const lastStart = starts[starts.length - 1]!.at;
+  const clis: Scenario['clis'] = [];
+  const cliCount = rng.pick([0, 0, 1, 1, 2]);
+  for (let i = 0; i < cliCount; i++) {
+    // A second CLI run often comes right after the first (a cron overlap, a retry by hand),
+    // waiting for its lock: it takes the lock the moment the first one's expires.
+    const near = i > 0 && rng.chance(0.6);
+    clis.push({
+      at: near ? clis[i - 1]!.at + rng.int(0, 90_000) : EPOCH + rng.int(0, lastStart - EPOCH + 20 * MINUTE),
+      mode: rng.chance(0.8) ? 'incremental' : 'full',
+      waitForLockMs: near ? 2 * MINUTE : rng.pick([0, 0, 2 * MINUTE]),
+    });
+  }
+  const horizon = Math.max(lastStart, ...clis.map((c) => c.at)) + 25 * MINUTE;
+  return {
+    settings: {
+      deadlineMs: 20 * MINUTE,
+      unitSize: rng.int(1, 3),
+      listPageSize: rng.pick([5, 1000, 1000]),
+      maxReceiveCount: 3,
+      fetchConcurrency: rng.int(1, 3),
+    },
+    profile,
+    faults: PROFILES[profile]!,
+    announceFails: rng.pick([0, 0.05]),
+    skewMs: rng.pick([0, 0, 1_000, 30_000]),
+    starts,
+    clis,
+    finishOverlap: rng.pick([0, 0.2, 0.5]),
+    duplicateDelivery: rng.pick([0, 0.1, 0.3]),
+    redriveAt: rng.chance(0.3) ? [EPOCH + rng.int(0, horizon - EPOCH)] : [],
+    concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
+    horizon,
+  };
+}
+
+export interface SeedResult {
+  seed: number;
+  violations: Violation[];
+  trace: TraceLine[];
+  scenario: Scenario;
+  steps: number;
+  runsStarted: number;
+  manifests: number;
+}
+
+export interface SeedOptions {
+  trace?: boolean;
+}
+
+export async function runSeed(seed: number, options: SeedOptions = {}): Promise<SeedResult> {
+  const root = new Prng(seed);
+  const scenario = generateScenario(root.fork());
+  const hotTimes = [...scenario.starts.map((s) => s.at), ...scenario.clis.map((c) => c.at)];
+  const dataset = generateDataset(root.fork(), EPOCH, scenario.horizon - EPOCH, hotTimes);
+  const sim = new Sim(root.fork(), EPOCH, options.trace ?? false);
+  const restoreTimers = installTimerShim(sim);
+  const restoreZstd = installFastZstd();
+  try {
+    return await simulate(seed, scenario, sim, dataset);
+  } finally {
+    restoreZstd();
+    restoreTimers();
+  }
+}
+
+async function simulate(
+  seed: number,
+  scenario: Scenario,
+  sim: Sim,
+  dataset: ReturnType<typeof generateDataset>,
+): Promise<SeedResult> {
+  const s3 = new SimS3(sim, scenario.faults);
+  const world: World = {
+    sim,
+    s3,
+    api: new SimApi(sim, dataset),
+    planQueue: new SimQueue(
+      sim,
+      'plan',
+      VISIBILITY_MS,
+      scenario.settings.maxReceiveCount,
+      scenario.faults.crash,
+    ),
+    reportQueue: new SimQueue(
+      sim,
+      'report',
+      VISIBILITY_MS,
+      scenario.settings.maxReceiveCount,
+      scenario.faults.crash,
+    ),
+    announcer: new Announcer(sim, scenario.announceFails),
+    settings: scenario.settings,
+  };
+  const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
+  const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
+  const stop = { ticks: false, pollers: false };
+
+  const lambda = (
+    kind: 'start-run' | 'plan' | 'unit' | 'finish',
+    timeoutMs: number,
+    fn: (actor: Actor) => Promise<unknown>,
+    run?: string,
+  ): Actor => sim.spawn(kind, kind, { offsetMs: offset(), killAfterMs: timeoutMs, run }, fn);
+
+  const startRunOnce = (mode: Mode, scheduledTime: string | undefined, onResult?: (r: StartResult) => void) =>
+    lambda('start-run', LAMBDA_TIMEOUT_MS, async (actor) => {
+      const result = await startRunHandler(world, actor, {
+        mode,
+        ...(scheduledTime ? { scheduledTime } : {}),
+      });
+      sim.log(actor, `start-run: ${result}`);
+      onResult?.(result);
+    });
+
+  // EventBridge Scheduler: each scheduled time delivered once or twice; a failed or killed
+  // invocation is retried twice (Lambda's asynchronous retries).
+  for (const start of scenario.starts) {
+    sim.spawn('invoker', 'schedule', { canCrash: false }, async (self) => {
+      await sim.sleep(self, start.at - sim.now);
+      const scheduledTime = new Date(start.at).toISOString();
+      const deliver = async () => {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const done = await sim.join(startRunOnce(start.mode, scheduledTime));
+          if (done.result === 'ok') return;
+          await sim.sleep(self, MINUTE * (attempt + 1));
+        }
+      };
+      const again = async (delay: number) => {
+        await sim.sleep(self, delay);
+        await deliver();
+      };
+      if (start.duplicate === 'none') await deliver();
+      else await Promise.all([deliver(), again(start.duplicate === 'together' ? 0 : start.duplicate)]);
+    });
+  }
+
+  for (const cli of scenario.clis) {
+    sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
+      await sim.sleep(self, cli.at - sim.now);
+      sim.spawn('cli', 'cli', { offsetMs: offset() }, async (actor) => {
+        const manifest = await cliRun(world, actor, cli);
+        sim.log(actor, `cli: run ${manifest.run_id} ${manifest.status}`);
+      });
+    });
+  }
+
+  for (const at of scenario.redriveAt) {
+    sim.spawn('redrive', 'redrive', { canCrash: false }, async (self) => {
+      await sim.sleep(self, at - sim.now);
+      const moved = world.planQueue.redrive() + world.reportQueue.redrive();
+      sim.log(self, `redrove ${moved} dead letters`);
+    });
+  }
+
+  const startTicks = () =>
+    sim.spawn('driver', 'finish-schedule', { canCrash: false }, async (self) => {
+      await sim.sleep(self, sim.rng.int(0, FINISH_EVERY_MS));
+      while (!stop.ticks) {
+        lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
+        if (sim.faultsOn && sim.rng.chance(scenario.finishOverlap)) {
+          await sim.sleep(self, sim.rng.int(0, MINUTE));
+          lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
+        }
+        await sim.sleep(self, FINISH_EVERY_MS);
+      }
+    });
+
+  const startPoller = (
+    queue: SimQueue,
+    concurrency: number,
+    handler: typeof planHandler,
+    kind: 'plan' | 'unit',
+  ) =>
+    sim.spawn('poller', `${queue.name}-poller`, { canCrash: false }, async (self) => {
+      const active = new Set<Actor>();
+      while (!stop.pollers) {
+        await queue.nextWork(self);
+        if (stop.pollers) break;
+        for (const a of active) if (!a.alive) active.delete(a);
+        const room = concurrency - active.size;
+        if (room <= 0) continue;
+        for (const delivery of queue.receive(room)) {
+          const spawn = (d: Delivery) =>
+            active.add(
+              lambda(kind, LAMBDA_TIMEOUT_MS, (actor) => handler(world, actor, d), d.message.body.run_id),
+            );
+          spawn(delivery);
+          if (sim.faultsOn && sim.rng.chance(scenario.duplicateDelivery)) spawn(delivery);
+        }
+      }
+    });
+
+  const startConsumers = () => {
+    startTicks();
+    startPoller(world.planQueue, scenario.concurrency.plan, planHandler, 'plan');
+    startPoller(world.reportQueue, scenario.concurrency.report, unitHandler, 'unit');
+  };
+  const stopConsumers = async (): Promise<boolean> => {
+    stop.ticks = true;
+    stop.pollers = true;
+    world.planQueue.wake();
+    world.reportQueue.wake();
+    await sim.runUntil(() => sim.steps > MAX_STEPS);
+    stop.ticks = false;
+    stop.pollers = false;
+    return sim.steps <= MAX_STEPS;
+  };
+
+  // Phase 1: faults, until the horizon.
+  startConsumers();
+  await sim.runUntil(() => sim.now >= scenario.horizon || sim.steps > MAX_STEPS);
+  // Phase 2: no faults, no new work; every deadline and lease passes; everything ends.
+  sim.faultsOn = false;
+  const settled = scenario.horizon + scenario.settings.deadlineMs + 25 * MINUTE;
+  await sim.runUntil(() => sim.now >= settled || sim.steps > MAX_STEPS);
+  let quiesced = await stopConsumers();
+  const quiescence = sim.now;
+
+  // Phase 3: the final start-run, start-run's timeout after quiescence, must get the lock.
+  let finalResult: StartResult | 'crashed' | 'error' | undefined;
+  if (quiesced) {
+    sim.log('sim', 'quiescence: the final start-run comes next');
+    startConsumers();
+    sim.spawn('invoker', 'final', { canCrash: false }, async (self) => {
+      await sim.sleep(self, START_RUN_TIMEOUT_MS + SKEW_ALLOWANCE_MS);
+      const actor = startRunOnce('incremental', undefined, (r) => {
+        finalResult = r;
+      });
+      const done = await sim.join(actor);
+      if (done.result !== 'ok') {
+        finalResult = done.result === 'crashed' ? 'crashed' : 'error';
+        sim.log(self, `final start-run ended: ${describe(done.error)}`);
+      }
+    });
+    const finalEnd =
+      sim.now + START_RUN_TIMEOUT_MS + SKEW_ALLOWANCE_MS + scenario.settings.deadlineMs + 25 * MINUTE;
+    await sim.runUntil(() => sim.now >= finalEnd || sim.steps > MAX_STEPS);
+    quiesced = (await stopConsumers()) && quiesced;
+  }
+  monitor.finish();
+
+  if (!quiesced) {
+    monitor.violate('0 quiescence', `the simulation did not quiesce within ${MAX_STEPS} steps`, []);
+  } else if (finalResult !== 'started') {
+    monitor.violate(
+      '7 lock outlives holder',
+      `the final start-run, ${(START_RUN_TIMEOUT_MS + SKEW_ALLOWANCE_MS) / 1000}s after quiescence (T+${((quiescence - EPOCH) / 1000).toFixed(0)}s), ended ${finalResult ?? 'without an answer'}`,
+      [],
+    );
+  }
+  await checkInvariants(s3, world.api, monitor, world.announcer.events);
+  return {
+    seed,
+    violations: monitor.violations,
+    trace: sim.trace,
+    scenario,
+    steps: sim.steps,
+    runsStarted: monitor.started.size,
+    manifests: s3.keys('runs/').length,
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * A shim for `setInterval`/`clearInterval` while a seed runs: called from inside an actor (the
+ * CLI's lock renewal in shared/export/run/local-run.ts still uses a real interval), it becomes a
+ * virtual interval of that actor, fired by the scheduler and dropped when the actor dies;
+ * called from anywhere else, it is the real one. Once the core renews through `deps.sleep`,
+ * nothing in the simulated path calls it and the shim is idle.
+ */
+import { currentActor, type Sim } from './scheduler.js';
+
+const SIM_TIMER = Symbol('sim-timer');
+
+interface SimTimer {
+  [SIM_TIMER]: () => void;
+  unref(): SimTimer;
+  ref(): SimTimer;
+  hasRef(): boolean;
+}
+
+/** Installs the shim for `sim`; returns the function that restores the real timers. */
+export function installTimerShim(sim: Sim): () => void {
+  const realSetInterval = globalThis.setInterval;
+  const realClearInterval = globalThis.clearInterval;
+  const shimSet = (fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const actor = currentActor();
+    if (!actor) return realSetInterval(fn, ms, ...args);
+    const cancel = sim.every(actor, Math.max(1, ms ?? 1), () => fn(...args));
+    const timer: SimTimer = {
+      [SIM_TIMER]: cancel,
+      unref: () => timer,
+      ref: () => timer,
+      hasRef: () => false,
+    };
+    return timer;
+  };
+  const shimClear = (timer: unknown) => {
+    if (timer && typeof timer === 'object' && SIM_TIMER in timer) (timer as SimTimer)[SIM_TIMER]();
+    else realClearInterval(timer as Parameters<typeof clearInterval>[0]);
+  };
+  globalThis.setInterval = shimSet as unknown as typeof setInterval;
+  globalThis.clearInterval = shimClear as typeof clearInterval;
+  return () => {
+    globalThis.setInterval = realSetInterval;
+    globalThis.clearInterval = realClearInterval;
+  };
+}
