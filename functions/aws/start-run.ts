@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
-import { RUN_START_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
+import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
@@ -58,7 +58,7 @@ export async function startRunHandler(event: unknown) {
         ttlMs: (env.RUN_DEADLINE_MINUTES + QUEUE_LOCK_MARGIN_MINUTES) * 60_000,
         owner: LOCK_OWNER,
         // A start that died between the lock and its first record frees the output after this.
-        recordGraceMs: RUN_START_GRACE_MS,
+        recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce,
     });

@@ -37,3 +37,12 @@ export function planRecord(overrides: Partial<PlanRecord> = {}): PlanRecord {
     ...overrides,
   };
 }
+
+/**
+ * Keys under `state/runs/` that belong to runs not closed: a closed run keeps its tombstone and
+ * its shrunk closing record for a day (shared/export/state/tombstone.ts), nothing else.
+ */
+export function openRunKeys(keys: readonly string[]): string[] {
+  const closed = new Set(keys.filter((k) => k.endsWith('/closed.json')).map((k) => k.split('/')[2]));
+  return keys.filter((k) => !closed.has(k.split('/')[2]));
+}

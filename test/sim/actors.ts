@@ -13,7 +13,7 @@ import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaign } from '../../shared/export/run/plan-campaign.js';
-import { startRun } from '../../shared/export/run/start-run.js';
+import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
@@ -93,6 +93,8 @@ export function depsFor(world: World, actor: Actor): ExportDeps {
     bucket: 'sim-bucket',
     client: world.s3.clientFor(actor) as S3Client,
     listPageSize: world.settings.listPageSize,
+    // Its 409 backoff on the simulation's clock.
+    sleep: (ms) => world.sim.sleep(actor, ms),
   });
   return {
     api: () => world.api.client(actor),
@@ -129,7 +131,11 @@ export async function startRunHandler(
     started = await startRun(deps, {
       mode: input.mode,
       driver: 'queues',
-      lock: { ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS, owner: 'aws-lambda' },
+      lock: {
+        ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS,
+        owner: 'aws-lambda',
+        recordGraceMs: FIRST_RECORD_GRACE_MS,
+      },
       announce: world.announcer.for(actor),
     });
   } catch (error) {

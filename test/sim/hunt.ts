@@ -66,7 +66,10 @@ function classify(r: SeedResult): Finding[] {
     ) {
       out.push({ cls: '(e) concurrent duplicate deliveries', why: v.message });
     }
-    if (v.invariant.startsWith('1') && has(new RegExp(`could not finish run.*${run}.*(reports_failed|too_small)`))) {
+    if (
+      v.invariant.startsWith('1') &&
+      has(new RegExp(`could not finish run.*${run}.*(reports_failed|too_small)`))
+    ) {
       out.push({
         cls: '(e) concurrent duplicate deliveries',
         why: `manifest cannot be built (reports_failed < 0): ${v.message}`,

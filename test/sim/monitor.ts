@@ -5,7 +5,8 @@
  * A HOLDING of run r starts with the successful write of `state/lock.json` that names r without
  * `released_at` (an acquire or a takeover; a write naming the same run again is a renewal and
  * moves the expiry). It ends at the first of:
- * - release: the successful write that marks r's record `released_at`;
+ * - release: the successful write that marks r's record `released_at`, or r's tombstone
+ *   (`closed.json`: the run is over and the lock free by its rules);
  * - expiry: the virtual instant at which the clock of the actor that last wrote r's `expires_at`
  *   reads `expires_at` (each actor's clock is virtual time plus its offset);
  * - takeover: the successful write naming another run.
@@ -18,14 +19,16 @@
  * Invariant 8 (a state is never re-entered, ARCHITECTURE.md): no closing record is created for a
  * run whose manifest exists.
  * Invariant 7 (no lock outlives its holder by more than start-run's timeout): while a holding is
- * active, the moment its run is no longer ALIVE is noted; the holding must end within
- * START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
+ * active, the moment its run is no longer ALIVE is noted; the holding must end, or become free
+ * by the lock's rules (its run closed, or not recorded a start-run timeout after it took the
+ * lock), within START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
  * A run is ALIVE while an actor works for it (took its lock, carries its message, or is closing
  * it), while any of its messages is queued, in flight or delayed (the DLQ aside), or while its
  * run.json or closing.json exists (a finisher will take it on).
  */
 
 import { STATE_KEYS } from '../../shared/export/layout.js';
+import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
 import { LockRecordSchema } from '../../shared/export/state/lock.js';
 import type { SimS3 } from './s3.js';
 import type { Actor, Sim } from './scheduler.js';
@@ -55,6 +58,8 @@ interface Holding {
   takenOverAt: number | undefined;
   orphanSince: number | undefined;
   orphanChecked: boolean;
+  /** Its closing record was created while it held the lock. */
+  frozenWhileHeld?: boolean;
 }
 
 const RUN_KEY = /^state\/runs\/([^/]+)\//;
@@ -105,7 +110,26 @@ export class Monitor {
       if (op === 'put' && body) this.#lockWritten(actor, body);
       return;
     }
-    if (op === 'put' && keyRun && key === STATE_KEYS.closing(keyRun)) {
+    // A run's tombstone ends its holding like a release: the run is over, the lock is free by
+    // its rules (shared/export/state/lock.ts), and what its closer does next is tidying its own
+    // folder and an idempotent release.
+    if (op === 'put' && keyRun && key === STATE_KEYS.closed(keyRun)) {
+      const current = this.#current;
+      if (
+        current &&
+        current.run === keyRun &&
+        current.releasedAt === undefined &&
+        current.takenOverAt === undefined
+      )
+        current.releasedAt = this.sim.now;
+    }
+    // A closing record, not the closed marker the finisher shrinks it to beside the tombstone.
+    const isClosing = op === 'put' && keyRun !== undefined && key === STATE_KEYS.closing(keyRun);
+    if (isClosing) {
+      const own = this.#byRun.get(keyRun);
+      if (own && this.#active(own, this.sim.now)) own.frozenWhileHeld = true;
+    }
+    if (isClosing && body !== undefined && !('closed' in JSON.parse(Buffer.from(body).toString('utf8')))) {
       const manifest = this.s3.keys('runs/').find((k) => k.endsWith(`/${keyRun}.json`));
       if (manifest) {
         this.violate(
@@ -185,6 +209,9 @@ export class Monitor {
     const own = this.#byRun.get(run);
     if (!own || own.releasedAt !== undefined) return;
     const prefix = STATE_KEYS.runPrefix(run);
+    // A run whose closing record was frozen while it held the lock is finished by whoever finds
+    // it (a finisher holds no lock): its writes are that frozen record's, the same whoever makes them.
+    if (own.frozenWhileHeld && actor.name.startsWith('finish')) return;
     const matters =
       !key.startsWith(prefix) || key === STATE_KEYS.runRecord(run) || key === STATE_KEYS.closing(run);
     // A dead holder writes nothing: only a live one makes two writers.
@@ -218,6 +245,16 @@ export class Monitor {
     const h = this.#current;
     if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined || h.orphanChecked) return;
     const now = this.sim.now;
+    // Free by the lock's own rules before its expiry: its run is closed, or never recorded its
+    // start within start-run's timeout (shared/export/state/lock.ts): any start may take it now.
+    const closed = this.s3.peek(STATE_KEYS.closed(h.run)) !== undefined;
+    const freeAt = h.start + FIRST_RECORD_GRACE_MS + 2 * SKEW_ALLOWANCE_MS;
+    const unrecorded = now > freeAt && this.s3.peek(STATE_KEYS.runRecord(h.run)) === undefined;
+    if (now < h.expiresAt && (closed || unrecorded)) {
+      // From the moment a start could take it (the scheduler's steps may be further apart).
+      this.#ended(h, closed ? now : freeAt);
+      return;
+    }
     if (now < h.expiresAt) {
       if (this.alive(h.run)) h.orphanSince = undefined;
       else h.orphanSince ??= now;

@@ -297,8 +297,16 @@ export function closingOf(records: RunRecords, finishedAt: Date): ClosingRecord 
 export async function readClosing(deps: ExportDeps, runId: string): Promise<ClosingRecord | undefined> {
   const key = STATE_KEYS.closing(runId);
   const found = await deps.storage.get(key);
-  return found ? parseRecord(ClosingRecordSchema, found.body, key) : undefined;
+  if (!found) return undefined;
+  const record = parseRecord(z.union([ClosedClosingSchema, ClosingRecordSchema]), found.body, key);
+  return 'closed' in record ? undefined : record;
 }
+
+/**
+ * What a closed run's closing record becomes: it stays (small) as long as the tombstone, so that
+ * its create-if-absent keeps failing and no closer ever makes a second closing record.
+ */
+const ClosedClosingSchema = z.object({ closed: z.literal(true), run_id: z.string() });
 
 /** The manifest of a run, if it was written. */
 async function readManifest(deps: ExportDeps, key: string): Promise<Manifest | undefined> {
@@ -400,8 +408,12 @@ export async function finishRun(
     closed_at: deps.now().toISOString(),
     token,
   });
+  // The closing record stays, shrunk, beside the tombstone: a late closer's create-if-absent
+  // fails on it, so a closed run never gets a second closing record.
+  await deps.storage.put(STATE_KEYS.closing(runId), encodeRecord({ closed: true, run_id: runId }));
+  const keep = new Set([STATE_KEYS.closed(runId), STATE_KEYS.closing(runId)]);
   const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
-  await deps.storage.delete(keys.filter((key) => key !== STATE_KEYS.closed(runId)));
+  await deps.storage.delete(keys.filter((key) => !keep.has(key)));
   await (options.release ?? (() => releaseLockOf(deps.storage, runId, deps.now())))();
   if (!closedHere) return undefined;
   deps.log.info('run finished', { run_id: runId, status: manifest.status, ...manifest.counts });
@@ -433,6 +445,13 @@ async function announceOnce(
     await claim.failed(deps.now()).catch(() => undefined);
     throw error;
   }
-  await claim.done(deps.now());
+  // Accepted: from here the tombstone is what keeps others from announcing it again, so a claim
+  // that cannot be marked done (a 503) does not stop this finisher from writing it.
+  await claim.done(deps.now()).catch((error: unknown) =>
+    deps.log.warn('could not mark the announcement done', {
+      run_id: manifest.run_id,
+      error: String(error),
+    }),
+  );
   return true;
 }

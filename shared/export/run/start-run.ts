@@ -27,10 +27,19 @@ import { type RecoverOptions, recoverOpenRuns } from './recover.js';
 import { stageStep } from './staging.js';
 
 /**
- * How long a start may take before its first record can be judged dead: start-run's timeout
- * (infra/constructs/functions.ts; a test holds them together). A CLI renews its lock instead.
+ * How long a run may stay `starting` (verifying, listing the campaigns) before finish-run may
+ * judge it dead and close it as failed: start-run's timeout (infra/constructs/functions.ts; a
+ * test holds them together). A CLI finishes its own runs.
  */
 export const RUN_START_GRACE_MS = 5 * 60_000;
+
+/**
+ * How long a start may hold the lock without its first record before the lock counts as free:
+ * that record is its very next write, so this covers S3's retries with room to spare, and a
+ * start that died right after taking the lock blocks others for this plus the clock allowance
+ * both ways (4 minutes), under start-run's timeout.
+ */
+export const FIRST_RECORD_GRACE_MS = 2 * 60_000;
 
 export interface StartRunInput {
   mode: Mode;

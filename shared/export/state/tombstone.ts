@@ -46,9 +46,9 @@ export async function writeTombstone(storage: Storage, tombstone: Tombstone): Pr
 }
 
 /**
- * Tidies a closed run's folder: deletes what late writers left beside the tombstone (a
- * duplicate step that wrote after the run closed, a late closer's closing record), and the
- * tombstone itself once it is older than `TOMBSTONE_TTL_MS`. Returns the keys deleted.
+ * Tidies a closed run's folder: deletes what late writers left beside the tombstone and the
+ * closing marker (a duplicate step that wrote after the run closed), and both of those once the
+ * tombstone is older than `TOMBSTONE_TTL_MS`. Returns the keys deleted.
  */
 export async function sweepClosedRun(
   storage: Storage,
@@ -57,11 +57,13 @@ export async function sweepClosedRun(
   now: Date,
 ): Promise<string[]> {
   const closedKey = STATE_KEYS.closed(runId);
-  const debris = keys.filter((key) => key !== closedKey);
+  // The closing record, shrunk to a marker, stays as long as the tombstone (finish-run.ts).
+  const closingKey = STATE_KEYS.closing(runId);
+  const debris = keys.filter((key) => key !== closedKey && key !== closingKey);
   const found = await storage.get(closedKey);
   if (found) {
     const { closed_at } = parseRecord(TombstoneSchema, found.body, closedKey);
-    if (now.getTime() - Date.parse(closed_at) > TOMBSTONE_TTL_MS) debris.push(closedKey);
+    if (now.getTime() - Date.parse(closed_at) > TOMBSTONE_TTL_MS) debris.push(closingKey, closedKey);
   }
   await storage.delete(debris);
   return debris;

@@ -20,6 +20,7 @@ import { startDynalite } from '../../helpers/dynalite.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
 import { useIamGuard } from '../../helpers/iam/hooks.js';
+import { openRunKeys } from '../../helpers/records.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
 import {
   asContainer,
@@ -312,7 +313,7 @@ describe('the AWS topology on loopback', () => {
     const staged: string[] = [];
     for await (const key of storage.list('state/runs/')) staged.push(key);
     // A closed run keeps only its tombstone (a day), so that late deliveries change nothing.
-    expect(staged.filter((key) => !key.endsWith('/closed.json'))).toEqual([]);
+    expect(openRunKeys(staged)).toEqual([]);
     expect(run.manifest?.company_name).toBe(sim.dataset.company);
   });
 
@@ -328,7 +329,7 @@ describe('the AWS topology on loopback', () => {
     expect(await snapshotOutput(topo.storage(), db)).toEqual(baseline.output);
     const staged: string[] = [];
     for await (const key of topo.storage().list('state/runs/')) staged.push(key);
-    expect(staged.filter((key) => !key.endsWith('/closed.json'))).toEqual([]);
+    expect(openRunKeys(staged)).toEqual([]);
   }, 45_000);
 
   it('starts one run per scheduled time when Scheduler delivers a time twice at once', async () => {
@@ -365,7 +366,7 @@ describe('the AWS topology on loopback', () => {
     expect(second.manifest?.counts.reports_unchanged).toBe(baseline.manifest.counts.reports_exported);
     const open: string[] = [];
     for await (const key of topo.storage().list('state/runs/')) open.push(key);
-    expect(open.filter((key) => !key.endsWith('/closed.json'))).toEqual([]);
+    expect(openRunKeys(open)).toEqual([]);
   }, 45_000);
 
   it('finishes a publish that was cut short on the next look of finish-run', async () => {

@@ -14,6 +14,7 @@ import { planCampaign } from '../../../../shared/export/run/plan-campaign.js';
 import { startRun } from '../../../../shared/export/run/start-run.js';
 import { ManifestSchema } from '../../../../shared/export/state/manifest.js';
 import { METRIC } from '../../../../shared/metrics.js';
+import { openRunKeys } from '../../../helpers/records.js';
 import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
 
 type FinishRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<{ finished: string[] }>;
@@ -50,12 +51,9 @@ describe('finish-run', () => {
     return started.run.run_id;
   }
 
-  /** Runs with records and no tombstone (a closed run keeps only its tombstone for a day). */
-  const openRunIds = async () => {
-    const keys = await keysUnder(bed.storage, STATE_KEYS.runsPrefix);
-    const closed = new Set(keys.filter((k) => k.endsWith('/closed.json')).map((k) => k.split('/')[2]));
-    return new Set(keys.map((k) => k.split('/')[2]).filter((id) => !closed.has(id)));
-  };
+  /** Runs with records and no tombstone. */
+  const openRunIds = async () =>
+    new Set(openRunKeys(await keysUnder(bed.storage, STATE_KEYS.runsPrefix)).map((k) => k.split('/')[2]));
   const announced = () => events.commandCalls(PutEventsCommand).flatMap((c) => c.args[0].input.Entries ?? []);
 
   beforeAll(async () => {

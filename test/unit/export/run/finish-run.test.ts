@@ -39,7 +39,7 @@ const depsOf = (storage: LocalStorage) => ({
 });
 
 describe('finishRun', () => {
-  it('records the outcomes, writes the manifest and clears the run but for its tombstone', async () => {
+  it('records the outcomes, writes the manifest and clears the run but for its tombstone and closing marker', async () => {
     const storage = await storageWithRun();
     const manifest = await finishRun(depsOf(storage), RUN, { force: false });
     expect(manifest?.status).toBe('succeeded');
@@ -49,7 +49,7 @@ describe('finishRun', () => {
     expect(state.jobs[12]?.outcome).toBe('not_ready');
     const left: string[] = [];
     for await (const key of storage.list(STATE_KEYS.runPrefix(RUN))) left.push(key);
-    expect(left).toEqual([STATE_KEYS.closed(RUN)]);
+    expect(left.sort()).toEqual([STATE_KEYS.closed(RUN), STATE_KEYS.closing(RUN)].sort());
   });
 
   it('keeps the run open when the announcement fails, so the next finisher announces it', async () => {
