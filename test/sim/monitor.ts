@@ -58,8 +58,6 @@ interface Holding {
   takenOverAt: number | undefined;
   orphanSince: number | undefined;
   orphanChecked: boolean;
-  /** Its closing record was created while it held the lock. */
-  frozenWhileHeld?: boolean;
 }
 
 const RUN_KEY = /^state\/runs\/([^/]+)\//;
@@ -125,10 +123,6 @@ export class Monitor {
     }
     // A closing record, not the closed marker the finisher shrinks it to beside the tombstone.
     const isClosing = op === 'put' && keyRun !== undefined && key === STATE_KEYS.closing(keyRun);
-    if (isClosing) {
-      const own = this.#byRun.get(keyRun);
-      if (own && this.#active(own, this.sim.now)) own.frozenWhileHeld = true;
-    }
     if (isClosing && body !== undefined && !('closed' in JSON.parse(Buffer.from(body).toString('utf8')))) {
       const manifest = this.s3.keys('runs/').find((k) => k.endsWith(`/${keyRun}.json`));
       if (manifest) {
@@ -209,9 +203,9 @@ export class Monitor {
     const own = this.#byRun.get(run);
     if (!own || own.releasedAt !== undefined) return;
     const prefix = STATE_KEYS.runPrefix(run);
-    // A run whose closing record was frozen while it held the lock is finished by whoever finds
-    // it (a finisher holds no lock): its writes are that frozen record's, the same whoever makes them.
-    if (own.frozenWhileHeld && actor.name.startsWith('finish')) return;
+    // A run whose closing record is frozen is finished by whoever finds it (finish-run holds no
+    // lock): what it writes is that record's, the same whoever writes it.
+    if (actor.name.startsWith('finish') && this.s3.peek(STATE_KEYS.closing(run)) !== undefined) return;
     const matters =
       !key.startsWith(prefix) || key === STATE_KEYS.runRecord(run) || key === STATE_KEYS.closing(run);
     // A dead holder writes nothing: only a live one makes two writers.

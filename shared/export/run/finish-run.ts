@@ -75,6 +75,11 @@ export interface FinishOptions {
    */
   checkLock?: (() => Promise<void>) | undefined;
   /**
+   * Called just before the run's tombstone is written: a CLI stops renewing its lock (once the
+   * run is closed its lock is free by the lock's rules, and no renewal may say otherwise).
+   */
+  beforeTombstone?: (() => void) | undefined;
+  /**
    * Releases the output's lock once the run is closed. Default: a finisher's release
    * (`releaseLockOf`), which the holder, if alive, takes for a lost lock; a CLI releases its own.
    */
@@ -402,6 +407,7 @@ export async function finishRun(
   });
   if (options.announce && !(await announceOnce(deps, manifest, options.announce))) return undefined;
   const token = randomHex(randomOf(deps), 16);
+  options.beforeTombstone?.();
   const closedHere = await writeTombstone(deps.storage, {
     run_id: runId,
     manifest: manifestKey(manifest.dt, runId),

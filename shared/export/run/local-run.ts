@@ -184,6 +184,7 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     // The lock is still ours, checked before the closing is frozen and before publishing: a run
     // that stalled past its expiry, or that a finisher closed, must not close it again.
     checkLock: () => lock.check(),
+    beforeTombstone: () => lock.stopRenewing(),
     release: () => lock.release(),
   });
   if (!manifest) {

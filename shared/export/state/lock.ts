@@ -261,6 +261,11 @@ export class OutputLock {
     }
   }
 
+  /** Stops the renewals `keepAlive` started (the run is closing: it needs the lock a moment more at most). */
+  stopRenewing(): void {
+    this.#stopKeepAlive?.();
+  }
+
   /** Proves the lock is still this run's (a renewal); throws `OutputLockedError` if it is not. */
   async check(): Promise<void> {
     if (this.#released) throw this.#lostError(undefined);
