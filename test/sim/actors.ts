@@ -45,6 +45,17 @@ const MAX_VISIBILITY_SECONDS = 900;
 /** Counts ExportRunFinished events per run (the event bus's consumers). */
 export class Announcer {
   readonly events = new Map<string, number>();
+  /** Who put each event, in order. */
+  readonly announcers = new Map<string, Actor[]>();
+  /**
+   * Announcements made again because the one before was accepted and its announcer died before
+   * it could say so (marked the claim done or wrote the tombstone): the at-least-once window
+   * (shared/export/state/announcement.ts). Every other repeat is a violation.
+   */
+  excusedRepeats(run: string, settled: (actor: Actor) => boolean): number {
+    const actors = this.announcers.get(run) ?? [];
+    return actors.slice(0, -1).filter((a) => a.result === 'crashed' && !settled(a)).length;
+  }
   constructor(
     private readonly sim: Sim,
     /** Per call: EventBridge refuses the entry (FailedEntryCount). */
@@ -61,6 +72,7 @@ export class Announcer {
           });
         }
         this.events.set(manifest.run_id, (this.events.get(manifest.run_id) ?? 0) + 1);
+        this.announcers.set(manifest.run_id, [...(this.announcers.get(manifest.run_id) ?? []), actor]);
         this.sim.log(actor, `ExportRunFinished ${manifest.run_id} (${manifest.status})`);
       });
   }

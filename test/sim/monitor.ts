@@ -81,6 +81,12 @@ export class Monitor {
   /** Runs that wrote a run record, and their driver. */
   readonly started = new Map<string, string>();
   #current: Holding | undefined;
+  readonly #settled = new Set<string>();
+
+  /** True when `actor` recorded that `run`'s announcement was made (claim done, or tombstone). */
+  settledAnnouncement(actor: Actor, run: string): boolean {
+    return this.#settled.has(`${actor.name} ${run}`);
+  }
   readonly #byRun = new Map<string, Holding>();
   readonly #reported = new Set<string>();
 
@@ -107,6 +113,17 @@ export class Monitor {
     if (key === STATE_KEYS.lock) {
       if (op === 'put' && body) this.#lockWritten(actor, body);
       return;
+    }
+    // Who said a run's announcement was made: the claim marked done, or the tombstone written.
+    if (
+      op === 'put' &&
+      keyRun &&
+      body &&
+      (key === STATE_KEYS.closed(keyRun) || key === STATE_KEYS.announced(keyRun))
+    ) {
+      const text = Buffer.from(body).toString('utf8');
+      if (key === STATE_KEYS.closed(keyRun) || text.includes('"done_at"'))
+        this.#settled.add(`${actor.name} ${keyRun}`);
     }
     // A run's tombstone ends its holding like a release: the run is over, the lock is free by
     // its rules (shared/export/state/lock.ts), and what its closer does next is tidying its own
@@ -203,6 +220,8 @@ export class Monitor {
     const own = this.#byRun.get(run);
     if (!own || own.releasedAt !== undefined) return;
     const prefix = STATE_KEYS.runPrefix(run);
+    // After its tombstone a run's closer only tidies its own folder.
+    if (this.s3.peek(STATE_KEYS.closed(run)) !== undefined) return;
     // A run whose closing record is frozen is finished by whoever finds it (finish-run holds no
     // lock): what it writes is that record's, the same whoever writes it.
     if (actor.name.startsWith('finish') && this.s3.peek(STATE_KEYS.closing(run)) !== undefined) return;

@@ -328,7 +328,7 @@ async function simulate(
       [],
     );
   }
-  await checkInvariants(s3, world.api, monitor, world.announcer.events);
+  await checkInvariants(s3, world.api, monitor, world.announcer);
   return {
     seed,
     violations: monitor.violations,

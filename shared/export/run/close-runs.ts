@@ -75,7 +75,10 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         await sweepClosedRun(deps.storage, runId, keys, new Date(options.now));
         continue;
       }
-      if (await readClosing(deps, runId)) {
+      const closing = await readClosing(deps, runId);
+      if (closing) {
+        // A CLI closing its own run right now: leave it to the CLI.
+        if (closing.driver === 'local' && (await heldBy(deps, runId, options.now))) continue;
         // Its closing started and was cut short (a timeout, a second finisher): take it up.
         const manifest = await finishRun(deps, runId, { force: true, announce: options.announce });
         if (manifest) result.closed.push({ manifest, unfinished: false });

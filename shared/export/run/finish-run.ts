@@ -95,6 +95,8 @@ export const ClosingRecordSchema = z.object({
   staged: z.array(FileEntrySchema),
   /** Per campaign whose listing completed: the outcomes to record in its state. */
   outcomes: z.array(z.object({ campaign_id: z.number().int(), jobs: z.array(RecordedOutcomeSchema) })),
+  /** Who carried the run (absent in closing records before 0.3): a queue-carried run is announced. */
+  driver: z.enum(['local', 'queues']).optional(),
 });
 export type ClosingRecord = z.infer<typeof ClosingRecordSchema>;
 
@@ -295,6 +297,7 @@ export function closingOf(records: RunRecords, finishedAt: Date): ClosingRecord 
     manifest,
     staged: failed ? [] : stagedFiles(records),
     outcomes: failed ? [] : stateUpdates(records),
+    driver: records.record.driver,
   };
 }
 
@@ -405,6 +408,12 @@ export async function finishRun(
     const listed = new Set(jobs.map((o) => o.job_id));
     await saveOutcomes(deps.storage, campaign_id, runId, jobs, listed, deps);
   });
+  if (!options.announce && closing.driver === 'queues') {
+    // A CLI closing a run the Lambdas carried cannot announce it: finish-run takes the run up
+    // from its closing record (publishing and the state are done already) and announces it.
+    deps.log.info('run published; its announcement is left to finish-run', { run_id: runId });
+    return undefined;
+  }
   if (options.announce && !(await announceOnce(deps, manifest, options.announce))) return undefined;
   const token = randomHex(randomOf(deps), 16);
   options.beforeTombstone?.();

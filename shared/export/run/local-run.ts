@@ -4,11 +4,13 @@
  * further rounds, as an SQS redelivery would give them.
  */
 import { describeError, ExporterError, OutputLockedError } from '../../errors.js';
-import type { Manifest } from '../state/manifest.js';
+import { manifestKey } from '../layout.js';
+import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import {
   addRequestCounts,
   emptyRequestCounts,
   type Mode,
+  parseRecord,
   type RequestCounts,
   type Unit,
   type UnitJobResult,
@@ -188,6 +190,10 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     release: () => lock.release(),
   });
   if (!manifest) {
+    // Closed by another finisher from this run's own closing record: published all the same.
+    const key = manifestKey(started.run.dt, started.run.run_id);
+    const stored = await deps.storage.get(key);
+    if (stored) return parseRecord(ManifestSchema, stored.body, key);
     throw new OutputLockedError(`run ${started.run.run_id} was closed by another finisher`, {
       hint: 'it lost the output while it ran; run again',
     });
