@@ -10,7 +10,7 @@ import { formatFailure } from './report.js';
 import { runSeed } from './scenario.js';
 
 /** Seeds per `npm test` (SIM_SEEDS overrides, e.g. 100 while working on the simulator). */
-const SEEDS = Number(process.env.SIM_SEEDS ?? 1600);
+const SEEDS = Number(process.env.SIM_SEEDS ?? 1000);
 const BATCHES = 8;
 const PER_BATCH = Math.ceil(SEEDS / BATCHES);
 /** A batch on this machine takes ~10 s; the margin is for a loaded one. */
