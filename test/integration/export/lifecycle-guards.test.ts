@@ -87,7 +87,7 @@ describe('closing a run', () => {
     await recordedRun(storage);
     const stale = await readRunRecords(finisherDeps(storage), TEST_RUN_ID);
     if (!stale) throw new Error('no records');
-    await finishRun(finisherDeps(storage), TEST_RUN_ID, { force: true });
+    await finishRun(finisherDeps(storage), TEST_RUN_ID, { force: true, announce: async () => {} });
     const manifest = await storage.get(manifestKey('2026-11-22', TEST_RUN_ID));
     // What a stalled closer holds: job 12 exported in its view, and no rows of it anywhere.
     stale.units.set('c1-u0', {
@@ -100,9 +100,12 @@ describe('closing a run', () => {
     expect(again).toBeUndefined();
     expect((await loadCampaignState(storage, 1)).state.jobs[12]?.outcome).toBe('not_ready');
     expect((await storage.get(manifestKey('2026-11-22', TEST_RUN_ID)))?.body).toEqual(manifest?.body);
-    expect(await listAll(storage, STATE_KEYS.runPrefix(TEST_RUN_ID))).toEqual([
-      STATE_KEYS.closed(TEST_RUN_ID),
-    ]);
+    // The run keeps its tombstone and its closing marker only: no second closing record.
+    expect((await listAll(storage, STATE_KEYS.runPrefix(TEST_RUN_ID))).sort()).toEqual(
+      [STATE_KEYS.closed(TEST_RUN_ID), STATE_KEYS.closing(TEST_RUN_ID)].sort(),
+    );
+    const marker = await storage.get(STATE_KEYS.closing(TEST_RUN_ID));
+    expect(JSON.parse(Buffer.from(marker!.body).toString())).toEqual({ closed: true, run_id: TEST_RUN_ID });
   });
 
   it('announces a run once, and counts it once, when two finishers close it at once', async () => {

@@ -39,10 +39,33 @@ const depsOf = (storage: LocalStorage) => ({
 });
 
 describe('finishRun', () => {
+  it('leaves a queue-carried run to finish-run when it cannot announce it (a CLI recovering it)', async () => {
+    const storage = await storageWithRun();
+
+    const closed = await finishRun(depsOf(storage), RUN, { force: true });
+
+    expect(closed).toBeUndefined();
+    // Published and recorded, but not closed: finish-run takes it up from its closing record.
+    expect(await storage.get(manifestKey('2026-11-22', RUN))).toBeDefined();
+    expect((await loadCampaignState(storage, 1)).state.jobs[11]?.outcome).toBe('exported');
+    expect(await storage.get(STATE_KEYS.closing(RUN))).toBeDefined();
+    expect(await storage.get(STATE_KEYS.closed(RUN))).toBeUndefined();
+    const announced: string[] = [];
+    const again = await finishRun(depsOf(storage), RUN, {
+      force: true,
+      announce: async (m) => void announced.push(m.run_id),
+    });
+    expect(again?.run_id).toBe(RUN);
+    expect(announced).toEqual([RUN]);
+  });
+
   it('records the outcomes, writes the manifest and clears the run but for its tombstone and closing marker', async () => {
     const storage = await storageWithRun();
-    const manifest = await finishRun(depsOf(storage), RUN, { force: false });
+    const announced: string[] = [];
+    const announce = async (m: { run_id: string }) => void announced.push(m.run_id);
+    const manifest = await finishRun(depsOf(storage), RUN, { force: false, announce });
     expect(manifest?.status).toBe('succeeded');
+    expect(announced).toEqual([RUN]);
     expect(await storage.get(manifestKey('2026-11-22', RUN))).toBeDefined();
     const { state } = await loadCampaignState(storage, 1);
     expect(state.jobs[11]).toEqual({ fp: 'a', outcome: 'exported', run_id: RUN });
