@@ -28,6 +28,15 @@ function classify(r: SeedResult): Finding[] {
     const run = v.runs[0] ?? '';
     if (v.invariant.startsWith('8')) {
       out.push({ cls: '(a) closed again from old records', why: v.message });
+      if (
+        /^cli#/.test(v.message) &&
+        has(new RegExp(`closing a run left open by an interrupted exporter.*${run}`))
+      ) {
+        out.push({
+          cls: "(a') a CLI re-closes from its records the run another run's recovery closed",
+          why: v.message,
+        });
+      }
     }
     if (v.invariant.startsWith('3') && r.violations.some((w) => w.invariant.startsWith('8'))) {
       out.push({ cls: '(a) closed again from old records', why: `outcomes of a re-closing: ${v.message}` });
@@ -74,6 +83,9 @@ function classify(r: SeedResult): Finding[] {
         cls: '(e) concurrent duplicate deliveries',
         why: `manifest cannot be built (reports_failed < 0): ${v.message}`,
       });
+    }
+    if (v.invariant.startsWith('5') && /but no ExportRunFinished/.test(v.message)) {
+      out.push({ cls: '(i) a queue-carried run closed without ExportRunFinished', why: v.message });
     }
     if (v.invariant.startsWith('5') && /announced \d+ times/.test(v.message)) {
       const announcers = r.trace
