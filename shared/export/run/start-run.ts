@@ -21,7 +21,7 @@ import {
   type RunRecord,
   type RunRef,
 } from '../state/records.js';
-import { type ExportDeps, newRunId, randomOf, requestCounts, sleepOf } from './context.js';
+import { type ExportDeps, newRunId, randomOf, requestCounts } from './context.js';
 import { ListingTally } from './listing.js';
 import { type RecoverOptions, recoverOpenRuns } from './recover.js';
 import { stageStep } from './staging.js';
@@ -81,7 +81,8 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
       ...acquire,
       newRunId: (at) => newRunId(at, randomOf(deps)),
       now: deps.now,
-      sleep: sleepOf(deps),
+      // Only a given clock: the lock's own renewal timer is unref'd, so it never keeps a CLI alive.
+      ...(deps.sleep ? { sleep: deps.sleep } : {}),
       random: randomOf(deps),
     });
     // From the moment it holds the output, whatever recovery, verify or the listing make it wait.
