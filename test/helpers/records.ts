@@ -1,5 +1,13 @@
 /** Builders for the run records tests put in storage or hand to the finisher. */
-import type { PlanRecord, RunRecord } from '../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../shared/export/layout.js';
+import {
+  encodeRecord,
+  type PlanRecord,
+  type RequestCounts,
+  type RunRecord,
+  type UnitSummary,
+} from '../../shared/export/state/records.js';
+import type { Storage } from '../../shared/storage/storage.js';
 
 export const TEST_RUN_ID = '20261122T031500Z-a1b2c3';
 
@@ -45,4 +53,25 @@ export function planRecord(overrides: Partial<PlanRecord> = {}): PlanRecord {
 export function openRunKeys(keys: readonly string[]): string[] {
   const closed = new Set(keys.filter((k) => k.endsWith('/closed.json')).map((k) => k.split('/')[2]));
   return keys.filter((k) => !closed.has(k.split('/')[2]));
+}
+
+/**
+ * Stores the records of a run of campaign 1 as a finisher finds them: two jobs, 11 exported and
+ * 12 not ready, in unit `c1-u0`; every step sent `requests`.
+ */
+export async function storeRecordedRun(
+  storage: Storage,
+  requests: RequestCounts = { total: 0, retried: 0, by_status: {} },
+): Promise<void> {
+  const unit: UnitSummary = {
+    unit: 'c1-u0',
+    campaign_id: 1,
+    attempt: 1,
+    staged: [],
+    jobs: { 11: { fp: 'a', outcome: 'exported' }, 12: { fp: 'b', outcome: 'not_ready' } },
+    requests,
+  };
+  await storage.put(STATE_KEYS.runRecord(TEST_RUN_ID), encodeRecord(runRecord({ requests })));
+  await storage.put(STATE_KEYS.plan(TEST_RUN_ID, 1), encodeRecord(planRecord({ jobs: 2, requests })));
+  await storage.put(STATE_KEYS.unit(TEST_RUN_ID, 'c1-u0'), encodeRecord(unit));
 }

@@ -19,17 +19,12 @@ import { RUN_START_GRACE_MS, startRun } from '../../../shared/export/run/start-r
 import { loadCampaignState } from '../../../shared/export/state/incremental.js';
 import { MAX_CLOCK_SKEW_MS, OutputLock } from '../../../shared/export/state/lock.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
-import {
-  encodeRecord,
-  PlanRecordSchema,
-  parseRecord,
-  type UnitSummary,
-} from '../../../shared/export/state/records.js';
+import { encodeRecord, PlanRecordSchema, parseRecord } from '../../../shared/export/state/records.js';
 import { silentLog } from '../../../shared/log.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { listAll } from '../../../shared/storage/storage.js';
 import { tempDir } from '../../helpers/export.js';
-import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';
+import { runRecord, storeRecordedRun, TEST_RUN_ID } from '../../helpers/records.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
 
 const T0 = Date.parse('2026-11-22T03:15:00Z');
@@ -56,22 +51,6 @@ function depsOn(out: string, clock: { at: number }): ExportDeps {
   return { ...base, now: () => new Date(clock.at) };
 }
 
-/** A run of campaign 1 with two jobs, one exported and one not ready, as a finisher finds it. */
-async function recordedRun(storage: LocalStorage): Promise<void> {
-  const none = { total: 0, retried: 0, by_status: {} };
-  const unit: UnitSummary = {
-    unit: 'c1-u0',
-    campaign_id: 1,
-    attempt: 1,
-    staged: [],
-    jobs: { 11: { fp: 'a', outcome: 'exported' }, 12: { fp: 'b', outcome: 'not_ready' } },
-    requests: none,
-  };
-  await storage.put(STATE_KEYS.runRecord(TEST_RUN_ID), encodeRecord(runRecord()));
-  await storage.put(STATE_KEYS.plan(TEST_RUN_ID, 1), encodeRecord(planRecord({ jobs: 2 })));
-  await storage.put(STATE_KEYS.unit(TEST_RUN_ID, 'c1-u0'), encodeRecord(unit));
-}
-
 const finisherDeps = (storage: LocalStorage, at = T0 + 5 * MINUTE): ExportDeps => ({
   api: () => {
     throw new Error('closing a run sends no API request');
@@ -84,7 +63,7 @@ const finisherDeps = (storage: LocalStorage, at = T0 + 5 * MINUTE): ExportDeps =
 describe('closing a run', () => {
   it('never closes a finished run again from records read before it closed', async () => {
     const storage = new LocalStorage(await tempDir('guards'));
-    await recordedRun(storage);
+    await storeRecordedRun(storage);
     const stale = await readRunRecords(finisherDeps(storage), TEST_RUN_ID);
     if (!stale) throw new Error('no records');
     await finishRun(finisherDeps(storage), TEST_RUN_ID, { force: true, announce: async () => {} });
@@ -110,7 +89,7 @@ describe('closing a run', () => {
 
   it('announces a run once, and counts it once, when two finishers close it at once', async () => {
     const storage = new LocalStorage(await tempDir('guards'));
-    await recordedRun(storage);
+    await storeRecordedRun(storage);
     const announced: string[] = [];
     const announce = async (m: Manifest) => {
       announced.push(m.run_id);
@@ -126,7 +105,7 @@ describe('closing a run', () => {
 
   it('announces again after a failed announcement, once', async () => {
     const storage = new LocalStorage(await tempDir('guards'));
-    await recordedRun(storage);
+    await storeRecordedRun(storage);
     let tries = 0;
     const announce = async () => {
       if (++tries === 1) throw new Error('EventBridge is down');

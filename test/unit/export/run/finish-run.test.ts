@@ -2,30 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
 import { finishRun } from '../../../../shared/export/run/finish-run.js';
 import { loadCampaignState } from '../../../../shared/export/state/incremental.js';
-import { encodeRecord, type UnitSummary } from '../../../../shared/export/state/records.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
-import { planRecord, runRecord, TEST_RUN_ID } from '../../../helpers/records.js';
+import { storeRecordedRun, TEST_RUN_ID } from '../../../helpers/records.js';
 
 const RUN = TEST_RUN_ID;
 const none = { total: 1, retried: 0, by_status: { '200': 1 } };
 
 async function storageWithRun(): Promise<LocalStorage> {
   const storage = new LocalStorage(await tempDir('finish'));
-  const record = runRecord({ run_id: RUN, requests: none });
-  const plan = planRecord({ jobs: 2, requests: none });
-  const unit: UnitSummary = {
-    unit: 'c1-u0',
-    campaign_id: 1,
-    attempt: 1,
-    staged: [],
-    jobs: { 11: { fp: 'a', outcome: 'exported' }, 12: { fp: 'b', outcome: 'not_ready' } },
-    requests: none,
-  };
-  await storage.put(STATE_KEYS.runRecord(RUN), encodeRecord(record));
-  await storage.put(STATE_KEYS.plan(RUN, 1), encodeRecord(plan));
-  await storage.put(STATE_KEYS.unit(RUN, 'c1-u0'), encodeRecord(unit));
+  await storeRecordedRun(storage, none);
   return storage;
 }
 
