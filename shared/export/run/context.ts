@@ -32,10 +32,6 @@ export interface ExportDeps {
 /** `deps.random`, or `Math.random`. */
 export const randomOf = (deps: Pick<ExportDeps, 'random'>): (() => number) => deps.random ?? Math.random;
 
-/** `deps.sleep`, or a real timer. */
-export const sleepOf = (deps: Pick<ExportDeps, 'sleep'>): ((ms: number) => Promise<void>) =>
-  deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))));
-
 /** `n` lowercase hex digits from `random`. */
 export function randomHex(random: () => number, n: number): string {
   let hex = '';
