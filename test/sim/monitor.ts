@@ -177,7 +177,9 @@ export class Monitor {
       return;
     }
     // An acquire or a takeover.
-    if (actor.fixedRun === undefined) actor.fixedRun = record.run_id;
+    // The writer works for this run from now on (an acquire loop whose first write's answer was
+    // lost may end up taking the lock again under a new run id: the last one is its run).
+    actor.fixedRun = record.run_id;
     if (current && current.releasedAt === undefined && current.takenOverAt === undefined) {
       if (now < current.expiresAt && this.alive(current.run)) {
         this.violate(
