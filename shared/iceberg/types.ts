@@ -1,0 +1,82 @@
+/**
+ * Apache Iceberg v2 table metadata, as the spec's JSON (https://iceberg.apache.org/spec/#table-metadata-fields).
+ * Only what the exporter writes and reads; unknown fields of metadata written by others (Glue,
+ * Athena's OPTIMIZE) are kept as they are when a commit builds on them.
+ */
+
+/** A primitive type of the spec: the exporter's columns use these. */
+export type IcebergPrimitive = 'string' | 'int' | 'long' | 'boolean' | 'timestamptz';
+
+export interface IcebergListType {
+  type: 'list';
+  'element-id': number;
+  element: IcebergPrimitive;
+  'element-required': boolean;
+}
+
+export type IcebergType = IcebergPrimitive | IcebergListType;
+
+export interface IcebergField {
+  id: number;
+  name: string;
+  required: boolean;
+  type: IcebergType;
+  doc?: string;
+}
+
+export interface IcebergSchema {
+  type: 'struct';
+  'schema-id': number;
+  fields: IcebergField[];
+  'identifier-field-ids'?: number[];
+}
+
+export interface PartitionField {
+  'source-id': number;
+  'field-id': number;
+  name: string;
+  transform: string;
+}
+
+export interface PartitionSpec {
+  'spec-id': number;
+  fields: PartitionField[];
+}
+
+export interface SortOrder {
+  'order-id': number;
+  fields: unknown[];
+}
+
+export interface Snapshot {
+  'snapshot-id': number | bigint;
+  'parent-snapshot-id'?: number | bigint;
+  'sequence-number': number;
+  'timestamp-ms': number;
+  'manifest-list': string;
+  summary: { operation: 'append' | 'replace' | 'overwrite' | 'delete'; [key: string]: string };
+  'schema-id'?: number;
+}
+
+export interface TableMetadata {
+  'format-version': 2;
+  'table-uuid': string;
+  location: string;
+  'last-sequence-number': number;
+  'last-updated-ms': number;
+  'last-column-id': number;
+  'current-schema-id': number;
+  schemas: IcebergSchema[];
+  'default-spec-id': number;
+  'partition-specs': PartitionSpec[];
+  'last-partition-id': number;
+  'default-sort-order-id': number;
+  'sort-orders': SortOrder[];
+  properties?: Record<string, string>;
+  'current-snapshot-id'?: number | bigint | null;
+  snapshots?: Snapshot[];
+  'snapshot-log'?: { 'timestamp-ms': number; 'snapshot-id': number | bigint }[];
+  'metadata-log'?: { 'timestamp-ms': number; 'metadata-file': string }[];
+  refs?: Record<string, { 'snapshot-id': number | bigint; type: 'branch' | 'tag' }>;
+  [other: string]: unknown;
+}
