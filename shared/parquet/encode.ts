@@ -50,31 +50,47 @@ const STRING = { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { typ
 export function columnSchema(column: ParquetColumn): SchemaElement[] {
   const repetition_type = column.nullable ? 'OPTIONAL' : 'REQUIRED';
   const { name } = column;
+  const id = column.fieldId === undefined ? {} : { field_id: column.fieldId };
   switch (column.type) {
     case 'string':
-      return [{ name, repetition_type, ...STRING }];
+      return [{ name, repetition_type, ...STRING, ...id }];
     case 'int':
-      return [{ name, repetition_type, type: 'INT32' }];
+      return [{ name, repetition_type, type: 'INT32', ...id }];
     case 'bigint':
-      return [{ name, repetition_type, type: 'INT64' }];
+      return [{ name, repetition_type, type: 'INT64', ...id }];
     case 'boolean':
-      return [{ name, repetition_type, type: 'BOOLEAN' }];
-    case 'timestamp':
+      return [{ name, repetition_type, type: 'BOOLEAN', ...id }];
+    case 'timestamp': {
+      const unit = column.timestampUnit ?? 'MILLIS';
       return [
         {
           name,
           repetition_type,
           type: 'INT64',
-          converted_type: 'TIMESTAMP_MILLIS',
-          logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
+          converted_type: unit === 'MILLIS' ? 'TIMESTAMP_MILLIS' : 'TIMESTAMP_MICROS',
+          logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit },
+          ...id,
         },
       ];
+    }
     case 'array<string>':
       // The 3-level LIST of the Parquet spec (<name> / list / element), as Trino and Glue expect.
       return [
-        { name, repetition_type, converted_type: 'LIST', logical_type: { type: 'LIST' }, num_children: 1 },
+        {
+          name,
+          repetition_type,
+          converted_type: 'LIST',
+          logical_type: { type: 'LIST' },
+          num_children: 1,
+          ...id,
+        },
         { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
-        { name: 'element', repetition_type: 'OPTIONAL', ...STRING },
+        {
+          name: 'element',
+          repetition_type: 'OPTIONAL',
+          ...STRING,
+          ...(column.elementFieldId === undefined ? {} : { field_id: column.elementFieldId }),
+        },
       ];
   }
 }

@@ -88,13 +88,14 @@ export function flatLeaf(column: ParquetColumn, cells: readonly Cell[]): Leaf {
     case 'timestamp': {
       const out = new Float64Array(n - nulls);
       const timestamp = column.type === 'timestamp';
+      const perMs = column.timestampUnit === 'MICROS' ? 1000 : 1;
       for (let r = 0; r < n; r++) {
         const cell = cells[r];
         if (cell === null || cell === undefined) {
           if (!nullable) throw required(r);
           continue;
         }
-        const v = timestamp ? (cell instanceof Date ? cell.getTime() : Number.NaN) : (cell as number);
+        const v = timestamp ? (cell instanceof Date ? cell.getTime() * perMs : Number.NaN) : (cell as number);
         if (!Number.isSafeInteger(v)) {
           throw fail(
             column,

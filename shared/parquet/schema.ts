@@ -13,6 +13,17 @@ export interface ParquetColumn {
   readonly type: ColumnType;
   /** false when every row has a value. */
   readonly nullable: boolean;
+  /**
+   * The Parquet `field_id` of the column (an Iceberg table's field id), and of its list element
+   * for `array<string>`. Absent: no field id is written.
+   */
+  readonly fieldId?: number;
+  readonly elementFieldId?: number;
+  /**
+   * The unit a `timestamp` column is stored in: MILLIS (default; the Hive tables) or MICROS
+   * (what the Iceberg spec asks of `timestamptz`). Cells are `Date`s either way.
+   */
+  readonly timestampUnit?: 'MILLIS' | 'MICROS';
 }
 
 /** A table: its name (used in error messages) and its columns, in file order. */

@@ -1,0 +1,413 @@
+/**
+ * A run's commit to one Iceberg table: one snapshot that adds the run's data files, swapped in
+ * through the catalog with optimistic concurrency. The publish step of the run lifecycle, so it
+ * keeps the lifecycle's rules:
+ *
+ * - Idempotent. The snapshot id is derived from the run id and the table, and the data
+ *   manifest's bytes from the files alone: a commit done again (a second finisher, the next run
+ *   after a crash, a retry after a lost answer) first loads the table, finds its snapshot and
+ *   changes nothing.
+ * - A lost race rebases. Appends commute: the loser loads the new current metadata and builds
+ *   its snapshot again on top of it (new parent, next sequence number, the current manifests
+ *   plus its own), until it wins or finds its snapshot there.
+ * - Nothing is visible before the swap: manifests and manifest lists are new files that no
+ *   metadata names until the catalog's pointer moves; a loser's manifest list stays unreferenced
+ *   (the orphan-file step removes it).
+ *
+ * Snapshots older than the table's `history.expire.max-snapshot-age-ms` are expired at each
+ * commit (at least `history.expire.min-snapshots-to-keep` kept), and the metadata log holds at
+ * most `write.metadata.previous-versions-max` entries; files only they named are deleted after
+ * the swap (see `maintenance.ts`).
+ */
+import { createHash } from 'node:crypto';
+import { ExporterError } from '../errors.js';
+import type { Storage } from '../storage/storage.js';
+import {
+  CONTENT,
+  type DataFile,
+  decodeManifestList,
+  encodeManifest,
+  encodeManifestList,
+  type FieldSummary,
+  type Long,
+  type ManifestEntry,
+  type ManifestFile,
+  STATUS,
+} from './avro.js';
+import type { CatalogTable, IcebergCatalog } from './catalog.js';
+import { stringifyJson } from './json.js';
+import {
+  hasOwnLayout,
+  type IcebergTableName,
+  icebergSchema,
+  lastColumnId,
+  partitionSpec,
+  SCHEMA_ID,
+  SPEC_ID,
+  TABLE_PROPERTIES,
+} from './schema.js';
+import type { Snapshot, TableMetadata } from './types.js';
+
+/** Attempts of one commit before it gives up (each one lost a race to another writer). */
+export const MAX_COMMIT_ATTEMPTS = 10;
+
+/** One data file of the run, as published. */
+export interface CommitFile {
+  /** Storage key of the file (under the table's `data/`). */
+  key: string;
+  dt: string;
+  /** Metrics from its footer (`metrics.ts`). */
+  metrics: Pick<
+    DataFile,
+    'record_count' | 'column_sizes' | 'value_counts' | 'null_value_counts' | 'lower_bounds' | 'upper_bounds'
+  >;
+  bytes: number;
+}
+
+export interface CommitRequest {
+  table: IcebergTableName;
+  runId: string;
+  files: readonly CommitFile[];
+  /** Extra snapshot summary properties (the run's counts). */
+  summary?: Readonly<Record<string, string>>;
+  now: Date;
+}
+
+export interface CommitOutcome {
+  table: IcebergTableName;
+  snapshotId: number;
+  metadataLocation: string;
+  /** False when the snapshot was already there (an earlier attempt of the same run made it). */
+  committedNow: boolean;
+}
+
+/** The snapshot id of a run's commit to a table: 52 bits of a hash, a positive safe integer. */
+export function snapshotIdOf(runId: string, table: string): number {
+  const digest = createHash('sha256').update(`${table}\0${runId}`).digest();
+  return Number(digest.readBigUInt64BE() >> 12n) || 1;
+}
+
+/** The key (relative to the storage root) of an absolute location under it. */
+export function keyOfLocation(storage: Storage, location: string): string {
+  const root = `${storage.location}/`;
+  if (!location.startsWith(root)) {
+    throw new ExporterError(`Iceberg file ${location} is outside the output ${storage.location}`);
+  }
+  return location.slice(root.length);
+}
+
+export const locationOfKey = (storage: Storage, key: string): string => `${storage.location}/${key}`;
+
+/** A table's `metadata/` key prefix, from its location. */
+const metadataPrefix = (storage: Storage, catalog: IcebergCatalog, table: string) =>
+  `${keyOfLocation(storage, catalog.tableLocation(table))}/metadata/`;
+
+const sameId = (a: Long | null | undefined, b: Long | null | undefined) =>
+  a !== undefined && a !== null && b !== undefined && b !== null && BigInt(a) === BigInt(b);
+
+/** A deterministic UUID (v4 layout) from a name, for a new table's `table-uuid`. */
+function uuidOf(name: string): string {
+  const h = createHash('sha256').update(name).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * The metadata a first commit builds on: the table's own when it has the exporter's schema
+ * and spec, otherwise (no metadata yet, or Glue's initial metadata made from the stack's
+ * columns, with ids of its own choosing) fresh metadata with the exporter's schema, keeping the
+ * table's uuid and history. A table holding snapshots of another layout is not ours to write.
+ */
+function baseMetadata(
+  table: IcebergTableName,
+  location: string,
+  base: CatalogTable,
+  now: Date,
+): TableMetadata {
+  const found = base.metadata;
+  if (found && hasOwnLayout(table, found)) return found;
+  if (found && (found.snapshots?.length ?? 0) > 0) {
+    throw new ExporterError(
+      `the Iceberg table ${table} (${base.metadataLocation}) holds snapshots with another schema or partition spec: ` +
+        'the exporter writes only tables of its own layout; drop the table or point the export elsewhere',
+    );
+  }
+  const schema = icebergSchema(table);
+  return {
+    'format-version': 2,
+    'table-uuid': found?.['table-uuid'] ?? uuidOf(location),
+    location,
+    'last-sequence-number': found?.['last-sequence-number'] ?? 0,
+    'last-updated-ms': now.getTime(),
+    'last-column-id': lastColumnId(schema),
+    'current-schema-id': SCHEMA_ID,
+    schemas: [schema],
+    'default-spec-id': SPEC_ID,
+    'partition-specs': [partitionSpec(table)],
+    'last-partition-id': Math.max(...partitionSpec(table).fields.map((f) => f['field-id'])),
+    'default-sort-order-id': 0,
+    'sort-orders': [{ 'order-id': 0, fields: [] }],
+    properties: { ...(found?.properties ?? {}), ...TABLE_PROPERTIES },
+    'current-snapshot-id': null,
+    snapshots: [],
+    'snapshot-log': [],
+    'metadata-log': found?.['metadata-log'] ?? [],
+    refs: {},
+  };
+}
+
+/** Summary of the `dt` values of a manifest's files, for the manifest list's partition field. */
+function partitionSummary(dts: readonly string[]): FieldSummary[] {
+  const sorted = [...dts].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return [
+    {
+      contains_null: false,
+      contains_nan: false,
+      lower_bound: Buffer.from(sorted[0]!, 'utf8'),
+      upper_bound: Buffer.from(sorted[sorted.length - 1]!, 'utf8'),
+    },
+  ];
+}
+
+/** A data file's manifest entry: added by `snapshotId`, its sequence number inherited. */
+function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): ManifestEntry {
+  return {
+    status: STATUS.ADDED,
+    snapshot_id: snapshotId,
+    sequence_number: null,
+    file_sequence_number: null,
+    data_file: {
+      content: CONTENT.DATA,
+      file_path: locationOfKey(storage, file.key),
+      file_format: 'PARQUET',
+      partition: { dt: file.dt },
+      record_count: file.metrics.record_count,
+      file_size_in_bytes: file.bytes,
+      column_sizes: file.metrics.column_sizes,
+      value_counts: file.metrics.value_counts,
+      null_value_counts: file.metrics.null_value_counts,
+      nan_value_counts: null,
+      lower_bounds: file.metrics.lower_bounds,
+      upper_bounds: file.metrics.upper_bounds,
+      key_metadata: null,
+      split_offsets: null,
+      equality_ids: null,
+      sort_order_id: 0,
+    },
+  };
+}
+
+/** Writes the run's data manifest (deterministic name and bytes) and returns its list entry, sequence numbers unset. */
+async function writeDataManifest(
+  storage: Storage,
+  catalog: IcebergCatalog,
+  request: CommitRequest,
+  snapshotId: number,
+): Promise<Omit<ManifestFile, 'sequence_number' | 'min_sequence_number'> | undefined> {
+  if (request.files.length === 0) return undefined;
+  const entries = request.files.map((f) => dataEntry(storage, snapshotId, f));
+  const bytes = await encodeManifest(entries, {
+    schema: stringifyJson(icebergSchema(request.table)),
+    schemaId: SCHEMA_ID,
+    partitionSpec: stringifyJson(partitionSpec(request.table).fields),
+    partitionSpecId: SPEC_ID,
+    content: 'data',
+  });
+  const key = `${metadataPrefix(storage, catalog, request.table)}${request.runId}-${snapshotId}-m0.avro`;
+  await storage.put(key, bytes);
+  const rows = request.files.reduce((n, f) => n + Number(f.metrics.record_count), 0);
+  return {
+    manifest_path: locationOfKey(storage, key),
+    manifest_length: bytes.length,
+    partition_spec_id: SPEC_ID,
+    content: CONTENT.DATA,
+    added_snapshot_id: snapshotId,
+    added_files_count: request.files.length,
+    existing_files_count: 0,
+    deleted_files_count: 0,
+    added_rows_count: rows,
+    existing_rows_count: 0,
+    deleted_rows_count: 0,
+    partitions: partitionSummary(request.files.map((f) => f.dt)),
+    key_metadata: null,
+  };
+}
+
+/** The manifests of the current snapshot of `metadata` (none for a table without one). */
+export async function currentManifests(storage: Storage, metadata: TableMetadata): Promise<ManifestFile[]> {
+  const current = metadata['current-snapshot-id'];
+  if (current === undefined || current === null || BigInt(current) === -1n) return [];
+  const snapshot = metadata.snapshots?.find((s) => sameId(s['snapshot-id'], current));
+  if (!snapshot)
+    throw new ExporterError(`Iceberg metadata names current snapshot ${current} but does not hold it`);
+  const found = await storage.get(keyOfLocation(storage, snapshot['manifest-list']));
+  if (!found)
+    throw new ExporterError(`Iceberg manifest list ${snapshot['manifest-list']} is missing`, {
+      retryable: true,
+    });
+  return decodeManifestList(found.body);
+}
+
+const num = (v: string | undefined) => Number(v ?? 0);
+
+/** The snapshot summary's totals, carried from the parent. */
+function summaryOf(parent: Snapshot | undefined, request: CommitRequest): Snapshot['summary'] {
+  const added = request.files.length;
+  const records = request.files.reduce((n, f) => n + Number(f.metrics.record_count), 0);
+  const size = request.files.reduce((n, f) => n + f.bytes, 0);
+  const p = parent?.summary ?? { operation: 'append' };
+  return {
+    operation: 'append',
+    'run-id': request.runId,
+    'added-data-files': String(added),
+    'added-records': String(records),
+    'added-files-size': String(size),
+    'changed-partition-count': String(new Set(request.files.map((f) => f.dt)).size),
+    'total-data-files': String(num(p['total-data-files']) + added),
+    'total-records': String(num(p['total-records']) + records),
+    'total-files-size': String(num(p['total-files-size']) + size),
+    'total-delete-files': p['total-delete-files'] ?? '0',
+    'total-position-deletes': p['total-position-deletes'] ?? '0',
+    'total-equality-deletes': p['total-equality-deletes'] ?? '0',
+    ...request.summary,
+  };
+}
+
+/**
+ * The next metadata: `base` with the new snapshot current, expired snapshots dropped and the
+ * metadata log bounded. Returns the manifest lists of the snapshots it expired.
+ */
+function nextMetadata(
+  base: TableMetadata,
+  baseLocation: string | undefined,
+  snapshot: Snapshot,
+  now: number,
+): { metadata: TableMetadata; expired: Snapshot[]; droppedMetadata: string[] } {
+  const props = base.properties ?? {};
+  const maxAge = Number(props['history.expire.max-snapshot-age-ms'] ?? DEFAULT_MAX_SNAPSHOT_AGE_MS);
+  const minKeep = Math.max(1, Number(props['history.expire.min-snapshots-to-keep'] ?? 1));
+  const previousMax = Math.max(0, Number(props['write.metadata.previous-versions-max'] ?? 100));
+  const all = [...(base.snapshots ?? []), snapshot];
+  // Newest first: keep the newest `minKeep`, and every one younger than the maximum age.
+  const byAge = [...all].sort((a, b) => b['timestamp-ms'] - a['timestamp-ms']);
+  const keep = new Set(
+    byAge
+      .filter((s, i) => i < minKeep || now - s['timestamp-ms'] <= maxAge)
+      .map((s) => BigInt(s['snapshot-id'])),
+  );
+  keep.add(BigInt(snapshot['snapshot-id']));
+  const kept = all.filter((s) => keep.has(BigInt(s['snapshot-id'])));
+  const expired = all.filter((s) => !keep.has(BigInt(s['snapshot-id'])));
+  const log = [
+    ...(base['metadata-log'] ?? []),
+    ...(baseLocation ? [{ 'timestamp-ms': base['last-updated-ms'], 'metadata-file': baseLocation }] : []),
+  ];
+  const droppedMetadata = log.slice(0, Math.max(0, log.length - previousMax)).map((e) => e['metadata-file']);
+  return {
+    metadata: {
+      ...base,
+      'last-sequence-number': snapshot['sequence-number'],
+      'last-updated-ms': snapshot['timestamp-ms'],
+      'current-snapshot-id': snapshot['snapshot-id'],
+      snapshots: kept,
+      'snapshot-log': [
+        ...(base['snapshot-log'] ?? []).filter((e) => keep.has(BigInt(e['snapshot-id']))),
+        { 'timestamp-ms': snapshot['timestamp-ms'], 'snapshot-id': snapshot['snapshot-id'] },
+      ],
+      'metadata-log': log.slice(log.length - Math.min(log.length, previousMax)),
+      refs: { ...(base.refs ?? {}), main: { 'snapshot-id': snapshot['snapshot-id'], type: 'branch' } },
+    },
+    expired,
+    droppedMetadata,
+  };
+}
+
+/** Snapshots are kept 7 days by default (Iceberg's own default is 5): time travel over a week of runs. */
+export const DEFAULT_MAX_SNAPSHOT_AGE_MS = 7 * 24 * 3_600_000;
+
+/**
+ * Commits a run's files to one table: its snapshot, or nothing when the snapshot is already
+ * there. Throws a retryable error after {@link MAX_COMMIT_ATTEMPTS} lost races.
+ */
+export async function commitRun(
+  storage: Storage,
+  catalog: IcebergCatalog,
+  request: CommitRequest,
+): Promise<CommitOutcome> {
+  const snapshotId = snapshotIdOf(request.runId, request.table);
+  const location = catalog.tableLocation(request.table);
+  let ours: Awaited<ReturnType<typeof writeDataManifest>> | null = null;
+  for (let attempt = 1; attempt <= MAX_COMMIT_ATTEMPTS; attempt++) {
+    const base = await catalog.load(request.table);
+    if (base.metadata?.snapshots?.some((s) => sameId(s['snapshot-id'], snapshotId))) {
+      return {
+        table: request.table,
+        snapshotId,
+        metadataLocation: base.metadataLocation!,
+        committedNow: false,
+      };
+    }
+    ours ??= await writeDataManifest(storage, catalog, request, snapshotId);
+    const metadata = baseMetadata(request.table, location, base, request.now);
+    const sequence = metadata['last-sequence-number'] + 1;
+    const parentId = metadata['current-snapshot-id'];
+    const parent = metadata.snapshots?.find((s) => sameId(s['snapshot-id'], parentId));
+    const manifests = [
+      ...(await currentManifests(storage, metadata)),
+      ...(ours ? [{ ...ours, sequence_number: sequence, min_sequence_number: sequence }] : []),
+    ];
+    const listBytes = await encodeManifestList(manifests, {
+      snapshotId,
+      parentSnapshotId: parent?.['snapshot-id'],
+      sequenceNumber: sequence,
+    });
+    const digest = createHash('sha256').update(listBytes).digest('hex').slice(0, 12);
+    const listKey = `${metadataPrefix(storage, catalog, request.table)}snap-${snapshotId}-${sequence}-${digest}.avro`;
+    await storage.put(listKey, listBytes);
+    // Snapshot times never go back, whatever this machine's clock says.
+    const timestamp = Math.max(request.now.getTime(), metadata['last-updated-ms'] + 1);
+    const snapshot: Snapshot = {
+      'snapshot-id': snapshotId,
+      ...(parent && { 'parent-snapshot-id': parent['snapshot-id'] }),
+      'sequence-number': sequence,
+      'timestamp-ms': timestamp,
+      'manifest-list': locationOfKey(storage, listKey),
+      summary: summaryOf(parent, request),
+      'schema-id': metadata['current-schema-id'],
+    };
+    const next = nextMetadata(metadata, base.metadataLocation, snapshot, timestamp);
+    const result = await catalog.commit(base, next.metadata);
+    if (result.committed) {
+      await removeUnreferenced(storage, next.expired, next.droppedMetadata);
+      return {
+        table: request.table,
+        snapshotId,
+        metadataLocation: result.metadataLocation,
+        committedNow: true,
+      };
+    }
+  }
+  throw new ExporterError(
+    `the Iceberg commit of run ${request.runId} to ${request.table} lost ${MAX_COMMIT_ATTEMPTS} races in a row to other writers; it is retried`,
+    { retryable: true },
+  );
+}
+
+/**
+ * After a swap: deletes the manifest lists of expired snapshots and the metadata files that
+ * fell off the log. Best effort: a file left behind is an orphan, which costs storage only.
+ * History tables never drop a manifest or data file (every snapshot carries all of them).
+ */
+async function removeUnreferenced(
+  storage: Storage,
+  expired: readonly Snapshot[],
+  metadataFiles: readonly string[],
+) {
+  const keys = [...expired.map((s) => s['manifest-list']), ...metadataFiles].flatMap((location) => {
+    try {
+      return [keyOfLocation(storage, location)];
+    } catch {
+      return [];
+    }
+  });
+  if (keys.length > 0) await storage.delete(keys).catch(() => undefined);
+}

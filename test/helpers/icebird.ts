@@ -1,0 +1,47 @@
+/**
+ * icebird, the independent Iceberg reader of the tests, over a local folder: icebird reads
+ * through `fetch` (metadata, Avro, and Parquet by byte range), so while a read runs, `fetch` of
+ * an absolute path is answered from the file system, Range requests included. Nothing else
+ * about the reader is changed.
+ */
+import { readFile } from 'node:fs/promises';
+import { icebergRead } from 'icebird';
+
+async function fileResponse(path: string, init?: RequestInit): Promise<Response> {
+  const bytes = await readFile(decodeURIComponent(path)).catch(() => undefined);
+  if (!bytes) return new Response('not found', { status: 404 });
+  const range = new Headers(init?.headers).get('range');
+  const m = range && /^bytes=(\d+)-(\d*)$/.exec(range);
+  if (m) {
+    const start = Number(m[1]);
+    const end = m[2] === '' ? bytes.length : Number(m[2]) + 1;
+    return new Response(bytes.subarray(start, end), { status: 206 });
+  }
+  return new Response(bytes, { status: 200, headers: { 'content-length': String(bytes.length) } });
+}
+
+/** Runs `read` with `fetch` of absolute paths (and file:// URLs) served from disk. */
+export async function withLocalFetch<T>(read: () => Promise<T>): Promise<T> {
+  const original = globalThis.fetch;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    if (url.startsWith('/')) return fileResponse(url, init);
+    if (url.startsWith('file://')) return fileResponse(url.slice('file://'.length), init);
+    return original(input, init);
+  }) as typeof fetch;
+  try {
+    return await read();
+  } finally {
+    globalThis.fetch = original;
+  }
+}
+
+/** Every row of the table at `tableLocation` (a folder), as icebird reads its current snapshot. */
+export function readIcebergTable(
+  tableLocation: string,
+  metadataFileName?: string,
+): Promise<Record<string, unknown>[]> {
+  return withLocalFetch(() =>
+    icebergRead({ tableUrl: tableLocation, ...(metadataFileName && { metadataFileName }) }),
+  );
+}

@@ -1,0 +1,176 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import avro from 'avsc';
+import { describe, expect, it } from 'vitest';
+import { decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
+import { commitRun, keyOfLocation, snapshotIdOf } from '../../../shared/iceberg/commit.js';
+import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
+import { dataFileMetrics } from '../../../shared/iceberg/metrics.js';
+import { icebergParquetTable } from '../../../shared/iceberg/schema.js';
+import type { TableMetadata } from '../../../shared/iceberg/types.js';
+import { encodeParquet } from '../../../shared/parquet/encode.js';
+import { LocalStorage } from '../../../shared/storage/local.js';
+import { openDuckDb } from '../../helpers/duckdb.js';
+import { readIcebergTable } from '../../helpers/icebird.js';
+
+const jobsTable = icebergParquetTable('jobs');
+
+function jobRows(runId: string, dt: string, ids: number[]) {
+  return ids.map((id) => ({
+    job_id: id,
+    campaign_id: 7,
+    job_status: id % 3,
+    job_score_percentage: id % 2 ? null : `${id}%`,
+    item_json: JSON.stringify({ id }),
+    run_id: runId,
+    exported_at: new Date('2026-11-23T10:00:00.123Z'),
+    dt,
+  }));
+}
+
+async function stage(storage: LocalStorage, runId: string, dt: string, ids: number[]) {
+  const bytes = encodeParquet(jobsTable, jobRows(runId, dt, ids));
+  const key = `iceberg/jobs/data/dt=${dt}/${runId}-0.parquet`;
+  await storage.put(key, bytes);
+  return { key, dt, bytes: bytes.length, metrics: dataFileMetrics(bytes, jobsTable) };
+}
+
+const newStorage = async () => new LocalStorage(await mkdtemp(join(tmpdir(), 'iceberg-')));
+
+describe('commitRun on the file catalog', () => {
+  it('makes one snapshot per run that icebird and DuckDB read back, and is idempotent', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    const now = new Date('2026-11-23T10:00:00Z');
+    const first = await commitRun(storage, catalog, {
+      table: 'jobs',
+      runId: 'run-a',
+      files: [await stage(storage, 'run-a', '2026-11-22', [1, 2, 3])],
+      now,
+    });
+    expect(first).toMatchObject({ snapshotId: snapshotIdOf('run-a', 'jobs'), committedNow: true });
+    expect(first.metadataLocation).toBe(`${storage.location}/iceberg/jobs/metadata/v1.metadata.json`);
+    const again = await commitRun(storage, catalog, {
+      table: 'jobs',
+      runId: 'run-a',
+      files: [await stage(storage, 'run-a', '2026-11-22', [1, 2, 3])],
+      now,
+    });
+    expect(again).toMatchObject({ committedNow: false, metadataLocation: first.metadataLocation });
+    await commitRun(storage, catalog, {
+      table: 'jobs',
+      runId: 'run-b',
+      files: [await stage(storage, 'run-b', '2026-11-23', [4, 5])],
+      now: new Date('2026-11-23T11:00:00Z'),
+    });
+    const rows = await readIcebergTable(catalog.tableLocation('jobs'));
+    expect(rows.map((r) => [Number(r.job_id), r.dt, r.run_id]).sort()).toEqual([
+      [1, '2026-11-22', 'run-a'],
+      [2, '2026-11-22', 'run-a'],
+      [3, '2026-11-22', 'run-a'],
+      [4, '2026-11-23', 'run-b'],
+      [5, '2026-11-23', 'run-b'],
+    ]);
+    const metadata = JSON.parse(
+      await readFile(join(storage.location, 'iceberg/jobs/metadata/v2.metadata.json'), 'utf8'),
+    ) as TableMetadata;
+    expect(metadata.snapshots?.map((s) => [s['sequence-number'], s.summary['run-id']])).toEqual([
+      [1, 'run-a'],
+      [2, 'run-b'],
+    ]);
+    expect(metadata['metadata-log']?.map((e) => e['metadata-file'])).toEqual([first.metadataLocation]);
+    expect(await readFile(join(storage.location, 'iceberg/jobs/metadata/version-hint.text'), 'utf8')).toBe(
+      '2',
+    );
+
+    // The data files carry the table's field ids; DuckDB reads the same rows from the snapshot's files.
+    const list = await storage.get(keyOfLocation(storage, metadata.snapshots![1]!['manifest-list']));
+    const manifests = await decodeManifestList(list!.body);
+    expect(manifests.map((m) => [m.sequence_number, m.added_rows_count])).toEqual([
+      [1, 3],
+      [2, 2],
+    ]);
+    const entries = (
+      await Promise.all(
+        manifests.map(async (m) =>
+          decodeManifest((await storage.get(keyOfLocation(storage, m.manifest_path)))!.body),
+        ),
+      )
+    ).flat();
+    const db = await openDuckDb();
+    try {
+      const files = entries.map((e) => `'${e.data_file.file_path}'`).join(',');
+      const duck = await db.all(
+        `SELECT job_id, dt FROM read_parquet([${files}], hive_partitioning = false) ORDER BY job_id`,
+      );
+      expect(duck.map((r) => [Number(r.job_id), r.dt])).toEqual(
+        rows.map((r) => [Number(r.job_id), r.dt]).sort(),
+      );
+      const ids = await db.all(
+        `SELECT name, field_id FROM parquet_schema(${`'${entries[0]!.data_file.file_path}'`}) WHERE field_id IS NOT NULL`,
+      );
+      expect(Object.fromEntries(ids.map((r) => [r.name, Number(r.field_id)]))).toMatchObject({
+        job_id: 1,
+        dt: 8,
+      });
+      // Bounds bracket the values: job_id 1..3 in the first file, little-endian longs.
+      const first = entries.find((e) => e.data_file.file_path.includes('run-a'))!.data_file;
+      const bound = (m: typeof first.lower_bounds, id: number) => m!.find((kv) => kv.key === id)!.value;
+      expect(bound(first.lower_bounds, 1).readBigInt64LE()).toBe(1n);
+      expect(bound(first.upper_bounds, 1).readBigInt64LE()).toBe(3n);
+      expect(first.null_value_counts!.find((kv) => kv.key === 4)!.value).toBe(2);
+      expect(first.partition).toEqual({ dt: '2026-11-22' });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('writes Avro files whose own header schema carries the spec field ids', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    await commitRun(storage, catalog, {
+      table: 'jobs',
+      runId: 'run-a',
+      files: [await stage(storage, 'run-a', '2026-11-22', [1])],
+      now: new Date(),
+    });
+    const loaded = await catalog.load('jobs');
+    const listKey = keyOfLocation(storage, loaded.metadata!.snapshots![0]!['manifest-list']);
+    const header = avro.extractFileHeader(join(storage.location, listKey));
+    const raw = header.meta['avro.schema'];
+    const schema = Buffer.isBuffer(raw) ? JSON.parse(raw.toString()) : raw;
+    expect(schema.fields.find((f: { name: string }) => f.name === 'added_snapshot_id')['field-id']).toBe(503);
+    // A plain avsc decode with the writer's own schema reads every record.
+    const records: unknown[] = [];
+    await new Promise((resolve, reject) =>
+      avro
+        .createFileDecoder(join(storage.location, listKey))
+        .on('data', (r) => records.push(r))
+        .on('end', resolve)
+        .on('error', reject),
+    );
+    expect(records).toHaveLength(1);
+  });
+
+  it('rebases when two runs commit at once: both snapshots land, one after the other', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    const files = {
+      a: await stage(storage, 'run-a', '2026-11-22', [1]),
+      b: await stage(storage, 'run-b', '2026-11-22', [2]),
+    };
+    const [a, b] = await Promise.all(
+      (['a', 'b'] as const).map((r) =>
+        commitRun(storage, catalog, { table: 'jobs', runId: `run-${r}`, files: [files[r]], now: new Date() }),
+      ),
+    );
+    expect([a?.committedNow, b?.committedNow]).toEqual([true, true]);
+    const loaded = await catalog.load('jobs');
+    expect(loaded.version).toBe('2');
+    expect(loaded.metadata!.snapshots!.map((s) => s['sequence-number'])).toEqual([1, 2]);
+    expect(
+      (await readIcebergTable(catalog.tableLocation('jobs'))).map((r) => Number(r.job_id)).sort(),
+    ).toEqual([1, 2]);
+  });
+});
