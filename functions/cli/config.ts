@@ -45,6 +45,10 @@ Options:
                                   must take (and let delete) a small object under the prefix
   --date <YYYY-MM-DD>             the dt= partition (default: today, UTC)
   --full                          fetch every report again (default: incremental)
+  --table-format <hive|iceberg>   how the tables are written: hive, Parquet under parquet/
+                                  (default); iceberg, Apache Iceberg v2 tables under iceberg/.
+                                  An output keeps the format of its first run; to switch,
+                                  run once with --full and the new format
   --concurrency <n>               ceiling of API requests in flight; the number used follows
                                   rate x latency (${defaultAndRange(RUN_DEFAULTS.concurrency)})
   --max-rate <n>                  ceiling on requests per second; the rate adapts below it
@@ -117,6 +121,9 @@ export const CliConfigSchema = z.object({
     })
     .optional(),
   full: z.boolean(),
+  tableFormat: z.enum(['hive', 'iceberg'], {
+    error: (issue) => `--table-format takes hive or iceberg, got ${String(issue.input)}`,
+  }),
   concurrency: boundedInt(RUN_DEFAULTS.concurrency),
   maxRate: boundedInt(RUN_DEFAULTS.maxRate),
   unitSize: boundedInt(RUN_DEFAULTS.unitSize),
@@ -215,6 +222,7 @@ export function parseCli(
         out: { type: 'string' },
         date: { type: 'string' },
         full: { type: 'boolean', default: false },
+        'table-format': { type: 'string', default: 'hive' },
         concurrency: { type: 'string', default: String(RUN_DEFAULTS.concurrency.value) },
         'max-rate': { type: 'string', default: String(RUN_DEFAULTS.maxRate.value) },
         'unit-size': { type: 'string', default: String(RUN_DEFAULTS.unitSize.value) },
@@ -238,6 +246,7 @@ export function parseCli(
     out: values.out,
     date: values.date,
     full: values.full,
+    tableFormat: values['table-format'],
     concurrency: values.concurrency,
     maxRate: values['max-rate'],
     unitSize: values['unit-size'],
@@ -279,6 +288,7 @@ export function runOptionsOf(config: CliConfig): LocalRunOptions {
   return {
     mode: config.full ? 'full' : 'incremental',
     dt: config.date,
+    tableFormat: config.tableFormat,
     unitSize: config.unitSize,
     fetchConcurrency: config.concurrency,
     waitForLockMs: config.waitLockSeconds * 1000,

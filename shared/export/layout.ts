@@ -16,6 +16,8 @@ export const RAW_ROOT = 'raw';
 export const RUNS_ROOT = 'runs';
 export const QUARANTINE_ROOT = 'quarantine';
 export const STATE_ROOT = 'state';
+/** Root of the Iceberg tables (CONTRACT.md, "Iceberg option"): one folder per table. */
+export const ICEBERG_ROOT = 'iceberg';
 
 /** Prefix of one table's files (the Glue table's location, relative to the root). */
 export const tablePrefix = (table: TableName): string => `${PARQUET_ROOT}/${table}/`;
@@ -29,6 +31,9 @@ export const partitionTemplate = (prefix: string): string =>
 
 export const parquetKey = (table: TableName, dt: string, stem: string): string =>
   `${tablePrefix(table)}${PARTITION_KEY}=${dt}/${stem}.parquet`;
+/** A data file of an Iceberg table: under its `data/`, partitioned by `dt` as the Hive files are. */
+export const icebergDataKey = (table: string, dt: string, stem: string): string =>
+  `${ICEBERG_ROOT}/${table}/data/${PARTITION_KEY}=${dt}/${stem}.parquet`;
 export const rawKey = (entity: RawEntity, dt: string, stem: string): string =>
   `${rawPrefix(entity)}${PARTITION_KEY}=${dt}/${stem}.jsonl.gz`;
 export const manifestKey = (dt: string, runId: string): string =>

@@ -7,14 +7,12 @@
  * behind by a crash between the two writes is harmless.
  */
 import { ExporterError, PreconditionFailedError } from '../errors.js';
+import { ICEBERG_ROOT } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
 import { locationOfKey } from './commit.js';
 import { parseJson, stringifyJson } from './json.js';
 import type { TableMetadata } from './types.js';
-
-/** Where the Iceberg tables live, relative to the output root (CONTRACT.md). */
-export const ICEBERG_ROOT = 'iceberg';
 
 const VERSION_HINT = 'version-hint.text';
 const VERSION = /^v(\d+)\.metadata\.json$/;

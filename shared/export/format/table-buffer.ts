@@ -3,8 +3,24 @@
  * flattened into, kept column by column for the Parquet encoder.
  */
 
+import { icebergParquetTable } from '../../iceberg/schema.js';
 import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
+import type { ParquetTable } from '../../parquet/schema.js';
+import { PARTITION_KEY } from '../layout.js';
+import { type RunRef, tableFormatOf } from '../state/records.js';
 import { type Cell, type Row, TABLE_NAMES, TABLES, type TableName } from '../tables.js';
+
+/**
+ * The Parquet table a run writes `table` as: the contract's for Hive; for Iceberg, the same
+ * columns with field ids, MICROS timestamps and `dt` (see `shared/iceberg/schema.ts`).
+ */
+export function parquetTableOf(
+  run: Pick<RunRef, 'table_format'> | undefined,
+  table: TableName,
+): ParquetTable {
+  return run && tableFormatOf(run) === 'iceberg' ? icebergParquetTable(table) : TABLES[table];
+}
+
 import type { RowSink } from './flatten.js';
 
 /**
@@ -16,11 +32,18 @@ import type { RowSink } from './flatten.js';
  * for (const t of REPORT_TABLES) await put(t, buffer.encode(t));
  */
 export class TableBuffer implements RowSink {
-  readonly #tables = new Map<TableName, ColumnBuffer>(
-    TABLE_NAMES.map((name) => [name, new ColumnBuffer(TABLES[name])]),
-  );
+  readonly #tables: Map<TableName, ColumnBuffer>;
+  /** The run's `dt`, written into every row of an Iceberg run (its tables' partition column). */
+  readonly #dt: string | undefined;
+
+  /** `run`: the run the rows are for (its table format and date); default a Hive run. */
+  constructor(run?: Pick<RunRef, 'table_format' | 'dt'>) {
+    this.#tables = new Map(TABLE_NAMES.map((name) => [name, new ColumnBuffer(parquetTableOf(run, name))]));
+    this.#dt = run && tableFormatOf(run) === 'iceberg' ? run.dt : undefined;
+  }
 
   add(table: TableName, row: Row): void {
+    if (this.#dt !== undefined) row[PARTITION_KEY] = this.#dt;
     this.#tables.get(table)!.add(row);
   }
 
@@ -36,7 +59,7 @@ export class TableBuffer implements RowSink {
 
   /** The rows collected for `table` as one Parquet file. */
   encode(table: TableName): Uint8Array {
-    return encodeParquetColumns(TABLES[table], this.columns(table));
+    return encodeParquetColumns(this.#tables.get(table)!.table, this.columns(table));
   }
 
   /** Rows of every table now: where the rows added next start, for {@link check} and {@link truncate}. */

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IntegrationApiClient } from '../../api/client.js';
+import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import type { Log } from '../../log.js';
 import type { Storage } from '../../storage/storage.js';
 import { addRequestCounts, emptyRequestCounts, type RequestCounts } from '../state/records.js';
@@ -27,6 +28,11 @@ export interface ExportDeps {
   random?: (() => number) | undefined;
   /** Waits (lock polls, backoff, lock renewal). Default a timer; the simulation's is virtual. */
   sleep?: ((ms: number) => Promise<void>) | undefined;
+  /**
+   * Where Iceberg runs commit their tables: Glue in AWS; default the file catalog on
+   * `storage` (`iceberg/<table>/metadata/vN.metadata.json`).
+   */
+  catalog?: IcebergCatalog | undefined;
 }
 
 /** `deps.random`, or `Math.random`. */

@@ -175,7 +175,7 @@ export async function exportUnit(
   });
 
   const api = deps.api();
-  const rows = new TableBuffer();
+  const rows = new TableBuffer(unit);
   const rawLines = new JsonLinesBuffer();
   let fatal: UnitSummary['fatal'];
   try {

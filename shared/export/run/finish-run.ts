@@ -45,10 +45,12 @@ import {
   RequestCountsSchema,
   type RunRecord,
   RunRecordSchema,
+  tableFormatOf,
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
 import { isClosed, writeTombstone } from '../state/tombstone.js';
+import { commitIcebergRun } from './commit-iceberg.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
 import { mapPool } from './pool.js';
 import { type PublishOptions, publishRun } from './publish.js';
@@ -250,6 +252,7 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     requests,
     files: [],
     ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
+    ...(record.table_format !== undefined ? { table_format: record.table_format } : {}),
     ...(unlisted.length > 0 ? { unlisted_campaigns: unlisted } : {}),
     ...(fatal
       ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
@@ -352,10 +355,20 @@ async function publishAndRecord(
   const existing = await readManifest(deps, key);
   if (existing) return existing; // Interrupted after the manifest: the data is out already.
   let files: FileEntry[] = [];
+  let iceberg: Manifest['iceberg'];
   if (closing.staged.length > 0) {
     await options.checkLock?.();
     try {
-      files = await publishRun(deps.storage, manifest, closing.staged, options.publish);
+      const footers = new Map<string, Uint8Array>();
+      files = await publishRun(deps.storage, manifest, closing.staged, {
+        ...options.publish,
+        onFooter: (key, footer) => footers.set(key, footer),
+      });
+      // The commit is the publish of an Iceberg run: its snapshots make the files visible.
+      if (tableFormatOf(manifest) === 'iceberg') {
+        await options.checkLock?.();
+        iceberg = await commitIcebergRun(deps, manifest, files, footers);
+      }
     } catch (error) {
       // A second finisher may have completed the run (and cleared the staging) meanwhile.
       const stored = await readManifest(deps, key);
@@ -363,7 +376,7 @@ async function publishAndRecord(
       throw error;
     }
   }
-  const published: Manifest = { ...manifest, files };
+  const published: Manifest = { ...manifest, files, ...(iceberg && { iceberg }) };
   try {
     await deps.storage.put(key, encodeManifest(published), { ifNoneMatch: '*' });
     return published;

@@ -12,6 +12,7 @@ import {
   type Mode,
   parseRecord,
   type RequestCounts,
+  type TableFormat,
   type Unit,
   type UnitJobResult,
   type UnitSummary,
@@ -27,6 +28,8 @@ import { runStep } from './step.js';
 export interface LocalRunOptions {
   mode: Mode;
   dt?: string | undefined;
+  /** How the run writes its tables; default `hive`. */
+  tableFormat?: TableFormat | undefined;
   unitSize?: number;
   /** Campaigns listed at once. */
   planConcurrency?: number;
@@ -70,6 +73,7 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
   const started = await startRun(deps, {
     mode: options.mode,
     dt: options.dt,
+    tableFormat: options.tableFormat,
     driver: 'local',
     lock: {
       ttlMs: LOCAL_LOCK_TTL_MS,

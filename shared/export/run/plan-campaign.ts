@@ -69,7 +69,7 @@ export async function planCampaign(
   }
   const api = deps.api();
   const listed: UnitJob[] = [];
-  const rows = new TableBuffer();
+  const rows = new TableBuffer(run);
   const rawLines = new JsonLinesBuffer();
   const tally = new ListingTally(deps, message, rawLines, campaignId);
   let gone = false;

@@ -10,8 +10,8 @@
 import { ExporterError } from '../../errors.js';
 import { ParquetConcat } from '../../parquet/concat.js';
 import type { Storage } from '../../storage/storage.js';
-import { parquetKey, publishedStem, rawKey } from '../layout.js';
-import type { FileEntry, RunRef } from '../state/records.js';
+import { icebergDataKey, parquetKey, publishedStem, rawKey } from '../layout.js';
+import { type FileEntry, type RunRef, tableFormatOf } from '../state/records.js';
 import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, type TableName } from '../tables.js';
 import { mapPool } from './pool.js';
 
@@ -25,6 +25,11 @@ const READ_AHEAD = 4;
 export interface PublishOptions {
   /** Start a further file once a file's inputs add up to this many bytes; default 256 MB. */
   maxFileBytes?: number;
+  /**
+   * Called with each published Parquet file's last bytes (its footer, length and magic), for
+   * the Iceberg commit's column metrics, which would otherwise cost a read of the file.
+   */
+  onFooter?: ((key: string, footer: Uint8Array) => void) | undefined;
 }
 
 /** One output file: the staged files it concatenates, in order. */
@@ -57,9 +62,11 @@ export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBy
       if (current.length === 0) return;
       const stem = publishedStem(run.run_id, index++);
       const key =
-        format === 'parquet'
-          ? parquetKey(name as TableName, run.dt, stem)
-          : rawKey(name as RawEntity, run.dt, stem);
+        format === 'jsonl'
+          ? rawKey(name as RawEntity, run.dt, stem)
+          : tableFormatOf(run) === 'iceberg'
+            ? icebergDataKey(name, run.dt, stem)
+            : parquetKey(name as TableName, run.dt, stem);
       plans.push({ key, table_or_entity: name, format, inputs: current });
       current = [];
       bytes = 0;
@@ -104,6 +111,16 @@ async function* parquetBytes(storage: Storage, inputs: readonly FileEntry[]): As
   yield concat.finish();
 }
 
+/** Passes `chunks` through, handing the last one (a Parquet file's footer) to `take`. */
+async function* lastChunkTo(chunks: AsyncIterable<Uint8Array>, take: (last: Uint8Array) => void) {
+  let last: Uint8Array | undefined;
+  for await (const chunk of chunks) {
+    last = chunk;
+    yield chunk;
+  }
+  if (last) take(last);
+}
+
 /**
  * Publishes a run's staged files: one output per table and raw entity (more above the split
  * size). Writing the same staged files again writes the same keys with the same bytes, so a
@@ -118,7 +135,9 @@ export async function publishRun(
   const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
   return mapPool(plans, PUBLISH_CONCURRENCY, async (plan) => {
     const chunks =
-      plan.format === 'parquet' ? parquetBytes(storage, plan.inputs) : readInOrder(storage, plan.inputs);
+      plan.format === 'parquet'
+        ? lastChunkTo(parquetBytes(storage, plan.inputs), (footer) => options.onFooter?.(plan.key, footer))
+        : readInOrder(storage, plan.inputs);
     const { bytes } = await storage.putStream(plan.key, chunks);
     return {
       key: plan.key,

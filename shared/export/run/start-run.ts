@@ -20,6 +20,7 @@ import {
   type Mode,
   type RunRecord,
   type RunRef,
+  type TableFormat,
 } from '../state/records.js';
 import { type ExportDeps, newRunId, randomOf, requestCounts } from './context.js';
 import { ListingTally } from './listing.js';
@@ -45,6 +46,8 @@ export interface StartRunInput {
   mode: Mode;
   /** The dt= partition; default: the start date, UTC. */
   dt?: string | undefined;
+  /** How the run writes its tables; default `hive`. */
+  tableFormat?: TableFormat | undefined;
   /** Who carries the run's steps: this process (CLI) or the queues (AWS). */
   driver: RunRecord['driver'];
   /**
@@ -95,7 +98,13 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     runId = lock.runId;
   }
   try {
-    const run: RunRef = { run_id: runId, dt: input.dt ?? dtOf(startedAt), mode: input.mode };
+    const run: RunRef = {
+      run_id: runId,
+      dt: input.dt ?? dtOf(startedAt),
+      mode: input.mode,
+      // Hive runs keep the records they always had.
+      ...(input.tableFormat === 'iceberg' && { table_format: 'iceberg' as const }),
+    };
     // Recorded before anything it stages, and before it closes others: whoever takes the output
     // after an interruption finds this run and closes it (as failed) instead of deleting its files.
     const stub = startingRecord(run, input.driver, startedAt);
@@ -141,7 +150,7 @@ async function recordStart(
   const api = deps.api();
   const campaigns: CampaignItem[] = [];
   const rawLines = new JsonLinesBuffer();
-  const rows = new TableBuffer();
+  const rows = new TableBuffer(run);
   const ctx = { runId: run.run_id, exportedAt: deps.now() };
   const tally = new ListingTally(deps, run, rawLines);
   let fatal: Fatal | undefined;

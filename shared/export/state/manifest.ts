@@ -10,6 +10,7 @@ import {
   ModeSchema,
   RequestCountsSchema,
   RunIdSchema,
+  TableFormatSchema,
 } from './records.js';
 
 /** One file a run published (manifest `files`), for ingestion that copies files instead of listing prefixes. */
@@ -57,6 +58,21 @@ export const ManifestSchema = z.object({
    * closed it: that run's id. It published what it had finished; the rest is counted failed.
    */
   recovered_by: RunIdSchema.optional(),
+  /** `iceberg` when the run wrote Iceberg tables (absent: Hive, as before the option). */
+  table_format: TableFormatSchema.optional(),
+  /**
+   * Iceberg runs: the catalog and, per table the run committed to, its snapshot and the
+   * metadata file in which that snapshot is current (or was, when it was read back).
+   */
+  iceberg: z
+    .object({
+      catalog: z.enum(['file', 'glue']),
+      tables: z.record(
+        z.string(),
+        z.object({ snapshot_id: z.number().int(), metadata_location: z.string() }),
+      ),
+    })
+    .optional(),
   /** Present when status is "failed": the one-line reason, with the API's error_code. */
   error: z.object({ message: z.string(), error_code: z.string().optional() }).optional(),
 });

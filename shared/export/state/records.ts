@@ -65,8 +65,26 @@ export function fatalOf(error: unknown): Fatal {
   };
 }
 
-/** Where a run is going: shared by every step of it. */
-export const RunRefSchema = z.object({ run_id: RunIdSchema, dt: DtSchema, mode: ModeSchema });
+/**
+ * How a run's tables are written (CONTRACT.md): `hive`, Parquet under `parquet/<table>/dt=…/`;
+ * `iceberg`, Iceberg v2 tables under `iceberg/<table>/`. Chosen when the run starts.
+ */
+export const TableFormatSchema = z.enum(['hive', 'iceberg']);
+export type TableFormat = z.infer<typeof TableFormatSchema>;
+
+/**
+ * Where a run is going: shared by every step of it. `table_format` is absent for Hive (and in
+ * records and messages of runs before 0.4), so that a Hive run's records are as they were.
+ */
+export const RunRefSchema = z.object({
+  run_id: RunIdSchema,
+  dt: DtSchema,
+  mode: ModeSchema,
+  table_format: TableFormatSchema.optional(),
+});
+
+/** The table format of a run (Hive when its records predate the option). */
+export const tableFormatOf = (run: Pick<RunRef, 'table_format'>): TableFormat => run.table_format ?? 'hive';
 export type RunRef = z.infer<typeof RunRefSchema>;
 
 /** Written by start-run. */
