@@ -1,7 +1,8 @@
 /**
  * The `ExportRunFinished` event on EventBridge, for downstream ingestion: the run, its status
  * and counts, the manifest's key, and the files it published (keys with the bucket's prefix),
- * or only the manifest's key when the list would not fit in an event. One definition for what
+ * or only the manifest's key when the list would not fit in an event; for an Iceberg run, each
+ * table's snapshot id and metadata location (as the manifest names them). One definition for what
  * announces it (finish-run, start-run closing an interrupted run) and what reads it.
  */
 import * as z from 'zod';
@@ -9,6 +10,7 @@ import { manifestKey } from '../export/layout.js';
 import {
   type Manifest,
   ManifestCountsSchema,
+  ManifestSchema,
   PublishedFileSchema,
   RunStatusSchema,
 } from '../export/state/manifest.js';
@@ -33,6 +35,8 @@ const DetailBaseSchema = z.object({
   /** The manifest's key in the bucket, with the data prefix. */
   manifest_key: z.string().min(1),
   counts: ManifestCountsSchema,
+  /** Iceberg runs: the catalog and each table's snapshot (absent for Hive runs). */
+  iceberg: ManifestSchema.shape.iceberg,
 });
 
 /** The event's detail: everything an ingestion job needs to pick the run up. */
@@ -60,6 +64,7 @@ export function runFinishedDetail(manifest: Manifest, where: DataLocation): stri
     bucket: where.bucket,
     manifest_key: `${where.prefix}${manifestKey(manifest.dt, manifest.run_id)}`,
     counts: manifest.counts,
+    ...(manifest.iceberg && { iceberg: manifest.iceberg }),
   };
   const files = manifest.files.map((f) => ({ ...f, key: `${where.prefix}${f.key}` }));
   const withFiles: RunFinishedDetail = { ...base, files };

@@ -102,6 +102,8 @@ export const STATE_KEYS = {
    */
   scheduledStart: (mode: string, scheduledTime: string): string =>
     `${STATE_ROOT}/scheduled-starts/${mode}/${scheduledTime}.json`,
+  /** The table format the output holds (`state/table-format.ts`). */
+  tableFormat: `${STATE_ROOT}/table-format.json`,
   /** When a run last ended succeeded or partial, for the NoFinishedRun alarm's heartbeat (AWS). */
   heartbeat: `${STATE_ROOT}/heartbeat.json`,
 } as const;

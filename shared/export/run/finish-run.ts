@@ -49,6 +49,7 @@ import {
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
+import { recordTableFormat } from '../state/table-format.js';
 import { isClosed, writeTombstone } from '../state/tombstone.js';
 import { commitIcebergRun } from './commit-iceberg.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
@@ -416,6 +417,7 @@ export async function finishRun(
   // A closing record made after the run closed (its own was deleted) is a late closer's.
   if (!closing || (await isClosed(deps.storage, runId))) return undefined;
   const manifest = await publishAndRecord(deps, closing, options);
+  await recordTableFormat(deps.storage, manifest);
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
   await mapPool(closing.outcomes, STATE_WRITE_CONCURRENCY, async ({ campaign_id, jobs }) => {
     const listed = new Set(jobs.map((o) => o.job_id));

@@ -22,6 +22,7 @@ import {
   type RunRef,
   type TableFormat,
 } from '../state/records.js';
+import { checkTableFormat } from '../state/table-format.js';
 import { type ExportDeps, newRunId, randomOf, requestCounts } from './context.js';
 import { ListingTally } from './listing.js';
 import { type RecoverOptions, recoverOpenRuns } from './recover.js';
@@ -105,6 +106,8 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
       // Hive runs keep the records they always had.
       ...(input.tableFormat === 'iceberg' && { table_format: 'iceberg' as const }),
     };
+    // Before anything is written: a run in another format than the output's would miss reports.
+    await checkTableFormat(deps.storage, run);
     // Recorded before anything it stages, and before it closes others: whoever takes the output
     // after an interruption finds this run and closes it (as failed) instead of deleting its files.
     const stub = startingRecord(run, input.driver, startedAt);

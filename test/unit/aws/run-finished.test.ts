@@ -43,6 +43,26 @@ function manifestWith(files: number): Manifest {
 }
 
 describe('runFinishedDetail', () => {
+  it("names an Iceberg run's snapshots, even when the file list is left to the manifest", () => {
+    const iceberg = {
+      catalog: 'glue' as const,
+      tables: {
+        reports: {
+          snapshot_id: 123,
+          metadata_location: 's3://data-lake/lake/iceberg/reports/metadata/00001-a.metadata.json',
+        },
+      },
+    };
+    for (const files of [1, 3000]) {
+      const manifest = { ...manifestWith(files), table_format: 'iceberg' as const, iceberg };
+      const detail = RunFinishedDetailSchema.parse(JSON.parse(runFinishedDetail(manifest, WHERE)));
+      expect(detail.iceberg).toEqual(iceberg);
+    }
+    expect(
+      RunFinishedDetailSchema.parse(JSON.parse(runFinishedDetail(manifestWith(1), WHERE))).iceberg,
+    ).toBeUndefined();
+  });
+
   it('builds a detail its schema reads back, with the keys under the data prefix', () => {
     const manifest = manifestWith(2);
 
