@@ -2,12 +2,15 @@
  * SQL over an export folder with DuckDB, the way Athena sees it: one view per table over its
  * Parquet files with the `dt` partition column, `runs` over the run manifests, and the
  * `*_latest` views from the very SQL text the Glue catalog registers, so the same query text
- * runs on both engines.
+ * runs on both engines. An Iceberg output's tables are read at their current snapshot: the
+ * live data files its manifests list, less the rows its position delete files name (DuckDB's
+ * own `iceberg` extension would do the same, but it cannot be installed without the internet).
  */
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { PARTITION_KEY, RUNS_PREFIX, tablePrefix } from '../../shared/export/layout.js';
-import { TABLE_NAMES } from '../../shared/export/tables.js';
+import { outputTableFormat } from '../../shared/export/state/table-format.js';
+import { TABLE_NAMES, type TableName } from '../../shared/export/tables.js';
 import {
   duckdbType,
   LATEST_VIEWS,
@@ -16,6 +19,10 @@ import {
   type SqlColumn,
   tableColumns,
 } from '../../shared/export/views.js';
+import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
+import { baseTableOf, ICEBERG_TABLE_NAMES } from '../../shared/iceberg/schema.js';
+import { snapshotFiles } from '../../shared/iceberg/snapshot-files.js';
+import { LocalStorage } from '../../shared/storage/local.js';
 import { displayWidth, oneLine, padEnd, truncate } from './columns.js';
 
 export interface QueryResult {
@@ -51,27 +58,13 @@ async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promi
 export async function openLakeSql(root: string): Promise<LakeSql> {
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
-  for (const table of TABLE_NAMES) {
-    const columns = tableColumns(table);
-    const glob = join(root, tablePrefix(table), `${PARTITION_KEY}=*`, '*.parquet');
-    const source = (await matchesAnyFile(connection, glob))
-      ? `SELECT ${columns.map((c) => c.name).join(', ')} FROM read_parquet(${literal(glob)}, ` +
-        `hive_partitioning = true, hive_types = {'${PARTITION_KEY}': VARCHAR}, union_by_name = true)`
-      : emptyView(columns);
-    await connection.run(`CREATE VIEW ${table} AS ${source}`);
+  const storage = new LocalStorage(root);
+  if ((await outputTableFormat(storage)) === 'iceberg') {
+    await createIcebergViews(connection, storage);
+  } else {
+    await createHiveViews(connection, root);
   }
-
-  // The manifest carries its own dt (equal to its partition's): read it as a column, and keep
-  // hive partitioning off so the two cannot clash. Fields not listed are ignored.
-  const runsGlob = join(root, RUNS_PREFIX, `${PARTITION_KEY}=*`, '*.json');
-  const runsSource = (await matchesAnyFile(connection, runsGlob))
-    ? `SELECT ${RUNS_VIEW_COLUMNS.map((c) => c.name).join(', ')} FROM read_json(${literal(runsGlob)}, ` +
-      `format = 'newline_delimited', hive_partitioning = false, columns = {${RUNS_VIEW_COLUMNS.map(
-        (c) => `${literal(c.name)}: ${literal(duckdbType(c.type))}`,
-      ).join(', ')}})`
-    : emptyView(RUNS_VIEW_COLUMNS);
-  await connection.run(`CREATE VIEW ${RUNS_TABLE} AS ${runsSource}`);
-
+  await createRunsView(connection, root);
   for (const view of LATEST_VIEWS) await connection.run(`CREATE VIEW ${view.name} AS ${view.sql}`);
 
   return {
@@ -84,6 +77,58 @@ export async function openLakeSql(root: string): Promise<LakeSql> {
       instance.closeSync();
     },
   };
+}
+
+/**
+ * A view per Iceberg table (history and current tables) over its current snapshot: the
+ * contract's columns, then `dt`. Position deletes are applied as Iceberg defines them: a
+ * data file's row `pos` (from 0) is left out when a delete file names its path and position.
+ */
+async function createIcebergViews(connection: DuckDBConnection, storage: LocalStorage): Promise<void> {
+  const catalog = new FileCatalog(storage);
+  for (const table of ICEBERG_TABLE_NAMES) {
+    const columns = tableColumns(baseTableOf(table) as TableName);
+    const files = await snapshotFiles(storage, catalog, table);
+    const list = (paths: string[]) => `[${paths.map(literal).join(', ')}]`;
+    const names = columns.map((c) => `d.${c.name}`).join(', ');
+    let source = emptyView(columns);
+    if (files.data.length > 0) {
+      const data = `read_parquet(${list(files.data)}, hive_partitioning = false, filename = true, file_row_number = true)`;
+      source =
+        files.positionDeletes.length === 0
+          ? `SELECT ${names} FROM ${data} AS d`
+          : `SELECT ${names} FROM ${data} AS d ANTI JOIN read_parquet(${list(files.positionDeletes)}, ` +
+            'hive_partitioning = false) AS x ON d.filename = x.file_path AND d.file_row_number = x.pos';
+    }
+    await connection.run(`CREATE VIEW ${table} AS ${source}`);
+  }
+}
+
+/** A view per table over its Hive-style files (see {@link openLakeSql}). */
+async function createHiveViews(connection: DuckDBConnection, root: string): Promise<void> {
+  for (const table of TABLE_NAMES) {
+    const columns = tableColumns(table);
+    const glob = join(root, tablePrefix(table), `${PARTITION_KEY}=*`, '*.parquet');
+    const source = (await matchesAnyFile(connection, glob))
+      ? `SELECT ${columns.map((c) => c.name).join(', ')} FROM read_parquet(${literal(glob)}, ` +
+        `hive_partitioning = true, hive_types = {'${PARTITION_KEY}': VARCHAR}, union_by_name = true)`
+      : emptyView(columns);
+    await connection.run(`CREATE VIEW ${table} AS ${source}`);
+  }
+}
+
+/** `runs` over the run manifests, in both formats. */
+async function createRunsView(connection: DuckDBConnection, root: string): Promise<void> {
+  // The manifest carries its own dt (equal to its partition's): read it as a column, and keep
+  // hive partitioning off so the two cannot clash. Fields not listed are ignored.
+  const runsGlob = join(root, RUNS_PREFIX, `${PARTITION_KEY}=*`, '*.json');
+  const runsSource = (await matchesAnyFile(connection, runsGlob))
+    ? `SELECT ${RUNS_VIEW_COLUMNS.map((c) => c.name).join(', ')} FROM read_json(${literal(runsGlob)}, ` +
+      `format = 'newline_delimited', hive_partitioning = false, columns = {${RUNS_VIEW_COLUMNS.map(
+        (c) => `${literal(c.name)}: ${literal(duckdbType(c.type))}`,
+      ).join(', ')}})`
+    : emptyView(RUNS_VIEW_COLUMNS);
+  await connection.run(`CREATE VIEW ${RUNS_TABLE} AS ${runsSource}`);
 }
 
 /** The widest a result column is shown, in terminal columns; a longer value is cut with `…`. */

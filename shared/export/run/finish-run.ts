@@ -476,12 +476,29 @@ async function announceOnce(
     throw error;
   }
   // Accepted: from here the tombstone is what keeps others from announcing it again, so a claim
-  // that cannot be marked done (a 503) does not stop this finisher from writing it.
-  await claim.done(deps.now()).catch((error: unknown) =>
+  // that cannot be marked done (a 503) does not stop this finisher from writing it. Marking it
+  // is retried first: if the tombstone then fails too, a claim left "in progress" is taken over
+  // after its lease, and the run announced a second time.
+  await markDone(deps, () => claim.done(deps.now())).catch((error: unknown) =>
     deps.log.warn('could not mark the announcement done', {
       run_id: manifest.run_id,
       error: String(error),
     }),
   );
   return true;
+}
+
+/** Tries of marking an announcement done, backing off from 200 ms (about 6 s in all). */
+const MARK_DONE_ATTEMPTS = 5;
+
+async function markDone(deps: ExportDeps, mark: () => Promise<void>): Promise<void> {
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await mark();
+    } catch (error) {
+      if (attempt >= MARK_DONE_ATTEMPTS || !(error instanceof StorageError) || !error.retryable) throw error;
+      await sleep(200 * 2 ** (attempt - 1));
+    }
+  }
 }
