@@ -32,10 +32,12 @@ import {
   type Long,
   type ManifestEntry,
   type ManifestFile,
+  type ManifestHeader,
   STATUS,
 } from './avro.js';
 import type { CatalogTable, IcebergCatalog } from './catalog.js';
 import { stringifyJson } from './json.js';
+import { mergeManifests } from './merge.js';
 import {
   hasOwnLayout,
   type IcebergTableName,
@@ -196,6 +198,15 @@ function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): Mani
   };
 }
 
+/** The header of the table's data manifests: its schema and partition spec. */
+const manifestHeader = (table: IcebergTableName): ManifestHeader => ({
+  schema: stringifyJson(icebergSchema(table)),
+  schemaId: SCHEMA_ID,
+  partitionSpec: stringifyJson(partitionSpec(table).fields),
+  partitionSpecId: SPEC_ID,
+  content: 'data',
+});
+
 /** Writes the run's data manifest (deterministic name and bytes) and returns its list entry, sequence numbers unset. */
 async function writeDataManifest(
   storage: Storage,
@@ -205,13 +216,7 @@ async function writeDataManifest(
 ): Promise<Omit<ManifestFile, 'sequence_number' | 'min_sequence_number'> | undefined> {
   if (request.files.length === 0) return undefined;
   const entries = request.files.map((f) => dataEntry(storage, snapshotId, f));
-  const bytes = await encodeManifest(entries, {
-    schema: stringifyJson(icebergSchema(request.table)),
-    schemaId: SCHEMA_ID,
-    partitionSpec: stringifyJson(partitionSpec(request.table).fields),
-    partitionSpecId: SPEC_ID,
-    content: 'data',
-  });
+  const bytes = await encodeManifest(entries, manifestHeader(request.table));
   const key = `${metadataPrefix(storage, catalog, request.table)}${request.runId}-${snapshotId}-m0.avro`;
   await storage.put(key, bytes);
   const rows = request.files.reduce((n, f) => n + Number(f.metrics.record_count), 0);
@@ -351,8 +356,21 @@ export async function commitRun(
     const sequence = metadata['last-sequence-number'] + 1;
     const parentId = metadata['current-snapshot-id'];
     const parent = metadata.snapshots?.find((s) => sameId(s['snapshot-id'], parentId));
+    const carried = await mergeManifests(
+      {
+        storage,
+        keyOf: (location) => keyOfLocation(storage, location),
+        locationOf: (key) => locationOfKey(storage, key),
+        metadataPrefix: metadataPrefix(storage, catalog, request.table),
+        header: manifestHeader(request.table),
+        snapshotId,
+        sequenceNumber: sequence,
+        minCountToMerge: metadata.properties?.['commit.manifest.min-count-to-merge'],
+      },
+      await currentManifests(storage, metadata),
+    );
     const manifests = [
-      ...(await currentManifests(storage, metadata)),
+      ...carried,
       ...(ours ? [{ ...ours, sequence_number: sequence, min_sequence_number: sequence }] : []),
     ];
     const listBytes = await encodeManifestList(manifests, {

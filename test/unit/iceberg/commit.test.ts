@@ -173,4 +173,38 @@ describe('commitRun on the file catalog', () => {
       (await readIcebergTable(catalog.tableLocation('jobs'))).map((r) => Number(r.job_id)).sort(),
     ).toEqual([1, 2]);
   });
+
+  it('merges small manifests once a snapshot holds enough, keeping every row and sequence number', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    const runs = 12;
+    for (let i = 0; i < runs; i++) {
+      if (i === 1) {
+        // As a user would with Athena's ALTER TABLE … SET TBLPROPERTIES (default 100).
+        const base = await catalog.load('jobs');
+        const properties = { ...base.metadata!.properties, 'commit.manifest.min-count-to-merge': '5' };
+        await catalog.commit(base, { ...base.metadata!, properties });
+      }
+      await commitRun(storage, catalog, {
+        table: 'jobs',
+        runId: `run-${i}`,
+        files: [await stage(storage, `run-${i}`, '2026-11-22', [i])],
+        now: new Date(Date.UTC(2026, 10, 22, 0, i)),
+      });
+    }
+    const { metadata } = await catalog.load('jobs');
+    const list = await decodeManifestList(
+      (await storage.get(keyOfLocation(storage, metadata!.snapshots!.at(-1)!['manifest-list'])))!.body,
+    );
+    expect(list.length).toBeLessThan(6);
+    const merged = list.find((m) => m.existing_files_count > 1)!;
+    expect(merged.min_sequence_number).toBe(1);
+    const entries = await decodeManifest(
+      (await storage.get(keyOfLocation(storage, merged.manifest_path)))!.body,
+    );
+    expect(entries.every((e) => e.status === 0 && e.sequence_number !== null)).toBe(true);
+    expect(entries.map((e) => e.sequence_number)).toEqual(entries.map((_, i) => i + 1));
+    const rows = await readIcebergTable(catalog.tableLocation('jobs'));
+    expect(rows.map((r) => Number(r.job_id)).sort((a, b) => a - b)).toEqual([...Array(runs).keys()]);
+  });
 });
