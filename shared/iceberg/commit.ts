@@ -395,7 +395,7 @@ export async function commitRun(
     const next = nextMetadata(metadata, base.metadataLocation, snapshot, timestamp);
     const result = await catalog.commit(base, next.metadata);
     if (result.committed) {
-      await removeUnreferenced(storage, next.expired, next.droppedMetadata);
+      await removeUnreferenced(storage, next.metadata, next.expired, next.droppedMetadata);
       return {
         table: request.table,
         snapshotId,
@@ -411,21 +411,45 @@ export async function commitRun(
 }
 
 /**
- * After a swap: deletes the manifest lists of expired snapshots and the metadata files that
- * fell off the log. Best effort: a file left behind is an orphan, which costs storage only.
- * History tables never drop a manifest or data file (every snapshot carries all of them).
+ * After a swap: deletes what only expired snapshots and dropped metadata named — the expired
+ * snapshots' manifest lists, the manifests they listed that the oldest kept snapshot no longer
+ * lists (merged away: a manifest once merged never comes back, so a manifest the oldest kept
+ * snapshot lacks is in no kept snapshot), and the metadata files that fell off the log. Best
+ * effort: a file left behind is an orphan, which costs storage only. Data files of an
+ * append-only table stay in every snapshot and are never removed.
  */
 async function removeUnreferenced(
   storage: Storage,
+  metadata: TableMetadata,
   expired: readonly Snapshot[],
   metadataFiles: readonly string[],
-) {
-  const keys = [...expired.map((s) => s['manifest-list']), ...metadataFiles].flatMap((location) => {
+): Promise<void> {
+  const keyOf = (location: string) => {
     try {
       return [keyOfLocation(storage, location)];
     } catch {
       return [];
     }
-  });
-  if (keys.length > 0) await storage.delete(keys).catch(() => undefined);
+  };
+  try {
+    const manifestsOf = async (snapshot: Snapshot) => {
+      const found = await storage.get(keyOfLocation(storage, snapshot['manifest-list']));
+      return found ? (await decodeManifestList(found.body)).map((m) => m.manifest_path) : [];
+    };
+    const oldestKept = [...(metadata.snapshots ?? [])].sort(
+      (a, b) => a['sequence-number'] - b['sequence-number'],
+    )[0];
+    const kept = new Set(oldestKept ? await manifestsOf(oldestKept) : []);
+    const manifests = expired.length === 0 ? [] : (await Promise.all(expired.map(manifestsOf))).flat();
+    const keys = [
+      ...new Set([
+        ...manifests.filter((m) => !kept.has(m)),
+        ...expired.map((s) => s['manifest-list']),
+        ...metadataFiles,
+      ]),
+    ].flatMap(keyOf);
+    if (keys.length > 0) await storage.delete(keys);
+  } catch {
+    // Left for the orphan-file step.
+  }
 }

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import avro from 'avsc';
@@ -182,7 +182,11 @@ describe('commitRun on the file catalog', () => {
       if (i === 1) {
         // As a user would with Athena's ALTER TABLE … SET TBLPROPERTIES (default 100).
         const base = await catalog.load('jobs');
-        const properties = { ...base.metadata!.properties, 'commit.manifest.min-count-to-merge': '5' };
+        const properties = {
+          ...base.metadata!.properties,
+          'commit.manifest.min-count-to-merge': '5',
+          'history.expire.max-snapshot-age-ms': '150000',
+        };
         await catalog.commit(base, { ...base.metadata!, properties });
       }
       await commitRun(storage, catalog, {
@@ -206,5 +210,21 @@ describe('commitRun on the file catalog', () => {
     expect(entries.map((e) => e.sequence_number)).toEqual(entries.map((_, i) => i + 1));
     const rows = await readIcebergTable(catalog.tableLocation('jobs'));
     expect(rows.map((r) => Number(r.job_id)).sort((a, b) => a - b)).toEqual([...Array(runs).keys()]);
+    // Snapshots expire after 2.5 min (a run a minute): their lists go, and so do the run
+    // manifests merged away before the oldest kept snapshot; what stays is what kept ones list.
+    expect(metadata!.snapshots!.length).toBe(3);
+    const avro = (await readdir(join(storage.location, 'iceberg/jobs/metadata'))).filter((f) =>
+      f.endsWith('.avro'),
+    );
+    const referenced = new Set<string>();
+    for (const snapshot of metadata!.snapshots!) {
+      referenced.add(snapshot['manifest-list']);
+      const manifests = await decodeManifestList(
+        (await storage.get(keyOfLocation(storage, snapshot['manifest-list'])))!.body,
+      );
+      for (const m of manifests) referenced.add(m.manifest_path);
+    }
+    const location = (f: string) => `${storage.location}/iceberg/jobs/metadata/${f}`;
+    expect(avro.filter((f) => !referenced.has(location(f)))).toEqual([]);
   });
 });
