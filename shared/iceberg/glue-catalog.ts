@@ -15,17 +15,9 @@ import { ConfigError, ExporterError } from '../errors.js';
 import { icebergTablePrefix } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
+import { GLUE_PARAMETERS, ICEBERG_TABLE_TYPE } from './glue-parameters.js';
 import { parseJson, stringifyJson } from './json.js';
 import type { TableMetadata } from './types.js';
-
-/** The Glue table parameters of an Iceberg table (Iceberg's BaseMetastoreTableOperations names). */
-export const GLUE_PARAMETERS = {
-  tableType: 'table_type',
-  metadataLocation: 'metadata_location',
-  previousMetadataLocation: 'previous_metadata_location',
-} as const;
-/** `table_type`'s value: Athena and every Iceberg reader tell an Iceberg table by it. */
-export const ICEBERG_TABLE_TYPE = 'ICEBERG';
 
 /**
  * Swaps tried after answers lost before the swap applied: the SDK has already retried each one
