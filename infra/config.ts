@@ -4,6 +4,7 @@
  */
 import type { Construct } from 'constructs';
 import * as z from 'zod';
+import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
 import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
 import { DEFAULT_STAGE, STAGE_PATTERN } from './naming.js';
 
@@ -222,6 +223,15 @@ export const ExporterConfigSchema = z
     dataPrefix: z.preprocess((v) => emptyToUndefined(v) ?? '', dataPrefix),
     /** Unset: derived from the stage (infra/naming.ts). */
     databaseName: optionalText(glueName),
+    /**
+     * How the contract tables are stored: `hive` (Parquet under `parquet/`, partition projection,
+     * `*_latest` views) or `iceberg` (Apache Iceberg v2 tables under `iceberg/`, and the
+     * `<report table>_current` tables). Hive by default: an existing deployment keeps its tables.
+     */
+    tableFormat: z.preprocess(
+      (v) => (typeof v === 'string' ? v.trim().toLowerCase() : v) || DEFAULT_TABLE_FORMAT,
+      z.enum(TABLE_FORMATS, { message: `expected one of ${TABLE_FORMATS.join(', ')}` }),
+    ),
     throttleShareThreshold: decimal(0, 1, 0.05),
     missedRunAlarmHours: integer(2, 168, 26),
   })

@@ -13,8 +13,10 @@ import { ApiKeySecret } from './constructs/api-key-secret.js';
 import { ExporterAthena } from './constructs/athena.js';
 import { ExporterCatalog } from './constructs/catalog.js';
 import { DataLake } from './constructs/data-lake.js';
+import { ICEBERG_COMMITTERS } from './constructs/data-lake-access.js';
 import { FixedEgress } from './constructs/egress.js';
 import { ExporterFunctions, FUNCTION_SETTINGS } from './constructs/functions.js';
+import { IcebergTables } from './constructs/iceberg-tables.js';
 import { ExporterMonitoring } from './constructs/monitoring.js';
 import { ExporterQueues } from './constructs/queues.js';
 import { RequestBudget } from './constructs/request-budget.js';
@@ -50,6 +52,8 @@ export class CampaignReportExporter extends Construct {
   readonly requestBudget: RequestBudget;
   readonly schedules: ExporterSchedules;
   readonly catalog: ExporterCatalog;
+  /** The Iceberg tables (`tableFormat` iceberg). */
+  readonly icebergTables: IcebergTables | undefined;
   readonly athena: ExporterAthena;
   readonly monitoring: ExporterMonitoring;
   readonly egress: FixedEgress | undefined;
@@ -115,7 +119,21 @@ export class CampaignReportExporter extends Construct {
       dataLake: this.dataLake,
       databaseName: names.databaseName,
       projectionStartDate: config.projectionStartDate,
+      tableFormat: config.tableFormat,
     });
+    this.icebergTables =
+      config.tableFormat === 'iceberg'
+        ? new IcebergTables(this, 'IcebergTables', {
+            dataLake: this.dataLake,
+            databaseName: names.databaseName,
+            database: this.catalog.database,
+          })
+        : undefined;
+    if (this.icebergTables !== undefined) {
+      // The functions that close runs commit their snapshots.
+      for (const name of ICEBERG_COMMITTERS)
+        this.functions.byName[name].bindIcebergTables(this.icebergTables);
+    }
     this.athena = new ExporterAthena(this, 'Athena', {
       dataLake: this.dataLake,
       workGroupName: names.workGroupName,
@@ -135,6 +153,7 @@ export class CampaignReportExporter extends Construct {
       dataLake: this.dataLake,
       databaseName: names.databaseName,
       workGroupName: names.workGroupName,
+      tableFormat: config.tableFormat,
     }).policy;
   }
 

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
+import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../../shared/export/layout.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 
 /** A whole number bounded and defaulted as its run default says. */
@@ -43,6 +44,13 @@ export const EnvSchema = z.object({
    * headroom the leasers leave (`fallbackRate`), so the deployment stays under RATE_CEILING.
    */
   API_CONTAINERS: z.coerce.number().int().min(1).default(5),
+  /** How the contract tables are stored (the `tableFormat` context key): `hive` or `iceberg`. */
+  TABLE_FORMAT: z.enum(TABLE_FORMATS).default(DEFAULT_TABLE_FORMAT),
+  /**
+   * The Glue database of the Iceberg tables, for the functions that commit them (set with
+   * `tableFormat` iceberg only); their bucket and root are DATA_BUCKET and DATA_PREFIX.
+   */
+  GLUE_DATABASE: z.string().min(1).optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

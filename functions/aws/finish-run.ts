@@ -11,10 +11,10 @@ import { METRIC, runMetrics } from '../../shared/metrics.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
 import { queuesDrained } from './queue.js';
-import { clients, env, exportDeps, lambdaHandler, metrics, putMetrics } from './runtime.js';
+import { clients, env, exportDeps, lambdaHandler, metrics, putMetrics, withCatalog } from './runtime.js';
 
 export async function finishRunHandler() {
-  const deps = exportDeps();
+  const deps = await withCatalog(exportDeps());
   const now = deps.now();
   const { closed, failures } = await closeRuns(deps, {
     now: now.getTime(),

@@ -17,7 +17,9 @@ import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
 import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
+import type { TableFormat } from '../../shared/export/layout.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
+import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
 import { bodyLimitBytes } from '../../shared/run-defaults.js';
@@ -171,6 +173,43 @@ export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
     log: coreLog,
     now: () => new Date(),
   };
+}
+
+/** How the deployment stores the contract tables (context key `tableFormat`), for the core. */
+export const tableFormat: TableFormat = env.TABLE_FORMAT;
+
+let catalog: Promise<IcebergCatalog> | undefined;
+
+/**
+ * The Iceberg tables' Glue catalog (GLUE_DATABASE, over the data lake's storage), for the
+ * functions that commit (start-run and finish-run close runs). Imported on first use: the Glue
+ * client stays out of the cold start of functions and formats that never commit.
+ */
+export function icebergCatalog(): Promise<IcebergCatalog> {
+  catalog ??= (async () => {
+    const [{ GlueClient }, { GlueCatalog }] = await Promise.all([
+      import('@aws-sdk/client-glue'),
+      import('../../shared/iceberg/glue-catalog.js'),
+    ]);
+    return new GlueCatalog({
+      client: new GlueClient({}),
+      databaseName: required(env, 'GLUE_DATABASE'),
+      storage: exportDeps().storage,
+    });
+  })();
+  // A failed setup (GLUE_DATABASE unset) is tried again by the next invocation.
+  catalog.catch(() => {
+    catalog = undefined;
+  });
+  return catalog;
+}
+
+/**
+ * Dependencies of a function that closes runs (start-run, finish-run): with the Glue catalog
+ * when the deployment writes Iceberg tables.
+ */
+export async function withCatalog(deps: ExportDeps): Promise<ExportDeps> {
+  return tableFormat === 'iceberg' ? { ...deps, catalog: await icebergCatalog() } : deps;
 }
 
 /** Counts a fatal 401/403 so the AuthFailures alarm tells a person. */

@@ -11,7 +11,16 @@ import { claimScheduledStart } from '../../shared/export/state/scheduled-start.j
 import { announce } from './announce.js';
 import { required } from './env.js';
 import { sendAll } from './queue.js';
-import { apiDeps, clients, countFatal, env, lambdaHandler, logger } from './runtime.js';
+import {
+  apiDeps,
+  clients,
+  countFatal,
+  env,
+  lambdaHandler,
+  logger,
+  tableFormat,
+  withCatalog,
+} from './runtime.js';
 
 /** The lock of a queue-carried run outlives its deadline by this much (finish-run looks every 5 minutes). */
 const QUEUE_LOCK_MARGIN_MINUTES = 15;
@@ -20,7 +29,7 @@ const LOCK_OWNER = 'aws-lambda';
 
 export async function startRunHandler(event: unknown) {
   const input = StartRunEventSchema.parse(event ?? {});
-  const deps = await apiDeps();
+  const deps = await withCatalog(await apiDeps());
   // A start that starts no run gives its scheduled time back: a later delivery may start one.
   let release = async () => {};
   if (input.scheduled_time !== undefined) {
@@ -51,6 +60,7 @@ export async function startRunHandler(event: unknown) {
     started = await startRun(deps, {
       mode: input.mode,
       dt: input.date,
+      tableFormat,
       driver: 'queues',
       // Held until finish-run closes the run; it closes overdue runs at the deadline, so the lock
       // outlives the run by the finisher's interval at most.

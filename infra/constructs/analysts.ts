@@ -2,7 +2,14 @@ import { Stack, Token, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { PARQUET_ROOT, RAW_ROOT, RUNS_ROOT } from '../../shared/export/layout.js';
+import {
+  DEFAULT_TABLE_FORMAT,
+  ICEBERG_ROOT,
+  PARQUET_ROOT,
+  RAW_ROOT,
+  RUNS_ROOT,
+  type TableFormat,
+} from '../../shared/export/layout.js';
 import { ATHENA_RESULTS_PREFIX, type DataLake } from './data-lake.js';
 
 /**
@@ -10,6 +17,13 @@ import { ATHENA_RESULTS_PREFIX, type DataLake } from './data-lake.js';
  * manifests. Not `state/` (the exporter's bookkeeping) nor `quarantine/` (rejected bodies).
  */
 export const ANALYST_DATA_ROOTS = [PARQUET_ROOT, RAW_ROOT, RUNS_ROOT] as const;
+/**
+ * With `tableFormat` iceberg, the Iceberg tables' metadata and data files too (Athena reads both
+ * with the caller's credentials). `parquet/` stays readable: the files a Hive deployment wrote
+ * before it switched remain there.
+ */
+export const analystDataRoots = (format: TableFormat): readonly string[] =>
+  format === 'iceberg' ? [...ANALYST_DATA_ROOTS, ICEBERG_ROOT] : ANALYST_DATA_ROOTS;
 
 /** Athena's AWS Glue catalog, the one the workgroup's tables live in. */
 const GLUE_DATA_CATALOG = 'AwsDataCatalog';
@@ -18,6 +32,8 @@ export interface AnalystPolicyProps {
   readonly dataLake: DataLake;
   readonly databaseName: string;
   readonly workGroupName: string;
+  /** Which tables the data is in (default hive); the Glue reads cover every table of the database. */
+  readonly tableFormat?: TableFormat;
 }
 
 /**
@@ -37,7 +53,9 @@ export class AnalystPolicy extends Construct {
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:${resource}`;
     const athena = (resource: string) =>
       `arn:${stack.partition}:athena:${stack.region}:${stack.account}:${resource}`;
-    const dataKeys = ANALYST_DATA_ROOTS.map((root) => `${dataPrefix}${root}/*`);
+    const dataKeys = analystDataRoots(props.tableFormat ?? DEFAULT_TABLE_FORMAT).map(
+      (root) => `${dataPrefix}${root}/*`,
+    );
 
     this.policy = new iam.ManagedPolicy(this, 'Policy', {
       description: `Query the campaign-report-exporter data in Athena workgroup ${props.workGroupName}`,

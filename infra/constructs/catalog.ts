@@ -2,11 +2,13 @@ import { Stack } from 'aws-cdk-lib';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import { Construct } from 'constructs';
 import {
+  DEFAULT_TABLE_FORMAT,
   DT_PROJECTION_FORMAT,
   PARTITION_KEY,
   partitionTemplate,
   RUNS_PREFIX,
   rawPrefix,
+  type TableFormat,
   tablePrefix,
 } from '../../shared/export/layout.js';
 import { RAW_LINE_COLUMNS } from '../../shared/export/raw-lines.js';
@@ -71,6 +73,11 @@ export interface ExporterCatalogProps {
   readonly databaseName: string;
   /** First `dt` partition projection generates, YYYY-MM-DD. */
   readonly projectionStartDate: string;
+  /**
+   * `hive` (default): a Parquet table per contract table and the `*_latest` views. `iceberg`:
+   * neither (the Iceberg tables are IcebergTables', iceberg-tables.ts).
+   */
+  readonly tableFormat?: TableFormat;
 }
 
 const PARTITION_KEYS = [{ name: PARTITION_KEY, type: 'string', comment: 'export date (UTC), YYYY-MM-DD' }];
@@ -78,13 +85,16 @@ const PARTITION_KEYS = [{ name: PARTITION_KEY, type: 'string', comment: 'export 
 /**
  * The Glue database and its tables, generated from the table definitions and the key layout:
  * one Parquet table per contract table, `raw_reports` over the raw report lines, `runs` over
- * the run manifests, and the `*_latest` views (Athena views) over the report tables.
+ * the run manifests, and the `*_latest` views (Athena views) over the report tables. With
+ * `tableFormat` iceberg, only the database, `raw_reports` and `runs`: the contract tables are
+ * Iceberg tables then (iceberg-tables.ts), and their `_current` tables take the views' place.
  * Partition projection on `dt` (no crawler, no MSCK REPAIR): a run is queryable once it lands.
  */
 export class ExporterCatalog extends Construct {
   readonly database: glue.CfnDatabase;
   readonly databaseName: string;
-  readonly tables: Readonly<Record<TableName, glue.CfnTable>>;
+  /** The Parquet tables (none with `tableFormat` iceberg). */
+  readonly tables: Readonly<Partial<Record<TableName, glue.CfnTable>>>;
   readonly rawReports: glue.CfnTable;
   readonly runs: glue.CfnTable;
   /** The `*_latest` views, by view name. */
@@ -104,8 +114,9 @@ export class ExporterCatalog extends Construct {
       },
     });
 
-    const tables = {} as Record<TableName, glue.CfnTable>;
-    for (const def of Object.values(TABLES)) {
+    const hive = (props.tableFormat ?? DEFAULT_TABLE_FORMAT) === 'hive';
+    const tables: Partial<Record<TableName, glue.CfnTable>> = {};
+    for (const def of hive ? Object.values(TABLES) : []) {
       tables[def.name] = this.#table(`Table-${def.name}`, {
         name: def.name,
         description: def.doc,
@@ -158,7 +169,7 @@ export class ExporterCatalog extends Construct {
     });
 
     this.views = Object.fromEntries(
-      LATEST_VIEWS.map((view) => [
+      (hive ? LATEST_VIEWS : []).map((view) => [
         view.name,
         this.#table(`View-${view.name}`, athenaViewInput(view, props.databaseName)),
       ]),

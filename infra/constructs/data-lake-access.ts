@@ -6,12 +6,14 @@
  * touched matches its patterns for that operation.
  */
 import {
+  ICEBERG_ROOT,
   manifestKey,
   PARQUET_ROOT,
   QUARANTINE_ROOT,
   RAW_ROOT,
   STATE_KEYS,
   STATE_ROOT,
+  type TableFormat,
 } from '../../shared/export/layout.js';
 import type { FunctionName } from './functions.js';
 
@@ -53,6 +55,8 @@ export const KEY_PATTERNS = {
   parquet: `${PARQUET_ROOT}/${ANY}`,
   raw: `${RAW_ROOT}/${ANY}`,
   quarantine: `${QUARANTINE_ROOT}/${ANY}`,
+  /** The Iceberg tables' metadata and data files (`tableFormat` iceberg). */
+  iceberg: `${ICEBERG_ROOT}/${ANY}`,
 } as const;
 
 const K = KEY_PATTERNS;
@@ -138,6 +142,32 @@ export const DATA_LAKE_ACCESS: Readonly<Record<FunctionName, DataLakeAccess>> = 
   'export-reports': EXPORT_REPORTS_ACCESS,
   'finish-run': FINISH_RUN_ACCESS,
 };
+
+/**
+ * The functions that commit Iceberg tables: those that close runs (finish-run, and start-run for
+ * the runs interrupted ones left open). A commit reads the current metadata and the files it
+ * builds on, writes data files, manifests, manifest lists and metadata, and deletes what a
+ * commit that lost its race or was cut short left behind.
+ */
+export const ICEBERG_COMMITTERS = ['start-run', 'finish-run'] as const satisfies readonly FunctionName[];
+
+const ICEBERG_ACCESS: DataLakeAccess = { read: [K.iceberg], write: [K.iceberg], delete: [K.iceberg] };
+
+/** What each function does with the data lake under a table format: the Hive table plus Iceberg's files for the committers. */
+export function dataLakeAccess(format: TableFormat): Readonly<Record<FunctionName, DataLakeAccess>> {
+  if (format === 'hive') return DATA_LAKE_ACCESS;
+  const withIceberg = (access: DataLakeAccess): DataLakeAccess => ({
+    read: [...access.read, ...ICEBERG_ACCESS.read],
+    write: [...access.write, ...ICEBERG_ACCESS.write],
+    delete: [...access.delete, ...ICEBERG_ACCESS.delete],
+  });
+  return Object.fromEntries(
+    Object.entries(DATA_LAKE_ACCESS).map(([name, access]) => [
+      name,
+      (ICEBERG_COMMITTERS as readonly string[]).includes(name) ? withIceberg(access) : access,
+    ]),
+  ) as Record<FunctionName, DataLakeAccess>;
+}
 
 /** True when `key` matches an IAM key pattern: `*` any run of characters, `?` any one. */
 export function keyMatches(pattern: string, key: string): boolean {

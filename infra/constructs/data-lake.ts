@@ -3,6 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import {
+  ICEBERG_ROOT,
   PARQUET_ROOT,
   QUARANTINE_ROOT,
   RAW_ROOT,
@@ -19,7 +20,14 @@ export const SCHEDULED_STARTS_PREFIX = ((key) => key.slice(0, key.indexOf('<mode
   STATE_KEYS.scheduledStart('<mode>', '<time>'),
 );
 /** Every root of the output layout; the functions may touch objects under these only. */
-export const DATA_ROOTS = [PARQUET_ROOT, RAW_ROOT, RUNS_ROOT, QUARANTINE_ROOT, STATE_ROOT] as const;
+export const DATA_ROOTS = [
+  PARQUET_ROOT,
+  ICEBERG_ROOT,
+  RAW_ROOT,
+  RUNS_ROOT,
+  QUARANTINE_ROOT,
+  STATE_ROOT,
+] as const;
 /** Overwritten and expired objects stay restorable this long (versioning), then go. */
 export const NONCURRENT_VERSION_DAYS = 30;
 /** Multipart uploads of a crashed Lambda leave parts behind; S3 bills them until aborted. */

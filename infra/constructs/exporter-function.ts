@@ -15,6 +15,7 @@ import type { ExporterConfig } from '../config.js';
 import type { ApiKeySecret } from './api-key-secret.js';
 import type { DataLake } from './data-lake.js';
 import type { DataLakeAccess } from './data-lake-access.js';
+import type { IcebergTables } from './iceberg-tables.js';
 
 /** A variable the handlers read (functions/aws/env.ts): a misspelt name fails typecheck. */
 export type HandlerVariable = keyof z.input<typeof EnvSchema>;
@@ -29,6 +30,7 @@ const RESOURCE_VARIABLES = [
   'REPORT_QUEUE_URL',
   'EVENT_BUS_NAME',
   'REQUEST_BUDGET_TABLE',
+  'GLUE_DATABASE',
 ] as const satisfies readonly HandlerVariable[];
 
 /** Variables that grant nothing (tuning): set with `configure`. */
@@ -205,6 +207,13 @@ export class ExporterFunction extends nodejs.NodejsFunction {
   bindEventBus(bus: events.IEventBus): this {
     this.#variable('EVENT_BUS_NAME', bus.eventBusName);
     bus.grantPutEventsTo(this);
+    return this;
+  }
+
+  /** The Iceberg tables' Glue database (GLUE_DATABASE) and the right to commit its tables. */
+  bindIcebergTables(tables: IcebergTables): this {
+    this.#variable('GLUE_DATABASE', tables.databaseName);
+    tables.grantCommit(this.executionRole);
     return this;
   }
 

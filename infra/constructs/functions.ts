@@ -7,7 +7,7 @@ import { Construct } from 'constructs';
 import { type ExporterConfig, InfraConfigError } from '../config.js';
 import type { ApiKeySecret } from './api-key-secret.js';
 import type { DataLake } from './data-lake.js';
-import { DATA_LAKE_ACCESS } from './data-lake-access.js';
+import { dataLakeAccess } from './data-lake-access.js';
 import { ExporterFunction, type RequestBudget } from './exporter-function.js';
 import type { ExporterQueues } from './queues.js';
 
@@ -100,6 +100,7 @@ export class ExporterFunctions extends Construct {
     const { config, dataLake, apiKey, queues } = props;
     checkExportBatchFitsTimeout(config);
     checkBodyLimitFitsMemory(config);
+    const access = dataLakeAccess(config.tableFormat);
 
     const make = (name: FunctionName): ExporterFunction => {
       const settings = FUNCTION_SETTINGS[name];
@@ -117,7 +118,9 @@ export class ExporterFunctions extends Construct {
         stage: props.stage ?? DEFAULT_STAGE,
         network: callsApi ? props.network : undefined,
       });
-      fn.bindDataLake(dataLake, DATA_LAKE_ACCESS[name]);
+      fn.bindDataLake(dataLake, access[name]);
+      // Every function: the core's steps may write differently per format (staging, publishing).
+      fn.configure('TABLE_FORMAT', config.tableFormat);
       if (callsApi) {
         fn.bindApiKey(apiKey, config);
         if (props.requestBudget) fn.bindRequestBudget(props.requestBudget);

@@ -16,11 +16,21 @@ export const RAW_ROOT = 'raw';
 export const RUNS_ROOT = 'runs';
 export const QUARANTINE_ROOT = 'quarantine';
 export const STATE_ROOT = 'state';
-/** Root of the Iceberg tables (CONTRACT.md, "Iceberg option"): one folder per table. */
+/** The Iceberg tables' root (`tableFormat` iceberg): one folder per table, `metadata/` and `data/`. */
 export const ICEBERG_ROOT = 'iceberg';
+
+/** How the contract tables are stored: Hive-style Parquet under `parquet/`, or Iceberg v2 under `iceberg/`. */
+export const TABLE_FORMATS = ['hive', 'iceberg'] as const;
+export type TableFormat = (typeof TABLE_FORMATS)[number];
+/** Hive: an existing deployment or output keeps its layout. */
+export const DEFAULT_TABLE_FORMAT: TableFormat = 'hive';
 
 /** Prefix of one table's files (the Glue table's location, relative to the root). */
 export const tablePrefix = (table: TableName): string => `${PARQUET_ROOT}/${table}/`;
+/** An Iceberg table's folder (its location, relative to the root): `iceberg/<table>`. */
+export const icebergTablePrefix = (table: string): string => `${ICEBERG_ROOT}/${table}`;
+/** The Iceberg table holding the newest report per job of a report table: `<table>_current`. */
+export const currentTableName = <T extends string>(table: T): `${T}_current` => `${table}_current`;
 /** Prefix of one raw entity's files. */
 export const rawPrefix = (entity: RawEntity): string => `${RAW_ROOT}/${entity}/`;
 /** Prefix of the run manifests (the `runs` table's location, relative to the root). */

@@ -9,7 +9,7 @@
  * report of each job (see `current.ts`).
  */
 
-import { PARTITION_KEY } from '../export/layout.js';
+import { currentTableName, PARTITION_KEY } from '../export/layout.js';
 import {
   type ColumnType,
   REPORT_TABLES,
@@ -26,7 +26,7 @@ import type { IcebergField, IcebergPrimitive, IcebergSchema, PartitionSpec, Tabl
 export type CurrentTableName = `${ReportTableName}_current`;
 export type IcebergTableName = TableName | CurrentTableName;
 
-export const currentTableOf = (table: ReportTableName): CurrentTableName => `${table}_current`;
+export const currentTableOf = (table: ReportTableName): CurrentTableName => currentTableName(table);
 
 /** Every Iceberg table, history tables first, in contract order. */
 export const ICEBERG_TABLE_NAMES: readonly IcebergTableName[] = [

@@ -52,7 +52,15 @@ describe('parseConfig', () => {
       dataPrefix: '',
       throttleShareThreshold: 0.05,
       missedRunAlarmHours: 26,
+      tableFormat: 'hive',
     });
+  });
+
+  it('takes tableFormat hive or iceberg, any case, and names the key for anything else', () => {
+    expect(parseConfig({ ...BASE, tableFormat: ' Iceberg ' }).tableFormat).toBe('iceberg');
+    expect(() => parseConfig({ ...BASE, tableFormat: 'delta' })).toThrow(
+      /context "tableFormat": expected one of hive, iceberg/,
+    );
   });
 
   it('takes the default and range of every run default with a context key from shared/run-defaults.ts', () => {

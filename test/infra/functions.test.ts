@@ -118,6 +118,8 @@ describe('functions', () => {
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
       STAGE: 'prod',
+      // The deployment's table format, from the context (default hive).
+      TABLE_FORMAT: 'hive',
     };
     const secretId = Object.keys(resourcesOf(s.template, 'AWS::SecretsManager::Secret'))[0]!;
     const api = {

@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import { ApiError, StorageError } from '../../errors.js';
-import { DT_PATTERN } from '../layout.js';
+import { DT_PATTERN, TABLE_FORMATS } from '../layout.js';
 
 const int = z.number().int();
 
@@ -69,7 +69,7 @@ export function fatalOf(error: unknown): Fatal {
  * How a run's tables are written (CONTRACT.md): `hive`, Parquet under `parquet/<table>/dt=…/`;
  * `iceberg`, Iceberg v2 tables under `iceberg/<table>/`. Chosen when the run starts.
  */
-export const TableFormatSchema = z.enum(['hive', 'iceberg']);
+export const TableFormatSchema = z.enum(TABLE_FORMATS);
 export type TableFormat = z.infer<typeof TableFormatSchema>;
 
 /**

@@ -21,6 +21,11 @@ const NAMES: DeployedNames = {
   tableArn: (t) => `arn:aws:dynamodb:eu-west-1:123456789012:table/${t}`,
   secretArn: (s) => `arn:aws:secretsmanager:eu-west-1:123456789012:secret:${s}-AbC123`,
   busArn: (b) => `arn:aws:events:eu-west-1:123456789012:event-bus/${b ?? 'default'}`,
+  glueTableArns: (d, t) => {
+    const db = d === 'local_db' ? 'deployed_db' : fail(`database ${d}`);
+    const arn = (r: string) => `arn:aws:glue:eu-west-1:123456789012:${r}`;
+    return [arn('catalog'), arn(`database/${db}`), arn(`table/${db}/${t}`)];
+  },
 };
 function fail(what: string): never {
   throw new UnmappedCallError(what);
@@ -55,6 +60,25 @@ describe('SDK commands as IAM requests', () => {
         NAMES,
       )[0]?.action,
     ).toBe('s3:AbortMultipartUpload');
+  });
+
+  it('authorizes a Glue table call on the catalog, the database and the table', () => {
+    const arn = (r: string) => `arn:aws:glue:eu-west-1:123456789012:${r}`;
+    const on = ['catalog', 'database/deployed_db', 'table/deployed_db/reports'].map(arn);
+    expect(
+      iamActionsOf('glue', 'GetTableCommand', { DatabaseName: 'local_db', Name: 'reports' }, NAMES),
+    ).toEqual(on.map((resource) => expect.objectContaining({ action: 'glue:GetTable', resource })));
+    expect(
+      iamActionsOf(
+        'glue',
+        'UpdateTableCommand',
+        { DatabaseName: 'local_db', TableInput: { Name: 'reports' }, VersionId: '3' },
+        NAMES,
+      ).map((a) => [a.action, a.resource]),
+    ).toEqual(on.map((resource) => ['glue:UpdateTable', resource]));
+    expect(() => iamActionsOf('glue', 'DeleteTableCommand', { DatabaseName: 'local_db' }, NAMES)).toThrow(
+      UnmappedCallError,
+    );
   });
 
   it('authorizes DeleteObjects key by key, a copy on both ends, PutEvents entry by entry', () => {

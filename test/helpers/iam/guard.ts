@@ -10,6 +10,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { GlueClient } from '@aws-sdk/client-glue';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -59,6 +60,7 @@ export const GUARDED_CLIENTS: ReadonlyArray<readonly [ClientClass, Service]> = [
   [DynamoDBClient as unknown as ClientClass, 'dynamodb'],
   [SecretsManagerClient as unknown as ClientClass, 'secretsmanager'],
   [EventBridgeClient as unknown as ClientClass, 'events'],
+  [GlueClient as unknown as ClientClass, 'glue'],
 ];
 
 /** The variables that name a resource the handlers call (infra/constructs/exporter-function.ts). */
@@ -70,6 +72,7 @@ const NAMING_VARIABLES = [
   'REPORT_QUEUE_URL',
   'EVENT_BUS_NAME',
   'REQUEST_BUDGET_TABLE',
+  'GLUE_DATABASE',
 ] as const;
 type NamingVariable = (typeof NAMING_VARIABLES)[number];
 
@@ -267,6 +270,13 @@ export class IamGuard {
           ? secret
           : `arn:${partition}:secretsmanager:${region}:${account}:secret:${secret}`;
         return `${arn}-${SECRET_SUFFIX}`;
+      },
+      glueTableArns: (database, table, catalogId) => {
+        if (catalogId !== undefined && catalogId !== account)
+          throw new UnmappedCallError(`Glue catalog ${catalogId} is not the deployment's account`);
+        const db = same('GLUE_DATABASE', database, 'Glue database');
+        const arn = (resource: string) => `arn:${partition}:glue:${region}:${account}:${resource}`;
+        return [arn('catalog'), arn(`database/${db}`), arn(`table/${db}/${table}`)];
       },
       busArn: (bus) => {
         const name = same('EVENT_BUS_NAME', bus ?? 'default', 'event bus');

@@ -8,7 +8,7 @@
 import type { RequestContext } from './policy.js';
 
 /** The services whose clients the handlers use. */
-export type Service = 's3' | 'sqs' | 'dynamodb' | 'secretsmanager' | 'events';
+export type Service = 's3' | 'sqs' | 'dynamodb' | 'secretsmanager' | 'events' | 'glue';
 
 /** One authorization a command needs. */
 export interface IamAction {
@@ -35,6 +35,11 @@ export interface DeployedNames {
   tableArn(localTableName: string): string;
   secretArn(localSecretId: string): string;
   busArn(localBusName: string | undefined): string;
+  /**
+   * The ARNs Glue authorizes a table call on: the catalog, the database and the table (Glue
+   * checks all three), for a local database name (the container's GLUE_DATABASE).
+   */
+  glueTableArns(localDatabase: string, table: string, catalogId: string | undefined): string[];
   readonly partition: string;
 }
 
@@ -111,6 +116,18 @@ const onSecret =
     return [{ action, resource: arn, context: { ...HTTPS_CONTEXT, 'secretsmanager:SecretId': arn } }];
   };
 
+/** A table call: the same action on the catalog, the database and the table. */
+const onGlueTable =
+  (action: string): Mapper =>
+  (input, n) => {
+    const table = input.Name ?? (input.TableInput as { Name?: unknown } | undefined)?.Name;
+    if (typeof table !== 'string') throw new UnmappedCallError('the command names no table');
+    const catalogId = typeof input.CatalogId === 'string' ? input.CatalogId : undefined;
+    return n
+      .glueTableArns(str(input, 'DatabaseName'), table, catalogId)
+      .map((resource) => ({ action, resource, context: HTTPS_CONTEXT }));
+  };
+
 /** The commands the tables below map, by service, by the SDK's command class name. */
 export const COMMAND_ACTIONS: Readonly<Record<Service, Readonly<Record<string, Mapper>>>> = {
   s3: {
@@ -167,6 +184,10 @@ export const COMMAND_ACTIONS: Readonly<Record<Service, Readonly<Record<string, M
   secretsmanager: {
     GetSecretValueCommand: onSecret('secretsmanager:GetSecretValue'),
     DescribeSecretCommand: onSecret('secretsmanager:DescribeSecret'),
+  },
+  glue: {
+    GetTableCommand: onGlueTable('glue:GetTable'),
+    UpdateTableCommand: onGlueTable('glue:UpdateTable'),
   },
   events: {
     // Each entry is authorized on its bus, with its source and detail type as context keys.

@@ -1,0 +1,102 @@
+/**
+ * A stateful Glue Data Catalog on aws-sdk-client-mock, for the Iceberg catalog's tests: tables
+ * with parameters and a `VersionId` that each UpdateTable moves; an UpdateTable on a stale
+ * `VersionId` fails with ConcurrentModificationException, as Glue answers. Faults make an
+ * update's answer get lost before or after it applied.
+ */
+import {
+  ConcurrentModificationException,
+  EntityNotFoundException,
+  GetTableCommand,
+  type GlueClient,
+  type Table,
+  UpdateTableCommand,
+  type UpdateTableCommandInput,
+} from '@aws-sdk/client-glue';
+import type { AwsClientStub } from 'aws-sdk-client-mock';
+
+/** What happens to the next UpdateTable: its answer is lost before or after it applied. */
+export type UpdateFault = 'lost-before' | 'lost-after' | 'throttled';
+
+type GlueStub = AwsClientStub<GlueClient>;
+
+/** An error as the SDK throws when no answer arrived (reset, timeout). */
+export const lostAnswer = (): Error =>
+  Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $metadata: {} });
+
+export class GlueFake {
+  readonly #tables = new Map<string, Table>();
+  /** Every UpdateTable received, applied or not. */
+  readonly updates: UpdateTableCommandInput[] = [];
+  /** Faults for the next updates, in order. */
+  readonly faults: UpdateFault[] = [];
+
+  constructor(stub: GlueStub) {
+    stub.on(GetTableCommand).callsFake(async (input: { DatabaseName: string; Name: string }) => {
+      const table = this.#tables.get(`${input.DatabaseName}.${input.Name}`);
+      if (table === undefined)
+        throw new EntityNotFoundException({ message: 'Table not found', $metadata: { httpStatusCode: 400 } });
+      return { Table: structuredClone(table) };
+    });
+    stub.on(UpdateTableCommand).callsFake(async (input: UpdateTableCommandInput) => {
+      this.updates.push(structuredClone(input));
+      const fault = this.faults.shift();
+      if (fault === 'lost-before') throw lostAnswer();
+      if (fault === 'throttled')
+        throw Object.assign(new Error('Rate exceeded'), {
+          name: 'ThrottlingException',
+          $metadata: { httpStatusCode: 400 },
+        });
+      const key = `${input.DatabaseName}.${input.TableInput?.Name}`;
+      const table = this.#tables.get(key);
+      if (table === undefined)
+        throw new EntityNotFoundException({ message: 'Table not found', $metadata: { httpStatusCode: 400 } });
+      if (input.VersionId !== undefined && input.VersionId !== table.VersionId)
+        throw new ConcurrentModificationException({
+          message: 'Update table failed due to concurrent modifications.',
+          $metadata: { httpStatusCode: 400 },
+        });
+      const { Name, Description, Owner, StorageDescriptor, PartitionKeys, TableType, Parameters } =
+        input.TableInput ?? {};
+      this.#tables.set(key, {
+        ...table,
+        Name,
+        Description,
+        Owner,
+        StorageDescriptor,
+        PartitionKeys,
+        TableType,
+        Parameters,
+        VersionId: String(Number(table.VersionId) + 1),
+      });
+      if (fault === 'lost-after') throw lostAnswer();
+      return {};
+    });
+  }
+
+  /** Creates a table at version 0, as the stack would. */
+  create(database: string, table: Omit<Table, 'VersionId' | 'DatabaseName'> & { Name: string }): void {
+    this.#tables.set(`${database}.${table.Name}`, {
+      ...structuredClone(table),
+      DatabaseName: database,
+      VersionId: '0',
+    });
+  }
+
+  /** The table as Glue holds it now. */
+  table(database: string, name: string): Table {
+    const table = this.#tables.get(`${database}.${name}`);
+    if (table === undefined) throw new Error(`no table ${database}.${name}`);
+    return structuredClone(table);
+  }
+
+  /** Changes parameters behind the catalog's back (another writer, a stack update). */
+  setParameters(database: string, name: string, parameters: Record<string, string>): void {
+    const table = this.table(database, name);
+    this.#tables.set(`${database}.${name}`, {
+      ...table,
+      Parameters: parameters,
+      VersionId: String(Number(table.VersionId) + 1),
+    });
+  }
+}
