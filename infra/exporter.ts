@@ -139,6 +139,7 @@ export class CampaignReportExporter extends Construct {
       workGroupName: names.workGroupName,
       databaseName: names.databaseName,
       bytesScannedCutoffMb: config.bytesScannedCutoffMb,
+      tableFormat: config.tableFormat,
     });
     this.monitoring = new ExporterMonitoring(this, 'Monitoring', {
       functions: this.functions,

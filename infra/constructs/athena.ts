@@ -1,6 +1,7 @@
 import * as athena from 'aws-cdk-lib/aws-athena';
 import { Construct } from 'constructs';
-import { QUERIES } from '../../shared/export/queries.js';
+import type { TableFormat } from '../../shared/export/layout.js';
+import { queriesFor } from '../../shared/export/queries.js';
 import { ATHENA_RESULTS_PREFIX, type DataLake } from './data-lake.js';
 
 const MIB = 1024 * 1024;
@@ -12,6 +13,8 @@ export interface ExporterAthenaProps {
   readonly databaseName: string;
   /** Per-query limit on data scanned, in MiB (Athena's minimum is 10). */
   readonly bytesScannedCutoffMb: number;
+  /** Iceberg: the queries read the `*_current` tables (there are no `*_latest` views). */
+  readonly tableFormat?: TableFormat;
 }
 
 /** The Athena workgroup (engine v3, results in the data lake, enforced settings) and the demo's named queries. */
@@ -38,7 +41,7 @@ export class ExporterAthena extends Construct {
         },
       },
     });
-    this.namedQueries = QUERIES.map((q) => {
+    this.namedQueries = queriesFor(props.tableFormat ?? 'hive').map((q) => {
       const named = new athena.CfnNamedQuery(this, `Query-${q.name}`, {
         name: q.name,
         description: q.description,

@@ -5,6 +5,8 @@
  * questions go through the `*_latest` views (views.ts), so a job exported by several runs
  * counts once; queries over a snapshot bound their scan with `dt`.
  */
+import type { TableFormat } from './layout.js';
+
 export interface NamedQuery {
   readonly name: string;
   readonly description: string;
@@ -83,3 +85,12 @@ ORDER BY run_id DESC
 LIMIT 20`,
   },
 ];
+
+/**
+ * The example queries for a table format: over Iceberg tables, the `*_current` tables hold what
+ * the `*_latest` views compute (the newest report per job), so the queries read those instead.
+ */
+export function queriesFor(format: TableFormat): readonly NamedQuery[] {
+  if (format === 'hive') return QUERIES;
+  return QUERIES.map((q) => ({ ...q, sql: q.sql.replace(/\b(\w+)_latest\b/g, '$1_current') }));
+}

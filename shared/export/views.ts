@@ -124,6 +124,17 @@ export const RUNS_COLUMNS: readonly SqlColumn[] = [
   { name: 'company_name', type: 'string', doc: 'the company of the API key, as verify named it' },
   { name: 'unlisted_campaigns', type: { array: 'bigint' }, doc: 'campaigns whose jobs could not be listed' },
   { name: 'recovered_by', type: 'string', doc: 'the run that closed this interrupted run' },
+  { name: 'table_format', type: 'string', doc: "'iceberg' when the run wrote Iceberg tables (NULL: Hive)" },
+  {
+    name: 'iceberg',
+    type: {
+      struct: {
+        catalog: 'string',
+        tables: { map: { struct: { snapshot_id: 'bigint', metadata_location: 'string' } } },
+      },
+    },
+    doc: "an Iceberg run's catalog (file or glue) and, per table, its snapshot id and metadata file",
+  },
   {
     name: 'error',
     type: { struct: { message: 'string', error_code: 'string' } },

@@ -44,6 +44,13 @@ export interface MergeContext {
 
 const big = (v: Long) => BigInt(v);
 
+/** The least of `values` and `start` (BigInt: Math.min takes numbers only). */
+function minOf(values: readonly bigint[], start: bigint): bigint {
+  let min = start;
+  for (const v of values) if (v < min) min = v;
+  return min;
+}
+
 /** The entries of a manifest with their inherited fields written out, live ones only. */
 async function liveEntries(ctx: MergeContext, manifest: ManifestFile): Promise<ManifestEntry[]> {
   const found = await ctx.storage.get(ctx.keyOf(manifest.manifest_path));
@@ -76,7 +83,7 @@ async function mergeGroup(ctx: MergeContext, group: readonly ManifestFile[]): Pr
     partition_spec_id: group[0]!.partition_spec_id,
     content: CONTENT.DATA,
     sequence_number: ctx.sequenceNumber,
-    min_sequence_number: asLong(seqs.reduce((a, b) => (b < a ? b : a), big(ctx.sequenceNumber))),
+    min_sequence_number: asLong(minOf(seqs, big(ctx.sequenceNumber))),
     added_snapshot_id: ctx.snapshotId,
     added_files_count: 0,
     existing_files_count: entries.length,

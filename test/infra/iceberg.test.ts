@@ -126,6 +126,19 @@ describe('tableFormat iceberg: the Glue tables', () => {
     );
     expect(parquet).toEqual([]);
   });
+
+  it('has the saved queries read the _current tables, which exist, and no *_latest view', () => {
+    const queries = Object.values(resourcesOf(s.template, 'AWS::Athena::NamedQuery')).map(
+      (r) => r.Properties.QueryString as string,
+    );
+    expect(queries.length).toBeGreaterThan(0);
+    const names = new Set(tables.map((t) => t.input.Name));
+    for (const sql of queries) {
+      expect(sql).not.toMatch(/_latest\b/);
+      for (const [table] of sql.matchAll(/\b\w+_current\b/g)) expect(names.has(table)).toBe(true);
+    }
+    expect(queries.some((sql) => sql.includes('reports_current'))).toBe(true);
+  });
 });
 
 describe('tableFormat iceberg: the grants', () => {

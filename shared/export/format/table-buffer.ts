@@ -6,22 +6,26 @@
 import { icebergParquetTable } from '../../iceberg/schema.js';
 import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
 import type { ParquetTable } from '../../parquet/schema.js';
-import { PARTITION_KEY } from '../layout.js';
-import { type RunRef, tableFormatOf } from '../state/records.js';
+import { PARTITION_KEY, type TableFormat } from '../layout.js';
 import { type Cell, type Row, TABLE_NAMES, TABLES, type TableName } from '../tables.js';
+import type { RowSink } from './flatten.js';
+
+/** What a buffer needs to know of its run (a `RunRef`): its table format and date. */
+export interface RunFormat {
+  table_format?: TableFormat | undefined;
+  dt: string;
+}
 
 /**
  * The Parquet table a run writes `table` as: the contract's for Hive; for Iceberg, the same
  * columns with field ids, MICROS timestamps and `dt` (see `shared/iceberg/schema.ts`).
  */
 export function parquetTableOf(
-  run: Pick<RunRef, 'table_format'> | undefined,
+  run: Pick<RunFormat, 'table_format'> | undefined,
   table: TableName,
 ): ParquetTable {
-  return run && tableFormatOf(run) === 'iceberg' ? icebergParquetTable(table) : TABLES[table];
+  return run?.table_format === 'iceberg' ? icebergParquetTable(table) : TABLES[table];
 }
-
-import type { RowSink } from './flatten.js';
 
 /**
  * Collects rows of every table: the {@link RowSink} a batch of reports is flattened into.
@@ -37,9 +41,9 @@ export class TableBuffer implements RowSink {
   readonly #dt: string | undefined;
 
   /** `run`: the run the rows are for (its table format and date); default a Hive run. */
-  constructor(run?: Pick<RunRef, 'table_format' | 'dt'>) {
+  constructor(run?: RunFormat) {
     this.#tables = new Map(TABLE_NAMES.map((name) => [name, new ColumnBuffer(parquetTableOf(run, name))]));
-    this.#dt = run && tableFormatOf(run) === 'iceberg' ? run.dt : undefined;
+    this.#dt = run?.table_format === 'iceberg' ? run.dt : undefined;
   }
 
   add(table: TableName, row: Row): void {
