@@ -8,8 +8,13 @@
  * sit in, one delete file listing (file_path, pos), sorted. A data file whose rows are all
  * deleted is removed instead (a DELETED entry in a rewritten manifest), and so is a delete file
  * that points only at removed files. Readers skip deleted rows; equality deletes are not used
- * (not every engine reads them). BENCHMARKS.md ("iceberg-current") has the measurements behind
- * this choice.
+ * (not every engine reads them). Copy-on-write (rewriting each touched file without the
+ * superseded rows) was measured against this and dropped: at 100,000 jobs a 1% incremental run
+ * rewrote every row of the table (BENCHMARKS.md, "iceberg-current").
+ *
+ * A position delete applies to data files of its partition with a data sequence number up to
+ * its own; it names its files by path, and only older files (already in the base) are named, so
+ * the run's own files, added at the same sequence number, are never touched by it.
  */
 import { zstdDecompressSync } from 'node:zlib';
 import { parquetReadObjects } from 'hyparquet';
@@ -30,7 +35,7 @@ import {
   writeManifest,
 } from './commit.js';
 import { dataFileMetrics } from './metrics.js';
-import { baseTableOf, fieldId, type IcebergTableName, icebergParquetTable } from './schema.js';
+import { baseTableOf, fieldId } from './schema.js';
 
 /** The reserved field ids of a position delete file's columns (spec, "Position Delete Files"). */
 export const DELETE_FILE_PATH_ID = 2147483546;
@@ -48,9 +53,6 @@ export const POSITION_DELETES: ParquetTable = {
 const compressors = {
   ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)),
 };
-
-/** How superseded rows leave a current table. `copy-on-write` is measured only (BENCHMARKS.md). */
-export type SupersedeStrategy = 'position-deletes' | 'copy-on-write';
 
 /** A manifest entry with what it inherits from its manifest filled in. */
 function resolved(manifest: ManifestFile, entry: ManifestEntry): ManifestEntry {
@@ -94,20 +96,12 @@ function outsideBounds(entry: ManifestEntry, jobIdField: number, low: number, hi
   );
 }
 
-/** A row as hyparquet reads it, made a row the encoder takes (longs as numbers). */
-function encodable(row: Record<string, unknown>): Record<string, never> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) out[k] = typeof v === 'bigint' ? Number(v) : v;
-  return out as Record<string, never>;
-}
-
-const entryOf = (
+/** The manifest entry of a new position delete file, added by `snapshotId`. */
+const deleteEntry = (
   storage: Storage,
   key: string,
-  content: number,
   dt: string,
   bytes: Uint8Array,
-  table: ParquetTable,
   snapshotId: number,
 ): ManifestEntry => ({
   status: STATUS.ADDED,
@@ -115,19 +109,32 @@ const entryOf = (
   sequence_number: null,
   file_sequence_number: null,
   data_file: {
-    content,
+    content: CONTENT.POSITION_DELETES,
     file_path: locationOfKey(storage, key),
     file_format: 'PARQUET',
     partition: { dt },
-    ...dataFileMetrics(bytes, table),
+    // With file_path's bounds, a reader skips the delete file for every other data file.
+    ...dataFileMetrics(bytes, POSITION_DELETES),
     file_size_in_bytes: bytes.length,
     nan_value_counts: null,
     key_metadata: null,
     split_offsets: null,
     equality_ids: null,
-    sort_order_id: content === CONTENT.DATA ? 0 : null,
+    sort_order_id: null,
   },
 });
+
+/** Data files read at once: each is held whole in memory while its job ids are read. */
+const READ_CONCURRENCY = 4;
+
+/** Runs `task` over `items`, at most `limit` at a time. */
+async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
 
 /**
  * The `changeBase` of a current table's commit: removes the rows of `jobs` from the base's
@@ -137,7 +144,6 @@ export function supersedeJobs(
   storage: Storage,
   catalog: IcebergCatalog,
   jobs: ReadonlySet<number>,
-  strategy: SupersedeStrategy = 'position-deletes',
 ): (base: BaseContext) => Promise<BaseChange> {
   return async (ctx) => {
     const table = ctx.table;
@@ -158,65 +164,43 @@ export function supersedeJobs(
     // Rows already deleted, per data file; the data files each delete file points at.
     const deleted = new Map<string, Set<bigint>>();
     const targets = new Map<string, Set<string>>();
-    await Promise.all(
-      deleteFiles.map(async (e) => {
-        const own = new Set<string>();
-        for (const row of await readDeletes(storage, e.data_file.file_path)) {
-          own.add(row.file_path);
-          const set = deleted.get(row.file_path) ?? new Set<bigint>();
-          set.add(BigInt(row.pos));
-          deleted.set(row.file_path, set);
-        }
-        targets.set(e.data_file.file_path, own);
-      }),
-    );
+    await eachLimited(deleteFiles, READ_CONCURRENCY, async (e) => {
+      const own = new Set<string>();
+      for (const row of await readDeletes(storage, e.data_file.file_path)) {
+        own.add(row.file_path);
+        const set = deleted.get(row.file_path) ?? new Set<bigint>();
+        set.add(BigInt(row.pos));
+        deleted.set(row.file_path, set);
+      }
+      targets.set(e.data_file.file_path, own);
+    });
 
     const jobIdField = fieldId(baseTableOf(table), 'job_id');
-    const parquet = icebergParquetTable(table);
     const removed = new Set<string>();
     const newDeletes = new Map<string, { file_path: string; pos: number }[]>();
-    const rewritten: ManifestEntry[] = [];
-    let rewriteIndex = 0;
-    await Promise.all(
-      dataFiles.map(async (e) => {
-        const path = e.data_file.file_path;
-        if (outsideBounds(e, jobIdField, sorted[0]!, sorted[sorted.length - 1]!)) return;
-        const gone = deleted.get(path) ?? new Set<bigint>();
-        const file = await readObject(storage, path);
-        const rows = (await parquetReadObjects({
-          file,
-          ...(strategy === 'position-deletes' && { columns: ['job_id'] }),
-          compressors,
-        })) as Record<string, unknown>[];
-        const hit: number[] = [];
-        for (let pos = 0; pos < rows.length; pos++) {
-          if (jobs.has(Number(rows[pos]!.job_id)) && !gone.has(BigInt(pos))) hit.push(pos);
-        }
-        if (hit.length === 0) return;
-        if (gone.size + hit.length >= rows.length) {
-          removed.add(path);
-          return;
-        }
-        const dt = e.data_file.partition.dt ?? '';
-        if (strategy === 'position-deletes') {
-          const list = newDeletes.get(dt) ?? [];
-          for (const pos of hit) list.push({ file_path: path, pos });
-          newDeletes.set(dt, list);
-          return;
-        }
-        const drop = new Set(hit);
-        const kept = rows.filter((_, pos) => !drop.has(pos)).map(encodable);
-        const bytes = encodeParquet(parquet, kept);
-        const key = icebergDataKey(
-          table,
-          dt,
-          `${ctx.runId}-${ctx.snapshotId}-${ctx.sequenceNumber}-cow-${rewriteIndex++}`,
-        );
-        await storage.put(key, bytes);
+    await eachLimited(dataFiles, READ_CONCURRENCY, async (e) => {
+      const path = e.data_file.file_path;
+      if (outsideBounds(e, jobIdField, sorted[0]!, sorted[sorted.length - 1]!)) return;
+      const gone = deleted.get(path) ?? new Set<bigint>();
+      const rows = (await parquetReadObjects({
+        file: await readObject(storage, path),
+        columns: ['job_id'],
+        compressors,
+      })) as { job_id: bigint }[];
+      const hit: number[] = [];
+      for (let pos = 0; pos < rows.length; pos++) {
+        if (jobs.has(Number(rows[pos]!.job_id)) && !gone.has(BigInt(pos))) hit.push(pos);
+      }
+      if (hit.length === 0) return;
+      if (gone.size + hit.length >= rows.length) {
         removed.add(path);
-        rewritten.push(entryOf(storage, key, CONTENT.DATA, dt, bytes, parquet, ctx.snapshotId));
-      }),
-    );
+        return;
+      }
+      const dt = e.data_file.partition.dt ?? '';
+      const list = newDeletes.get(dt) ?? [];
+      for (const pos of hit) list.push({ file_path: path, pos });
+      newDeletes.set(dt, list);
+    });
     // A delete file that points only at removed data files goes with them.
     const removedDeletes = new Set(
       deleteFiles
@@ -231,9 +215,7 @@ export function supersedeJobs(
       const bytes = encodeParquet(POSITION_DELETES, rows);
       const key = icebergDataKey(table, dt, `${ctx.runId}-${ctx.snapshotId}-${ctx.sequenceNumber}-deletes`);
       await storage.put(key, bytes);
-      added.push(
-        entryOf(storage, key, CONTENT.POSITION_DELETES, dt, bytes, POSITION_DELETES, ctx.snapshotId),
-      );
+      added.push(deleteEntry(storage, key, dt, bytes, ctx.snapshotId));
       counts.addedDeleteFiles++;
       counts.addedPositionDeletes += rows.length;
       counts.addedDeleteSize += bytes.length;
@@ -299,22 +281,6 @@ export function supersedeJobs(
         }),
       );
     }
-    if (rewritten.length > 0) {
-      const key = `${prefix}${ctx.runId}-${ctx.snapshotId}-${ctx.sequenceNumber}-c.avro`;
-      out.push(
-        await writeManifest(storage, key, table, rewritten, {
-          snapshotId: ctx.snapshotId,
-          sequenceNumber: ctx.sequenceNumber,
-          content: CONTENT.DATA,
-        }),
-      );
-      for (const e of rewritten) {
-        // A rewritten file is counted as removed above; its rows come back as an added file.
-        counts.removedRecords -= Number(e.data_file.record_count);
-        counts.removedDataSize -= Number(e.data_file.file_size_in_bytes);
-        counts.removedDataFiles--;
-      }
-    }
     return { manifests: out.filter((m) => !isEmpty(m)), counts };
   };
 }
@@ -329,5 +295,3 @@ export async function jobIdsOf(body: Uint8Array): Promise<number[]> {
   const rows = (await parquetReadObjects({ file, columns: ['job_id'], compressors })) as { job_id: bigint }[];
   return rows.map((r) => Number(r.job_id));
 }
-
-export type { IcebergTableName };
