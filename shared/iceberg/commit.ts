@@ -25,6 +25,7 @@ import type { Storage } from '../storage/storage.js';
 import {
   CONTENT,
   type DataFile,
+  decodeManifest,
   decodeManifestList,
   encodeManifest,
   encodeManifestList,
@@ -32,7 +33,6 @@ import {
   type Long,
   type ManifestEntry,
   type ManifestFile,
-  type ManifestHeader,
   STATUS,
 } from './avro.js';
 import type { CatalogTable, IcebergCatalog } from './catalog.js';
@@ -73,6 +73,42 @@ export interface CommitRequest {
   /** Extra snapshot summary properties (the run's counts). */
   summary?: Readonly<Record<string, string>>;
   now: Date;
+  /**
+   * What the commit changes in the table besides adding `files` (a current table's deletes,
+   * `current.ts`). Called at every attempt with that attempt's base: deletes do not commute,
+   * so a lost race computes them again. Absent: the base's manifests are carried as they are.
+   */
+  changeBase?: (base: BaseContext) => Promise<BaseChange>;
+}
+
+/** What {@link CommitRequest.changeBase} is given: the attempt's base and the snapshot it builds. */
+export interface BaseContext {
+  table: IcebergTableName;
+  runId: string;
+  metadata: TableMetadata;
+  /** The base's current manifests. */
+  manifests: readonly ManifestFile[];
+  snapshotId: number;
+  sequenceNumber: number;
+}
+
+/** Counts of what a {@link BaseChange} removed and added, for the snapshot summary. */
+export interface ChangeCounts {
+  removedDataFiles: number;
+  removedRecords: number;
+  removedDataSize: number;
+  addedDeleteFiles: number;
+  addedPositionDeletes: number;
+  addedDeleteSize: number;
+  removedDeleteFiles: number;
+  removedPositionDeletes: number;
+  removedDeleteSize: number;
+}
+
+/** The manifests the new snapshot carries instead of the base's (the run's data manifest is added to them). */
+export interface BaseChange {
+  manifests: ManifestFile[];
+  counts: ChangeCounts;
 }
 
 export interface CommitOutcome {
@@ -101,7 +137,7 @@ export function keyOfLocation(storage: Storage, location: string): string {
 export const locationOfKey = (storage: Storage, key: string): string => `${storage.location}/${key}`;
 
 /** A table's `metadata/` key prefix, from its location. */
-const metadataPrefix = (storage: Storage, catalog: IcebergCatalog, table: string) =>
+export const metadataPrefix = (storage: Storage, catalog: IcebergCatalog, table: string) =>
   `${keyOfLocation(storage, catalog.tableLocation(table))}/metadata/`;
 
 const sameId = (a: Long | null | undefined, b: Long | null | undefined) =>
@@ -198,14 +234,55 @@ function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): Mani
   };
 }
 
-/** The header of the table's data manifests: its schema and partition spec. */
-const manifestHeader = (table: IcebergTableName): ManifestHeader => ({
+/** The manifest header of `table`'s manifests. */
+const headerOf = (table: IcebergTableName, content: 'data' | 'deletes') => ({
   schema: stringifyJson(icebergSchema(table)),
   schemaId: SCHEMA_ID,
   partitionSpec: stringifyJson(partitionSpec(table).fields),
   partitionSpecId: SPEC_ID,
-  content: 'data',
+  content,
 });
+
+/**
+ * Writes a manifest of `entries` at `key` and returns its manifest-list entry. ADDED entries
+ * without sequence numbers inherit `sequenceNumber`; `min_sequence_number` is the lowest data
+ * sequence number of the live entries.
+ */
+export async function writeManifest(
+  storage: Storage,
+  key: string,
+  table: IcebergTableName,
+  entries: readonly ManifestEntry[],
+  added: { snapshotId: number; sequenceNumber: number; content: number },
+): Promise<ManifestFile> {
+  const bytes = await encodeManifest(
+    entries,
+    headerOf(table, added.content === CONTENT.DATA ? 'data' : 'deletes'),
+  );
+  await storage.put(key, bytes);
+  const count = (status: number) => entries.filter((e) => e.status === status);
+  const rows = (list: readonly ManifestEntry[]) =>
+    list.reduce((n, e) => n + Number(e.data_file.record_count), 0);
+  const live = entries.filter((e) => e.status !== STATUS.DELETED);
+  const sequences = live.map((e) => Number(e.sequence_number ?? added.sequenceNumber));
+  return {
+    manifest_path: locationOfKey(storage, key),
+    manifest_length: bytes.length,
+    partition_spec_id: SPEC_ID,
+    content: added.content,
+    sequence_number: added.sequenceNumber,
+    min_sequence_number: sequences.length > 0 ? Math.min(...sequences) : added.sequenceNumber,
+    added_snapshot_id: added.snapshotId,
+    added_files_count: count(STATUS.ADDED).length,
+    existing_files_count: count(STATUS.EXISTING).length,
+    deleted_files_count: count(STATUS.DELETED).length,
+    added_rows_count: rows(count(STATUS.ADDED)),
+    existing_rows_count: rows(count(STATUS.EXISTING)),
+    deleted_rows_count: rows(count(STATUS.DELETED)),
+    partitions: partitionSummary(entries.map((e) => e.data_file.partition.dt ?? '')),
+    key_metadata: null,
+  };
+}
 
 /** Writes the run's data manifest (deterministic name and bytes) and returns its list entry, sequence numbers unset. */
 async function writeDataManifest(
@@ -216,25 +293,18 @@ async function writeDataManifest(
 ): Promise<Omit<ManifestFile, 'sequence_number' | 'min_sequence_number'> | undefined> {
   if (request.files.length === 0) return undefined;
   const entries = request.files.map((f) => dataEntry(storage, snapshotId, f));
-  const bytes = await encodeManifest(entries, manifestHeader(request.table));
   const key = `${metadataPrefix(storage, catalog, request.table)}${request.runId}-${snapshotId}-m0.avro`;
-  await storage.put(key, bytes);
-  const rows = request.files.reduce((n, f) => n + Number(f.metrics.record_count), 0);
-  return {
-    manifest_path: locationOfKey(storage, key),
-    manifest_length: bytes.length,
-    partition_spec_id: SPEC_ID,
+  // The sequence number is unused here: every entry is ADDED and inherits it from the list.
+  const {
+    sequence_number: _s,
+    min_sequence_number: _m,
+    ...file
+  } = await writeManifest(storage, key, request.table, entries, {
+    snapshotId,
+    sequenceNumber: 0,
     content: CONTENT.DATA,
-    added_snapshot_id: snapshotId,
-    added_files_count: request.files.length,
-    existing_files_count: 0,
-    deleted_files_count: 0,
-    added_rows_count: rows,
-    existing_rows_count: 0,
-    deleted_rows_count: 0,
-    partitions: partitionSummary(request.files.map((f) => f.dt)),
-    key_metadata: null,
-  };
+  });
+  return file;
 }
 
 /** The manifests of the current snapshot of `metadata` (none for a table without one). */
@@ -254,24 +324,71 @@ export async function currentManifests(storage: Storage, metadata: TableMetadata
 
 const num = (v: string | undefined) => Number(v ?? 0);
 
-/** The snapshot summary's totals, carried from the parent. */
-function summaryOf(parent: Snapshot | undefined, request: CommitRequest): Snapshot['summary'] {
+/** No change to the base: an append. */
+export const NO_CHANGE: ChangeCounts = {
+  removedDataFiles: 0,
+  removedRecords: 0,
+  removedDataSize: 0,
+  addedDeleteFiles: 0,
+  addedPositionDeletes: 0,
+  addedDeleteSize: 0,
+  removedDeleteFiles: 0,
+  removedPositionDeletes: 0,
+  removedDeleteSize: 0,
+};
+
+/**
+ * The snapshot summary (the spec's "Snapshot summary" keys), totals carried from the parent:
+ * `append` when nothing was removed or deleted, `overwrite` otherwise.
+ */
+function summaryOf(
+  parent: Snapshot | undefined,
+  request: CommitRequest,
+  change: ChangeCounts,
+): Snapshot['summary'] {
   const added = request.files.length;
   const records = request.files.reduce((n, f) => n + Number(f.metrics.record_count), 0);
   const size = request.files.reduce((n, f) => n + f.bytes, 0);
   const p = parent?.summary ?? { operation: 'append' };
+  const changed =
+    change.removedDataFiles +
+      change.addedDeleteFiles +
+      change.removedDeleteFiles +
+      change.addedPositionDeletes >
+    0;
   return {
-    operation: 'append',
+    operation: changed ? 'overwrite' : 'append',
     'run-id': request.runId,
     'added-data-files': String(added),
     'added-records': String(records),
-    'added-files-size': String(size),
+    'added-files-size': String(size + change.addedDeleteSize),
     'changed-partition-count': String(new Set(request.files.map((f) => f.dt)).size),
-    'total-data-files': String(num(p['total-data-files']) + added),
-    'total-records': String(num(p['total-records']) + records),
-    'total-files-size': String(num(p['total-files-size']) + size),
-    'total-delete-files': p['total-delete-files'] ?? '0',
-    'total-position-deletes': p['total-position-deletes'] ?? '0',
+    ...(changed && {
+      'deleted-data-files': String(change.removedDataFiles),
+      'deleted-records': String(change.removedRecords),
+      'removed-files-size': String(change.removedDataSize + change.removedDeleteSize),
+      'added-delete-files': String(change.addedDeleteFiles),
+      'added-position-delete-files': String(change.addedDeleteFiles),
+      'added-position-deletes': String(change.addedPositionDeletes),
+      'removed-delete-files': String(change.removedDeleteFiles),
+      'removed-position-delete-files': String(change.removedDeleteFiles),
+      'removed-position-deletes': String(change.removedPositionDeletes),
+    }),
+    'total-data-files': String(num(p['total-data-files']) + added - change.removedDataFiles),
+    'total-records': String(num(p['total-records']) + records - change.removedRecords),
+    'total-files-size': String(
+      num(p['total-files-size']) +
+        size +
+        change.addedDeleteSize -
+        change.removedDataSize -
+        change.removedDeleteSize,
+    ),
+    'total-delete-files': String(
+      num(p['total-delete-files']) + change.addedDeleteFiles - change.removedDeleteFiles,
+    ),
+    'total-position-deletes': String(
+      num(p['total-position-deletes']) + change.addedPositionDeletes - change.removedPositionDeletes,
+    ),
     'total-equality-deletes': p['total-equality-deletes'] ?? '0',
     ...request.summary,
   };
@@ -356,18 +473,29 @@ export async function commitRun(
     const sequence = metadata['last-sequence-number'] + 1;
     const parentId = metadata['current-snapshot-id'];
     const parent = metadata.snapshots?.find((s) => sameId(s['snapshot-id'], parentId));
+    const baseManifests = await currentManifests(storage, metadata);
+    const change = request.changeBase
+      ? await request.changeBase({
+          table: request.table,
+          runId: request.runId,
+          metadata,
+          manifests: baseManifests,
+          snapshotId,
+          sequenceNumber: sequence,
+        })
+      : { manifests: baseManifests, counts: NO_CHANGE };
     const carried = await mergeManifests(
       {
         storage,
         keyOf: (location) => keyOfLocation(storage, location),
         locationOf: (key) => locationOfKey(storage, key),
         metadataPrefix: metadataPrefix(storage, catalog, request.table),
-        header: manifestHeader(request.table),
+        header: headerOf(request.table, 'data'),
         snapshotId,
         sequenceNumber: sequence,
         minCountToMerge: metadata.properties?.['commit.manifest.min-count-to-merge'],
       },
-      await currentManifests(storage, metadata),
+      change.manifests,
     );
     const manifests = [
       ...carried,
@@ -389,13 +517,13 @@ export async function commitRun(
       'sequence-number': sequence,
       'timestamp-ms': timestamp,
       'manifest-list': locationOfKey(storage, listKey),
-      summary: summaryOf(parent, request),
+      summary: summaryOf(parent, request, change.counts),
       'schema-id': metadata['current-schema-id'],
     };
     const next = nextMetadata(metadata, base.metadataLocation, snapshot, timestamp);
     const result = await catalog.commit(base, next.metadata);
     if (result.committed) {
-      await removeUnreferenced(storage, next.metadata, next.expired, next.droppedMetadata);
+      await removeUnreferenced(storage, next.metadata, manifests, next.expired, next.droppedMetadata);
       return {
         table: request.table,
         snapshotId,
@@ -410,46 +538,75 @@ export async function commitRun(
   );
 }
 
-/**
- * After a swap: deletes what only expired snapshots and dropped metadata named — the expired
- * snapshots' manifest lists, the manifests they listed that the oldest kept snapshot no longer
- * lists (merged away: a manifest once merged never comes back, so a manifest the oldest kept
- * snapshot lacks is in no kept snapshot), and the metadata files that fell off the log. Best
- * effort: a file left behind is an orphan, which costs storage only. Data files of an
- * append-only table stay in every snapshot and are never removed.
- */
-async function removeUnreferenced(
-  storage: Storage,
-  metadata: TableMetadata,
-  expired: readonly Snapshot[],
-  metadataFiles: readonly string[],
-): Promise<void> {
-  const keyOf = (location: string) => {
+/** Keys of locations under the storage root; others (not ours to delete) are left out. */
+function keysOf(storage: Storage, locations: Iterable<string>): string[] {
+  return [...locations].flatMap((location) => {
     try {
       return [keyOfLocation(storage, location)];
     } catch {
       return [];
     }
-  };
+  });
+}
+
+/**
+ * After a swap: deletes what no kept snapshot references any more. Snapshots only ever expire
+ * oldest first, and a table's history is one line, so "no kept snapshot" means "not the
+ * oldest kept one, nor anything after it":
+ * - the manifest lists of expired snapshots, and the metadata files that fell off the log;
+ * - manifests named by an expired snapshot's list but not by the oldest kept snapshot's list
+ *   (a manifest, once replaced by a rewrite, never comes back);
+ * - data and delete files removed by a snapshot that expired now: such a file has a DELETED
+ *   entry, carrying the removing snapshot's id, in the current manifests (a rewrite carries
+ *   DELETED entries over while their snapshot is kept, see `current.ts`); every snapshot that
+ *   still read the file is older than the one that removed it, so it expired too.
+ * Best effort: a file left behind is an orphan, which costs storage only. History tables never
+ * rewrite a manifest nor remove a file, so for them only the first point applies.
+ */
+async function removeUnreferenced(
+  storage: Storage,
+  metadata: TableMetadata,
+  manifests: readonly ManifestFile[],
+  expired: readonly Snapshot[],
+  metadataFiles: readonly string[],
+) {
+  const doomed = new Set<string>([...expired.map((s) => s['manifest-list']), ...metadataFiles]);
   try {
-    const manifestsOf = async (snapshot: Snapshot) => {
-      const found = await storage.get(keyOfLocation(storage, snapshot['manifest-list']));
-      return found ? (await decodeManifestList(found.body)).map((m) => m.manifest_path) : [];
-    };
-    const oldestKept = [...(metadata.snapshots ?? [])].sort(
-      (a, b) => a['sequence-number'] - b['sequence-number'],
-    )[0];
-    const kept = new Set(oldestKept ? await manifestsOf(oldestKept) : []);
-    const manifests = expired.length === 0 ? [] : (await Promise.all(expired.map(manifestsOf))).flat();
-    const keys = [
-      ...new Set([
-        ...manifests.filter((m) => !kept.has(m)),
-        ...expired.map((s) => s['manifest-list']),
-        ...metadataFiles,
-      ]),
-    ].flatMap(keyOf);
-    if (keys.length > 0) await storage.delete(keys);
+    if (expired.length > 0) {
+      const oldest = [...(metadata.snapshots ?? [])].sort(
+        (a, b) => a['sequence-number'] - b['sequence-number'],
+      )[0];
+      const keptManifests = new Set(
+        (oldest ? await manifestsOf(storage, oldest) : []).map((m) => m.manifest_path),
+      );
+      for (const manifest of manifests) keptManifests.add(manifest.manifest_path);
+      for (const snapshot of expired) {
+        for (const m of await manifestsOf(storage, snapshot)) {
+          if (!keptManifests.has(m.manifest_path)) doomed.add(m.manifest_path);
+        }
+      }
+      const gone = new Set(expired.map((s) => BigInt(s['snapshot-id'])));
+      for (const manifest of manifests.filter((m) => m.deleted_files_count > 0)) {
+        const found = await storage.get(keyOfLocation(storage, manifest.manifest_path));
+        for (const entry of found ? await decodeManifest(found.body) : []) {
+          if (
+            entry.status === STATUS.DELETED &&
+            entry.snapshot_id !== null &&
+            gone.has(BigInt(entry.snapshot_id))
+          )
+            doomed.add(entry.data_file.file_path);
+        }
+      }
+    }
   } catch {
-    // Left for the orphan-file step.
+    // Reading what to delete failed: delete the rest; the others stay as orphans.
   }
+  const keys = keysOf(storage, doomed);
+  if (keys.length > 0) await storage.delete(keys).catch(() => undefined);
+}
+
+/** The manifests a snapshot's list names; none when the list cannot be read. */
+async function manifestsOf(storage: Storage, snapshot: Snapshot): Promise<ManifestFile[]> {
+  const found = await storage.get(keyOfLocation(storage, snapshot['manifest-list'])).catch(() => undefined);
+  return found ? decodeManifestList(found.body) : [];
 }

@@ -7,7 +7,8 @@
  * manifests of up to {@link TARGET_MANIFEST_BYTES}; their live entries become EXISTING entries
  * with their sequence numbers written out (only ADDED entries may inherit them), and entries
  * marked DELETED, already applied, are dropped. Large manifests stay as they are, so each merge
- * rewrites a bounded amount.
+ * rewrites a bounded amount. Manifests with DELETED entries (a current table's rewrites) are
+ * not merged: those entries are how the files they removed get deleted once that is safe.
  */
 import { createHash } from 'node:crypto';
 import type { Storage } from '../storage/storage.js';
@@ -115,11 +116,13 @@ export async function mergeManifests(
   ctx: MergeContext,
   carried: readonly ManifestFile[],
 ): Promise<ManifestFile[]> {
-  const data = carried.filter((m) => m.content === CONTENT.DATA);
+  // A manifest with DELETED entries is left as it is: the entries stay while their snapshot is
+  // kept, so that the files they removed are deleted when it expires (see commit.ts).
+  const data = carried.filter((m) => m.content === CONTENT.DATA && m.deleted_files_count === 0);
   const minCount = Number(ctx.minCountToMerge ?? MIN_COUNT_TO_MERGE);
   if (data.length < (Number.isInteger(minCount) && minCount > 1 ? minCount : MIN_COUNT_TO_MERGE))
     return [...carried];
-  const out: ManifestFile[] = carried.filter((m) => m.content !== CONTENT.DATA);
+  const out: ManifestFile[] = carried.filter((m) => !data.includes(m));
   let bin: ManifestFile[] = [];
   let binBytes = 0;
   const flush = async () => {

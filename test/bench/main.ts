@@ -1,7 +1,7 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
- * topology, parquet-scan, publish, cli-startup, iceberg-metadata.
+ * topology, parquet-scan, publish, cli-startup, iceberg-metadata, iceberg-current.
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
 import { benchCliStartup } from './cli-startup.js';
@@ -9,6 +9,7 @@ import { benchClient } from './client.js';
 import { benchCost } from './cost.js';
 import { benchEncode } from './encode.js';
 import { benchExport } from './export-main.js';
+import { benchIcebergCurrent } from './iceberg-current.js';
 import { benchIcebergMetadata } from './iceberg-metadata.js';
 import { benchLambda } from './lambda.js';
 import { benchParquetScan } from './parquet-scan.js';
@@ -28,6 +29,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   publish: benchPublish,
   'cli-startup': benchCliStartup,
   'iceberg-metadata': benchIcebergMetadata,
+  'iceberg-current': benchIcebergCurrent,
 };
 
 function print(name: string, figures: Record<string, number>): void {

@@ -6,13 +6,16 @@
  */
 
 import { ExporterError } from '../../errors.js';
-import { commitRun } from '../../iceberg/commit.js';
+import type { IcebergCatalog } from '../../iceberg/catalog.js';
+import { type CommitFile, commitRun } from '../../iceberg/commit.js';
+import { jobIdsOf, supersedeJobs } from '../../iceberg/current.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
 import { dataFileMetrics } from '../../iceberg/metrics.js';
-import { icebergParquetTable } from '../../iceberg/schema.js';
+import { currentTableOf, icebergParquetTable } from '../../iceberg/schema.js';
+import { icebergDataKey } from '../layout.js';
 import type { Manifest } from '../state/manifest.js';
 import type { FileEntry } from '../state/records.js';
-import { TABLE_NAMES } from '../tables.js';
+import { REPORT_TABLES, TABLE_NAMES } from '../tables.js';
 import type { ExportDeps } from './context.js';
 
 /** A Parquet file's last bytes: enough for any footer of ours (a few KB per row group). */
@@ -26,8 +29,9 @@ async function footerOf(deps: ExportDeps, key: string): Promise<Uint8Array> {
 }
 
 /**
- * Commits a run's published Parquet files, one snapshot per table that has any; returns what
- * the manifest says of them (catalog, and per table the snapshot id and metadata location).
+ * Commits a run's published Parquet files, one snapshot per table that has any, then, when the
+ * run exported reports, one snapshot per current table (`shared/iceberg/current.ts`); returns
+ * what the manifest says of them (catalog, and per table the snapshot id and metadata location).
  */
 export async function commitIcebergRun(
   deps: ExportDeps,
@@ -37,6 +41,13 @@ export async function commitIcebergRun(
 ): Promise<NonNullable<Manifest['iceberg']>> {
   const catalog = deps.catalog ?? new FileCatalog(deps.storage);
   const tables: NonNullable<Manifest['iceberg']>['tables'] = {};
+  const summary = {
+    'exporter.dt': manifest.dt,
+    'exporter.mode': manifest.mode,
+    'exporter.status': manifest.status,
+    'exporter.reports-exported': String(manifest.counts.reports_exported),
+  };
+  const committed = new Map<string, CommitFile[]>();
   for (const table of TABLE_NAMES) {
     const own = files.filter((f) => f.format === 'parquet' && f.table_or_entity === table);
     if (own.length === 0) continue;
@@ -49,19 +60,62 @@ export async function commitIcebergRun(
         metrics: dataFileMetrics(footers.get(f.key) ?? (await footerOf(deps, f.key)), parquet),
       })),
     );
+    committed.set(table, commitFiles);
     const outcome = await commitRun(deps.storage, catalog, {
       table,
       runId: manifest.run_id,
       files: commitFiles,
-      summary: {
-        'exporter.dt': manifest.dt,
-        'exporter.mode': manifest.mode,
-        'exporter.status': manifest.status,
-        'exporter.reports-exported': String(manifest.counts.reports_exported),
-      },
+      summary,
       now: deps.now(),
     });
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
   }
+  const reports = committed.get('reports') ?? [];
+  if (reports.length > 0) {
+    Object.assign(tables, await commitCurrentTables(deps, catalog, manifest, committed, summary));
+  }
   return { catalog: catalog.kind, tables };
+}
+
+/**
+ * One snapshot per current table: the run's data files, copied under the current table (never
+ * shared: an engine's maintenance of one table would delete files the other still reads), and
+ * position deletes of the older rows of every job in the run's `reports` files.
+ */
+async function commitCurrentTables(
+  deps: ExportDeps,
+  catalog: IcebergCatalog,
+  manifest: Pick<Manifest, 'run_id' | 'dt'>,
+  committed: ReadonlyMap<string, readonly CommitFile[]>,
+  summary: Readonly<Record<string, string>>,
+): Promise<NonNullable<Manifest['iceberg']>['tables']> {
+  const jobs = new Set<number>();
+  for (const f of committed.get('reports') ?? []) {
+    const found = await deps.storage.get(f.key);
+    if (!found) throw new ExporterError(`published file ${f.key} is missing`, { retryable: true });
+    for (const id of await jobIdsOf(found.body)) jobs.add(id);
+  }
+  const tables: NonNullable<Manifest['iceberg']>['tables'] = {};
+  for (const base of REPORT_TABLES) {
+    const table = currentTableOf(base);
+    const files: CommitFile[] = [];
+    for (const f of committed.get(base) ?? []) {
+      const stem = f.key.slice(f.key.lastIndexOf('/') + 1, -'.parquet'.length);
+      const key = icebergDataKey(table, manifest.dt, stem);
+      const found = await deps.storage.get(f.key);
+      if (!found) throw new ExporterError(`published file ${f.key} is missing`, { retryable: true });
+      await deps.storage.put(key, found.body);
+      files.push({ ...f, key });
+    }
+    const outcome = await commitRun(deps.storage, catalog, {
+      table,
+      runId: manifest.run_id,
+      files,
+      summary,
+      now: deps.now(),
+      changeBase: supersedeJobs(deps.storage, catalog, jobs),
+    });
+    tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
+  }
+  return tables;
 }

@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
-import { TABLE_NAMES, TABLES } from '../../../shared/export/tables.js';
+import { REPORT_TABLES, TABLE_NAMES, TABLES } from '../../../shared/export/tables.js';
 import { decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
 import { keyOfLocation } from '../../../shared/iceberg/commit.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
+import { currentTableOf } from '../../../shared/iceberg/schema.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
@@ -86,7 +87,36 @@ describe('an Iceberg export', () => {
       );
     }
     expect(hive.iceberg).toBeUndefined();
+    for (const table of REPORT_TABLES) {
+      expect(iceberg.iceberg?.tables[currentTableOf(table)]?.metadata_location).toBe(
+        `${icebergOut}/${ICEBERG_ROOT}/${currentTableOf(table)}/metadata/v1.metadata.json`,
+      );
+    }
   });
+
+  it.each(REPORT_TABLES)(
+    '%s_current: after one run, the same rows as the history table, in files of its own',
+    async (table) => {
+      const current = currentTableOf(table);
+      const rows = await readIcebergTable(join(icebergOut, ICEBERG_ROOT, current));
+      const history = await readIcebergTable(join(icebergOut, ICEBERG_ROOT, table));
+      expect(rows.map((r) => key(table, r)).sort()).toEqual(history.map((r) => key(table, r)).sort());
+      const local = new (await import('../../../shared/storage/local.js')).LocalStorage(icebergOut);
+      const { metadata } = await new FileCatalog(local).load(current);
+      const list = await decodeManifestList(
+        (await local.get(keyOfLocation(local, metadata!.snapshots!.at(-1)!['manifest-list'])))!.body,
+      );
+      for (const m of list) {
+        for (const e of await decodeManifest(
+          (await local.get(keyOfLocation(local, m.manifest_path)))!.body,
+        )) {
+          expect(e.data_file.file_path.startsWith(`${icebergOut}/${ICEBERG_ROOT}/${current}/data/`)).toBe(
+            true,
+          );
+        }
+      }
+    },
+  );
 
   it.each(TABLE_NAMES)('%s: icebird reads every value the Hive output holds', async (table) => {
     const hiveRows = await db.all(
