@@ -2,17 +2,20 @@
  * Publishing a run: the files its steps staged become one file per table (and one per raw
  * entity) under the contract's layout, `parquet/<table>/dt=…/<run_id>-0.parquet` and
  * `raw/<entity>/dt=…/<run_id>-0.jsonl.gz`, split only above a size. Parquet files are
- * concatenated row group by row group (column chunks copied, offsets rewritten, one footer):
- * nothing is decoded or encoded again. Raw files are gzip members, and a gzip stream of several
+ * regrouped (`parquet/regroup.ts`): the staged files' small row groups (one batch of reports
+ * each) are decoded and encoded again into large ones, large ones are copied as they are, and
+ * one footer lists them. Raw files are gzip members, and a gzip stream of several
  * members is one valid file: their bytes are concatenated. Output is streamed (a multipart
- * upload on S3), so memory holds a few staged files and a few parts, whatever the run's size.
+ * upload on S3), so memory holds a few staged files, one row group being gathered and a few
+ * parts per output, whatever the run's size.
  */
 import { ExporterError } from '../../errors.js';
-import { ParquetConcat } from '../../parquet/concat.js';
+import { ParquetRegroup, type RegroupOptions } from '../../parquet/regroup.js';
+import type { ParquetTable } from '../../parquet/schema.js';
 import type { Storage } from '../../storage/storage.js';
 import { parquetKey, publishedStem, rawKey } from '../layout.js';
 import type { FileEntry, RunRef } from '../state/records.js';
-import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, type TableName } from '../tables.js';
+import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, TABLES, type TableName } from '../tables.js';
 import { mapPool } from './pool.js';
 
 /** Above this many bytes of staged input, a table's data goes on in a further file. */
@@ -25,6 +28,14 @@ const READ_AHEAD = 4;
 export interface PublishOptions {
   /** Start a further file once a file's inputs add up to this many bytes; default 256 MB. */
   maxFileBytes?: number;
+  /**
+   * The Parquet table a table's staged files were written with, which its regrouped row groups
+   * are encoded with; default the contract's (`TABLES`). A flavour of the tables (other
+   * columns, field ids, units) passes its own.
+   */
+  tableOf?: (name: TableName) => ParquetTable;
+  /** Sizes of the published row groups; defaults in `regroup.ts` (tests lower them). */
+  regroup?: RegroupOptions;
 }
 
 /** One output file: the staged files it concatenates, in order. */
@@ -97,11 +108,16 @@ async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): Asy
   }
 }
 
-async function* parquetBytes(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
-  const concat = new ParquetConcat();
-  yield concat.start();
-  for await (const file of readInOrder(storage, inputs)) yield concat.append(file);
-  yield concat.finish();
+async function* parquetBytes(
+  storage: Storage,
+  inputs: readonly FileEntry[],
+  table: ParquetTable,
+  options: RegroupOptions | undefined,
+): AsyncGenerator<Uint8Array> {
+  const regroup = new ParquetRegroup(table, options);
+  yield regroup.start();
+  for await (const file of readInOrder(storage, inputs)) yield* await regroup.append(file);
+  yield* regroup.finish();
 }
 
 /**
@@ -116,9 +132,12 @@ export async function publishRun(
   options: PublishOptions = {},
 ): Promise<FileEntry[]> {
   const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
+  const tableOf = options.tableOf ?? ((name: TableName) => TABLES[name]);
   return mapPool(plans, PUBLISH_CONCURRENCY, async (plan) => {
     const chunks =
-      plan.format === 'parquet' ? parquetBytes(storage, plan.inputs) : readInOrder(storage, plan.inputs);
+      plan.format === 'parquet'
+        ? parquetBytes(storage, plan.inputs, tableOf(plan.table_or_entity as TableName), options.regroup)
+        : readInOrder(storage, plan.inputs);
     const { bytes } = await storage.putStream(plan.key, chunks);
     return {
       key: plan.key,
