@@ -9,9 +9,14 @@
  * being filled. The output depends only on the inputs' bytes and order: the same inputs give
  * the same bytes.
  */
-import { ParquetConcat } from './concat.js';
-import { decodeRows, openDecodable } from './decode.js';
-import { type EncodeOptions, encodeParquetColumns, ROW_GROUP_ROWS } from './encode.js';
+
+import { ByteWriter } from 'hyparquet-writer';
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
+import { ExporterError } from '../errors.js';
+import { ParquetConcat, type ParquetSource } from './concat.js';
+import { type DecodableFile, decodeRows, openDecodable } from './decode.js';
+import { type EncodeOptions, encodeParquetColumns, ROW_GROUP_ROWS, tableSchema } from './encode.js';
+import { equalBytes, type Footer, MAGIC, readFooter, schemaDifference, schemaEntries } from './footer.js';
 import type { Cell, ParquetTable } from './schema.js';
 
 /**
@@ -22,6 +27,16 @@ import type { Cell, ParquetTable } from './schema.js';
  * few MB per column chunk, pages are full size and a bigger group no longer shrinks the file.
  */
 export const REGROUP_BYTES = 32 * 1024 * 1024;
+
+/** A row group below half an output group, where it is in its file. */
+interface SmallGroup {
+  source: ParquetSource;
+  file: Uint8Array;
+  index: number;
+  rowStart: number;
+  rows: number;
+  bytes: number;
+}
 
 export interface RegroupOptions extends EncodeOptions {
   /** Uncompressed bytes per output row group; default {@link REGROUP_BYTES}. */
@@ -44,6 +59,8 @@ export interface RegroupOptions extends EncodeOptions {
  */
 export class ParquetRegroup {
   readonly #concat = new ParquetConcat();
+  /** The footer of a file of `table` (no rows), for its schema. */
+  readonly #expected: Footer;
   readonly #rowGroupRows: number;
   readonly #rowGroupBytes: number;
   readonly #encode: EncodeOptions;
@@ -51,6 +68,10 @@ export class ParquetRegroup {
   #pending: Cell[][][] = [];
   #pendingRows = 0;
   #pendingBytes = 0;
+  /** A small group not decoded yet, when it is all the pending group holds. */
+  #lone: SmallGroup | undefined;
+  /** The file small groups are being decoded from, opened once. */
+  #decodable: { file: Uint8Array; decodable: DecodableFile } | undefined;
 
   constructor(
     readonly table: ParquetTable,
@@ -60,6 +81,7 @@ export class ParquetRegroup {
     this.#rowGroupRows = encode.rowGroupRows ?? ROW_GROUP_ROWS;
     this.#rowGroupBytes = rowGroupBytes;
     this.#encode = encode;
+    this.#expected = emptyFooter(table);
   }
 
   /** Rows written so far (copied or encoded; not those still gathered). */
@@ -83,31 +105,74 @@ export class ParquetRegroup {
    */
   async append(file: Uint8Array): Promise<Uint8Array[]> {
     const source = this.#concat.open(file);
+    // Every input is checked against the table, whether its groups are decoded or copied.
+    const { schemaBytes, metadata } = source.checked;
+    if (!equalBytes(schemaBytes, this.#expected.schemaBytes)) {
+      const difference = schemaDifference(schemaEntries(this.#expected.metadata), schemaEntries(metadata));
+      if (difference) {
+        throw new ExporterError(
+          `parquet table ${this.table.name}: a file's schema is not the table's: ${difference}`,
+          {
+            hint: 'regroup files with the table definition they were written with',
+          },
+        );
+      }
+    }
     const out: Uint8Array[] = [];
-    let decodable: ReturnType<typeof openDecodable> | undefined;
     let rowStart = 0;
     for (const [index, group] of source.rowGroups.entries()) {
       if (group.rows * 2 >= this.#rowGroupRows || group.bytes * 2 >= this.#rowGroupBytes) {
         this.#flush(out);
         out.push(this.#concat.copyRowGroup(source, index));
       } else if (group.rows > 0) {
+        const small: SmallGroup = { source, file, index, rowStart, ...group };
         if (this.#pendingRows > 0 && this.#pendingBytes + group.bytes > this.#rowGroupBytes) this.#flush(out);
-        decodable ??= openDecodable(file);
-        const decoded: Cell[][] = this.table.columns.map(() => []);
-        await decodeRows(this.table, decodable, rowStart, rowStart + group.rows, decoded);
-        this.#gather(decoded, group.rows, group.bytes, out);
+        if (this.#pendingRows === 0) {
+          this.#lone = small; // decoded only once another small group joins it
+          this.#pendingRows = group.rows;
+          this.#pendingBytes = group.bytes;
+        } else {
+          await this.#decodeLone();
+          await this.#decode(small, out);
+        }
       }
       rowStart += group.rows;
     }
     return out;
   }
 
-  /** The last encoded group, if any rows wait, then the footer and magic that end the output. */
+  /** The last group, if any rows wait, then the footer and magic that end the output. */
   finish(): Uint8Array[] {
     const out: Uint8Array[] = [];
     this.#flush(out);
     out.push(this.#concat.finish());
     return out;
+  }
+
+  /** Decodes a small group onto the pending rows. */
+  async #decode(group: SmallGroup, out: Uint8Array[]): Promise<void> {
+    if (this.#decodable?.file !== group.file) {
+      this.#decodable = { file: group.file, decodable: openDecodable(group.file) };
+    }
+    const decoded: Cell[][] = this.table.columns.map(() => []);
+    await decodeRows(
+      this.table,
+      this.#decodable.decodable,
+      group.rowStart,
+      group.rowStart + group.rows,
+      decoded,
+    );
+    this.#gather(decoded, group.rows, group.bytes, out);
+  }
+
+  /** The lone group waiting, decoded now that another joins it. */
+  async #decodeLone(): Promise<void> {
+    const lone = this.#lone;
+    if (!lone) return;
+    this.#lone = undefined;
+    this.#pendingRows = 0;
+    this.#pendingBytes = 0;
+    await this.#decode(lone, []); // it fills no group: it is smaller than half of one
   }
 
   /** Adds decoded rows to the pending group, encoding it each time it fills. */
@@ -125,6 +190,14 @@ export class ParquetRegroup {
   /** Encodes the pending rows as one row group and hands it to the concat. */
   #flush(out: Uint8Array[]): void {
     if (this.#pendingRows === 0) return;
+    if (this.#lone) {
+      // Alone, re-encoding it would give the same group: it is copied.
+      out.push(this.#concat.copyRowGroup(this.#lone.source, this.#lone.index));
+      this.#lone = undefined;
+      this.#pendingRows = 0;
+      this.#pendingBytes = 0;
+      return;
+    }
     // Joined once here: pushing each young cell onto a long-lived array cost 3× the decoding
     // (write barriers and remembered-set scans on every scavenge).
     const parts = this.#pending;
@@ -140,4 +213,21 @@ export class ParquetRegroup {
     this.#pendingRows = 0;
     this.#pendingBytes = 0;
   }
+}
+
+/** A footer of `table` as the encoder writes it, without rows: its schema, to compare inputs with. */
+function emptyFooter(table: ParquetTable): Footer {
+  const writer = new ByteWriter();
+  writer.appendBytes(MAGIC);
+  const start = writer.offset;
+  writeMetadata(writer, {
+    version: 2,
+    schema: tableSchema(table),
+    num_rows: 0n,
+    row_groups: [],
+    metadata_length: 0,
+  });
+  writer.appendUint32(writer.offset - start);
+  writer.appendBytes(MAGIC);
+  return readFooter(new Uint8Array(writer.getBytes()));
 }
