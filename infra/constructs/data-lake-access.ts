@@ -35,6 +35,8 @@ export const KEY_PATTERNS = {
   lock: STATE_KEYS.lock,
   /** When a run last ended well (finish-run's NoFinishedRun metric). */
   heartbeat: STATE_KEYS.heartbeat,
+  /** The output's table format: read before a run starts, written when a run publishes. */
+  tableFormat: STATE_KEYS.tableFormat,
   campaignState: `${STATE_ROOT}/campaigns/${ANY}`,
   /** Everything a run keeps while open: its records, staged files, closing record. */
   runState: `${STATE_KEYS.runsPrefix}${ANY}`,
@@ -66,12 +68,14 @@ const K = KEY_PATTERNS;
  * when another delivery has it, deleted to give it back when no run started). It takes the
  * lock, then closes the runs interrupted ones left open: closing a run is finishing it (read its
  * records and staged files, publish, manifest, state, announcement claim, tombstone, delete its
- * records). Then it stages the campaigns, quarantines invalid items, and writes its run record.
+ * records). Then it checks the output's table format, stages the campaigns, quarantines invalid
+ * items, and writes its run record.
  * Its reads and deletes under a run (`runState`) cover the run's claim and tombstone.
  */
 export const START_RUN_ACCESS: DataLakeAccess = {
-  read: [K.scheduledStart, K.lock, K.runState, K.campaignState, K.manifests],
+  read: [K.scheduledStart, K.lock, K.runState, K.campaignState, K.manifests, K.tableFormat],
   write: [
+    K.tableFormat,
     K.scheduledStart,
     K.lock,
     K.runRecord,
@@ -120,8 +124,9 @@ export const EXPORT_REPORTS_ACCESS: DataLakeAccess = {
  * run's claim and tombstone.
  */
 export const FINISH_RUN_ACCESS: DataLakeAccess = {
-  read: [K.lock, K.heartbeat, K.runState, K.campaignState, K.manifests],
+  read: [K.lock, K.heartbeat, K.runState, K.campaignState, K.manifests, K.tableFormat],
   write: [
+    K.tableFormat,
     K.lock,
     K.heartbeat,
     K.closing,

@@ -21,8 +21,14 @@ const ZSTD_OPTIONS = { params: { [zlibConstants.ZSTD_c_compressionLevel]: 3 } };
 const MAX_DISTINCT_RATIO = 0.5;
 /** …and its distinct values fit one dictionary page of this size (parquet-mr's default). */
 const MAX_DICTIONARY_BYTES = 1024 * 1024;
-/** Distinct values are counted once past this many values, to give up early on unique columns. */
+/** Distinct values are counted once past this many values, to give up early on unique columns… */
 const DICTIONARY_PROBE = 1024;
+/**
+ * …when nearly all of them differ. Not at {@link MAX_DISTINCT_RATIO}: a column of a few
+ * hundred values (reports.location_name: 608 distinct in its first 1,024 rows, 900 in 10,000)
+ * looks unique that early, and left PLAIN it was 2.4× DuckDB's dictionary-encoded column.
+ */
+const PROBE_DISTINCT_RATIO = 0.9;
 
 /** A dictionary and per-value indexes, or null when the column is better left PLAIN. */
 function dictionaryOf(values: readonly string[]): { entries: string[]; indexes: Int32Array } | null {
@@ -51,7 +57,7 @@ function dictionaryOf(values: readonly string[]): { entries: string[]; indexes: 
       if (bytes > MAX_DICTIONARY_BYTES) return null;
       if (i >= DICTIONARY_PROBE && !probed) {
         probed = true;
-        if (entries.length > i * MAX_DISTINCT_RATIO) return null;
+        if (entries.length > i * PROBE_DISTINCT_RATIO) return null;
       }
     }
     indexes[i] = k;

@@ -21,7 +21,7 @@ export const FILE = {
   footerSigningKeyMetadata: 9,
 } as const;
 /** RowGroup field ids. */
-export const ROW_GROUP = { columns: 1, numRows: 3, fileOffset: 5, ordinal: 7 } as const;
+export const ROW_GROUP = { columns: 1, totalByteSize: 2, numRows: 3, fileOffset: 5, ordinal: 7 } as const;
 /** ColumnChunk field ids. */
 export const CHUNK = {
   filePath: 1,
@@ -32,8 +32,9 @@ export const CHUNK = {
   cryptoMetadata: 8,
   encryptedColumnMetadata: 9,
 } as const;
-/** ColumnMetaData field ids of the offsets into the file. */
+/** ColumnMetaData field ids of the offsets into the file, and of the chunk's size there. */
 export const META = {
+  totalCompressedSize: 7,
   dataPageOffset: 9,
   indexPageOffset: 10,
   dictionaryPageOffset: 11,

@@ -1,7 +1,9 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
- * topology, parquet-scan, publish, cli-startup, iceberg-metadata, iceberg-current.
+ * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current.
+ * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
+ * REGROUP_TIME_REPORTS (default 100,000).
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
 import { benchCliStartup } from './cli-startup.js';
@@ -14,6 +16,7 @@ import { benchIcebergMetadata } from './iceberg-metadata.js';
 import { benchLambda } from './lambda.js';
 import { benchParquetScan } from './parquet-scan.js';
 import { benchPublish } from './publish.js';
+import { benchRegroup } from './regroup.js';
 import { benchTopology } from './topology.js';
 import { benchUnitMemory } from './unit-memory.js';
 
@@ -27,6 +30,11 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   topology: benchTopology,
   'parquet-scan': () => benchParquetScan(),
   publish: benchPublish,
+  regroup: () =>
+    benchRegroup(
+      Number(process.env.REGROUP_SIZE_REPORTS ?? 10_000),
+      Number(process.env.REGROUP_TIME_REPORTS ?? 100_000),
+    ),
   'cli-startup': benchCliStartup,
   'iceberg-metadata': benchIcebergMetadata,
   'iceberg-current': benchIcebergCurrent,

@@ -37,7 +37,7 @@ import { realisticReports } from '../helpers/realistic-reports.js';
 
 const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(), `${prefix}-`));
 
-const RUN: RunRef = { run_id: '20261122T031500Z-b0b0b0', dt: '2026-11-22', mode: 'full' };
+export const RUN: RunRef = { run_id: '20261122T031500Z-b0b0b0', dt: '2026-11-22', mode: 'full' };
 const UNIT_REPORTS = 100;
 const JOBS_PER_CAMPAIGN = 500;
 /** Distinct encoded units; larger runs repeat their bytes under other keys. */
@@ -62,13 +62,13 @@ interface StagedBytes {
   entry: FileEntry;
   body: Uint8Array;
 }
-interface Templates {
+export interface Templates {
   units: StagedBytes[][];
   jobs: StagedBytes[];
 }
 
 /** Stages TEMPLATE_UNITS units of realistic reports and one campaign's jobs snapshot with `stageStep`. */
-async function stageTemplates(): Promise<Templates> {
+export async function stageTemplates(): Promise<Templates> {
   const dir = await tempDir('bench-publish-templates');
   const storage = new LocalStorage(dir);
   const gen = realisticReports(20261122);
@@ -114,7 +114,7 @@ const copyKey = ({ entry }: StagedBytes, stem: string): string =>
     : stagedRawKey(RUN.run_id, entry.table_or_entity as RawEntity, stem);
 
 /** Stages a run of `reports` reports in `storage` from the templates; returns its staged files. */
-async function stageRun(storage: Storage, reports: number, t: Templates): Promise<FileEntry[]> {
+export async function stageRun(storage: Storage, reports: number, t: Templates): Promise<FileEntry[]> {
   const campaigns = Math.ceil(reports / JOBS_PER_CAMPAIGN);
   const puts: Array<{ key: string; from: StagedBytes }> = [];
   for (let c = 1; c <= campaigns; c++) {

@@ -2,14 +2,18 @@
  * Publishing a run: the files its steps staged become one file per table (and one per raw
  * entity) under the contract's layout, `parquet/<table>/dt=…/<run_id>-0.parquet` and
  * `raw/<entity>/dt=…/<run_id>-0.jsonl.gz`, split only above a size. Parquet files are
- * concatenated row group by row group (column chunks copied, offsets rewritten, one footer):
- * nothing is decoded or encoded again. Raw files are gzip members, and a gzip stream of several
+ * regrouped (`parquet/regroup.ts`): the staged files' small row groups (one batch of reports
+ * each) are decoded and encoded again into large ones, large ones are copied as they are, and
+ * one footer lists them. Raw files are gzip members, and a gzip stream of several
  * members is one valid file: their bytes are concatenated. Output is streamed (a multipart
- * upload on S3), so memory holds a few staged files and a few parts, whatever the run's size.
+ * upload on S3), so memory holds a few staged files, one row group being gathered and a few
+ * parts per output, whatever the run's size.
  */
 import { ExporterError } from '../../errors.js';
-import { ParquetConcat } from '../../parquet/concat.js';
+import { ParquetRegroup, type RegroupOptions } from '../../parquet/regroup.js';
+import type { ParquetTable } from '../../parquet/schema.js';
 import type { Storage } from '../../storage/storage.js';
+import { parquetTableOf } from '../format/table-buffer.js';
 import { icebergDataKey, parquetKey, publishedStem, rawKey } from '../layout.js';
 import { type FileEntry, type RunRef, tableFormatOf } from '../state/records.js';
 import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, type TableName } from '../tables.js';
@@ -30,6 +34,14 @@ export interface PublishOptions {
    * the Iceberg commit's column metrics, which would otherwise cost a read of the file.
    */
   onFooter?: ((key: string, footer: Uint8Array) => void) | undefined;
+  /**
+   * The Parquet table a table's staged files were written with, which its regrouped row groups
+   * are encoded with; default the run's (`parquetTableOf`: the contract's, or its Iceberg
+   * flavour with field ids, MICROS timestamps and `dt`).
+   */
+  tableOf?: (name: TableName) => ParquetTable;
+  /** Sizes of the published row groups; defaults in `regroup.ts` (tests lower them). */
+  regroup?: RegroupOptions;
 }
 
 /** One output file: the staged files it concatenates, in order. */
@@ -104,11 +116,16 @@ async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): Asy
   }
 }
 
-async function* parquetBytes(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
-  const concat = new ParquetConcat();
-  yield concat.start();
-  for await (const file of readInOrder(storage, inputs)) yield concat.append(file);
-  yield concat.finish();
+async function* parquetBytes(
+  storage: Storage,
+  inputs: readonly FileEntry[],
+  table: ParquetTable,
+  options: RegroupOptions | undefined,
+): AsyncGenerator<Uint8Array> {
+  const regroup = new ParquetRegroup(table, options);
+  yield regroup.start();
+  for await (const file of readInOrder(storage, inputs)) yield* await regroup.append(file);
+  yield* regroup.finish();
 }
 
 /** Passes `chunks` through, handing the last one (a Parquet file's footer) to `take`. */
@@ -133,10 +150,14 @@ export async function publishRun(
   options: PublishOptions = {},
 ): Promise<FileEntry[]> {
   const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
+  const tableOf = options.tableOf ?? ((name: TableName) => parquetTableOf(run, name));
   return mapPool(plans, PUBLISH_CONCURRENCY, async (plan) => {
     const chunks =
       plan.format === 'parquet'
-        ? lastChunkTo(parquetBytes(storage, plan.inputs), (footer) => options.onFooter?.(plan.key, footer))
+        ? lastChunkTo(
+            parquetBytes(storage, plan.inputs, tableOf(plan.table_or_entity as TableName), options.regroup),
+            (footer) => options.onFooter?.(plan.key, footer),
+          )
         : readInOrder(storage, plan.inputs);
     const { bytes } = await storage.putStream(plan.key, chunks);
     return {

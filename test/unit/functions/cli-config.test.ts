@@ -78,15 +78,28 @@ describe('--concurrency', () => {
 
 describe('runOptionsOf', () => {
   it('passes every run setting of the command line', () => {
-    const config = parse('--full', '--date', '2026-11-22', '--unit-size', '20', '--wait-lock', '3');
+    const config = parse(
+      '--full',
+      '--date',
+      '2026-11-22',
+      '--unit-size',
+      '20',
+      '--wait-lock',
+      '3',
+      '--table-format',
+      'iceberg',
+    );
     expect(runOptionsOf(config)).toEqual({
       mode: 'full',
       dt: '2026-11-22',
+      tableFormat: 'iceberg',
       unitSize: 20,
       fetchConcurrency: RUN_DEFAULTS.concurrency.value,
       waitForLockMs: 3000,
     });
     expect(runOptionsOf(parse()).mode).toBe('incremental');
+    expect(runOptionsOf(parse()).tableFormat).toBe('hive');
+    expect(() => parse('--table-format', 'delta')).toThrow(/--table-format takes hive or iceberg, got delta/);
   });
 });
 

@@ -234,6 +234,48 @@ describe('ParquetConcat', () => {
     );
   });
 
+  it('copies chosen row groups of opened files alone, in the order asked, with their metadata', async () => {
+    const c = new ParquetConcat();
+    const out = [c.start()];
+    const first = c.open(inputs[0]!); // groups of rows 0–40, 40–80, 80–100
+    const third = c.open(inputs[2]!); // 103–143, 143–183, 183–190
+    expect(first.rowGroups.map((g) => g.rows)).toEqual([40, 40, 20]);
+    out.push(c.copyRowGroup(first, 2), c.copyRowGroup(third, 0), c.copyRowGroup(first, 0), c.finish());
+    const bytes = new Uint8Array(Buffer.concat(out));
+
+    const expected = [...(await readAll(inputs))];
+    expect(await readParquet(db, bytes)).toEqual([
+      ...expected.slice(80, 100),
+      ...expected.slice(103, 143),
+      ...expected.slice(0, 40),
+    ]);
+    const stats = (rows: JsRow[]) =>
+      rows.map(({ data_page_offset, dictionary_page_offset, row_group_id, ...r }) => r);
+    const whole = await chunkMetadata(output);
+    const group = (id: number) => stats(whole.filter((r) => Number(r.row_group_id) === id));
+    expect(stats(await chunkMetadata(bytes))).toEqual([...group(2), ...group(4), ...group(0)]);
+    expect(c.rows).toBe(100);
+  });
+
+  it('refuses to copy alone a row group whose bloom filter lies outside its bytes', () => {
+    const withBloom = new Uint8Array(
+      parquetWriteBuffer({
+        columnData: [
+          {
+            name: 'x',
+            data: Array.from({ length: 100 }, (_, i) => `v${i}`),
+            bloomFilter: true,
+            offsetIndex: false,
+          },
+        ],
+      }),
+    );
+    const c = new ParquetConcat();
+    c.start();
+    const source = c.open(withBloom);
+    expect(() => c.copyRowGroup(source, 0)).toThrow(/bloom filter cannot be copied alone/);
+  });
+
   describe('refuses what it cannot concatenate', () => {
     const questions = encodeParquet(TABLES.questions, [questionRow()]);
 

@@ -7,6 +7,8 @@ import { rawLine } from '../../../../shared/export/raw-lines.js';
 import { publishRun } from '../../../../shared/export/run/publish.js';
 import { stageStep } from '../../../../shared/export/run/staging.js';
 import type { FileEntry, RunRef } from '../../../../shared/export/state/records.js';
+import { TABLES, type TableName } from '../../../../shared/export/tables.js';
+import type { ParquetTable } from '../../../../shared/parquet/schema.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { type DuckDb, openDuckDb } from '../../../helpers/duckdb.js';
 import { tempDir } from '../../../helpers/export.js';
@@ -105,5 +107,46 @@ describe('publishRun', () => {
 
     expect(second).toEqual(first);
     for (const [i, f] of second.entries()) expect((await storage.get(f.key))?.body).toEqual(bytes[i]);
+  });
+
+  /** Row groups of a Parquet object, from its footer. */
+  async function rowGroupsOf(key: string): Promise<number[]> {
+    const bytes = (await storage.get(key))?.body ?? new Uint8Array();
+    const rows = await db.all(
+      `SELECT row_group_id, any_value(row_group_num_rows)::INT AS n
+       FROM parquet_metadata(${await db.file(bytes, 'parquet')}) GROUP BY row_group_id ORDER BY row_group_id`,
+    );
+    return rows.map((r) => Number(r.n));
+  }
+
+  it('gathers the small row groups of many staged units into one per table', async () => {
+    const files = await publishRun(storage, RUN, staged);
+
+    for (const file of files.filter((f) => f.format === 'parquet')) {
+      const units = staged.filter(
+        (f) => f.format === 'parquet' && f.table_or_entity === file.table_or_entity,
+      );
+      expect(units.length).toBe(UNITS);
+      expect(await rowGroupsOf(file.key)).toEqual([file.rows]);
+    }
+  });
+
+  it('encodes with the table definition it is given for each table (another flavour of the tables)', async () => {
+    const asked: TableName[] = [];
+    const tableOf = (name: TableName): ParquetTable => {
+      asked.push(name);
+      return { ...TABLES[name], columns: [...TABLES[name].columns] };
+    };
+
+    const files = await publishRun(storage, RUN, staged, { tableOf });
+
+    const parquet = files.filter((f) => f.format === 'parquet').map((f) => f.table_or_entity);
+    expect([...asked].sort()).toEqual([...parquet].sort());
+    // A table the staged files were not written with is refused, not published with wrong columns.
+    const wider = (name: TableName): ParquetTable => ({
+      ...TABLES[name],
+      columns: [...TABLES[name].columns, { name: 'dt', type: 'string', nullable: false }],
+    });
+    await expect(publishRun(storage, RUN, staged, { tableOf: wider })).rejects.toThrow(/\bdt\b/);
   });
 });
