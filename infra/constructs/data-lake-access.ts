@@ -59,6 +59,8 @@ export const KEY_PATTERNS = {
   quarantine: `${QUARANTINE_ROOT}/${ANY}`,
   /** The Iceberg tables' metadata and data files (`tableFormat` iceberg). */
   iceberg: `${ICEBERG_ROOT}/${ANY}`,
+  /** Each Iceberg table's last committed metadata file, kept by its committers. */
+  icebergPointer: STATE_KEYS.icebergPointer(ANY),
 } as const;
 
 const K = KEY_PATTERNS;
@@ -156,7 +158,11 @@ export const DATA_LAKE_ACCESS: Readonly<Record<FunctionName, DataLakeAccess>> = 
  */
 export const ICEBERG_COMMITTERS = ['start-run', 'finish-run'] as const satisfies readonly FunctionName[];
 
-const ICEBERG_ACCESS: DataLakeAccess = { read: [K.iceberg], write: [K.iceberg], delete: [K.iceberg] };
+const ICEBERG_ACCESS: DataLakeAccess = {
+  read: [K.iceberg, K.icebergPointer],
+  write: [K.iceberg, K.icebergPointer],
+  delete: [K.iceberg],
+};
 
 /** What each function does with the data lake under a table format: the Hive table plus Iceberg's files for the committers. */
 export function dataLakeAccess(format: TableFormat): Readonly<Record<FunctionName, DataLakeAccess>> {

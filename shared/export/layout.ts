@@ -112,6 +112,11 @@ export const STATE_KEYS = {
    */
   scheduledStart: (mode: string, scheduledTime: string): string =>
     `${STATE_ROOT}/scheduled-starts/${mode}/${scheduledTime}.json`,
+  /**
+   * The metadata file of an Iceberg table's last commit by the exporter: what a commit builds on
+   * when the catalog lost its pointer (a stack update resets a Glue table's parameters).
+   */
+  icebergPointer: (table: string): string => `${STATE_ROOT}/iceberg/${table}.json`,
   /** The table format the output holds (`state/table-format.ts`). */
   tableFormat: `${STATE_ROOT}/table-format.json`,
   /** When a run last ended succeeded or partial, for the NoFinishedRun alarm's heartbeat (AWS). */

@@ -21,6 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ExporterError } from '../errors.js';
+import { STATE_KEYS } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
 import {
   CONTENT,
@@ -36,7 +37,7 @@ import {
   STATUS,
 } from './avro.js';
 import type { CatalogTable, IcebergCatalog } from './catalog.js';
-import { stringifyJson } from './json.js';
+import { parseJson, stringifyJson } from './json.js';
 import { mergeManifests } from './merge.js';
 import {
   hasOwnLayout,
@@ -459,7 +460,20 @@ export async function commitRun(
   const location = catalog.tableLocation(request.table);
   let ours: Awaited<ReturnType<typeof writeDataManifest>> | null = null;
   for (let attempt = 1; attempt <= MAX_COMMIT_ATTEMPTS; attempt++) {
-    const base = await catalog.load(request.table);
+    const loaded = await catalog.load(request.table);
+    const base = await adoptLostPointer(storage, request.table, loaded);
+    if (base !== loaded && base.metadata?.snapshots?.some((s) => sameId(s['snapshot-id'], snapshotId))) {
+      // Committed before the pointer was lost: point the catalog at it again, nothing more.
+      const result = await catalog.commit(loaded, base.metadata);
+      if (!result.committed) continue;
+      await keepPointer(storage, request.table, result.metadataLocation);
+      return {
+        table: request.table,
+        snapshotId,
+        metadataLocation: result.metadataLocation,
+        committedNow: false,
+      };
+    }
     if (base.metadata?.snapshots?.some((s) => sameId(s['snapshot-id'], snapshotId))) {
       return {
         table: request.table,
@@ -523,6 +537,7 @@ export async function commitRun(
     const next = nextMetadata(metadata, base.metadataLocation, snapshot, timestamp);
     const result = await catalog.commit(base, next.metadata);
     if (result.committed) {
+      await keepPointer(storage, request.table, result.metadataLocation);
       await removeUnreferenced(storage, next.metadata, manifests, next.expired, next.droppedMetadata);
       return {
         table: request.table,
@@ -609,4 +624,41 @@ async function removeUnreferenced(
 async function manifestsOf(storage: Storage, snapshot: Snapshot): Promise<ManifestFile[]> {
   const found = await storage.get(keyOfLocation(storage, snapshot['manifest-list'])).catch(() => undefined);
   return found ? decodeManifestList(found.body) : [];
+}
+
+/**
+ * Records the metadata file a commit made current (`state/iceberg/<table>.json`), best effort:
+ * it is only read when the catalog has lost its pointer.
+ */
+async function keepPointer(storage: Storage, table: string, metadataLocation: string): Promise<void> {
+  await storage
+    .put(STATE_KEYS.icebergPointer(table), `${JSON.stringify({ metadata_location: metadataLocation })}\n`)
+    .catch(() => undefined);
+}
+
+/**
+ * The table to build on: as loaded, unless the catalog lost its pointer — no metadata, or
+ * metadata without a snapshot — while the exporter had committed snapshots (a CloudFormation
+ * update of a Glue Iceberg table rewrites its parameters and drops `metadata_location`; Glue
+ * then knows no metadata, or its own fresh one). Then the last metadata the exporter committed
+ * is the base, and the catalog's own version is kept for the swap, so the table's history,
+ * snapshots and files stay whole instead of starting again from nothing.
+ */
+async function adoptLostPointer(
+  storage: Storage,
+  table: string,
+  loaded: CatalogTable,
+): Promise<CatalogTable> {
+  if ((loaded.metadata?.snapshots?.length ?? 0) > 0) return loaded;
+  const record = await storage.get(STATE_KEYS.icebergPointer(table));
+  if (!record) return loaded;
+  const { metadata_location: location } = JSON.parse(Buffer.from(record.body).toString('utf8')) as {
+    metadata_location: string;
+  };
+  if (location === loaded.metadataLocation) return loaded;
+  const found = await storage.get(keyOfLocation(storage, location));
+  if (!found) return loaded;
+  const metadata = parseJson(Buffer.from(found.body).toString('utf8')) as TableMetadata;
+  if ((metadata.snapshots?.length ?? 0) === 0) return loaded;
+  return { ...loaded, metadata };
 }

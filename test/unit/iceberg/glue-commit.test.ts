@@ -154,4 +154,36 @@ describe('commitRun through the Glue catalog', () => {
     expect(again.committedNow).toBe(false);
     expect((await catalog.load('jobs')).metadata!.snapshots).toHaveLength(3);
   });
+
+  it('keeps the history when a stack update dropped the Glue pointer: the next commit builds on the last one', async () => {
+    const a = await stage('run-a', [1]);
+    await commitRun(storage, catalog, { table: 'jobs', runId: 'run-a', files: [a], now: new Date() });
+    // CloudFormation's UpdateTable writes the template's parameters: metadata_location is gone.
+    fake.setParameters(DB, 'jobs', { table_type: 'ICEBERG' });
+    expect((await catalog.load('jobs')).metadata).toBeUndefined();
+
+    // A finisher that takes run-a's closing up again points the table back at its snapshot.
+    const again = await commitRun(storage, catalog, {
+      table: 'jobs',
+      runId: 'run-a',
+      files: [a],
+      now: new Date(),
+    });
+    expect(again.committedNow).toBe(false);
+    expect((await catalog.load('jobs')).metadata!.snapshots!.map((s) => s.summary['run-id'])).toEqual([
+      'run-a',
+    ]);
+
+    fake.setParameters(DB, 'jobs', { table_type: 'ICEBERG' });
+    await commitRun(storage, catalog, {
+      table: 'jobs',
+      runId: 'run-b',
+      files: [await stage('run-b', [2])],
+      now: new Date(),
+    });
+    const { metadata, metadataLocation } = await catalog.load('jobs');
+    expect(metadata!.snapshots!.map((s) => s.summary['run-id'])).toEqual(['run-a', 'run-b']);
+    const rows = await readIcebergTable(catalog.tableLocation('jobs'), metadataLocation!.split('/').at(-1));
+    expect(rows.map((r) => Number(r.job_id)).sort()).toEqual([1, 2]);
+  });
 });
