@@ -17,7 +17,12 @@ import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-r
 import { runStep } from '../../shared/export/run/step.js';
 import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
-import { type Mode, PlanMessageSchema, UnitSchema } from '../../shared/export/state/records.js';
+import {
+  type Mode,
+  PlanMessageSchema,
+  type TableFormat,
+  UnitSchema,
+} from '../../shared/export/state/records.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
@@ -34,6 +39,8 @@ export interface Settings {
   maxReceiveCount: number;
   /** Reports fetched at once within a unit. */
   fetchConcurrency: number;
+  /** How every run of the seed writes its tables (the deployment's `tableFormat`, the CLI's `--table-format`). */
+  tableFormat: TableFormat;
 }
 
 /** functions/aws/start-run.ts: the lock of a queue-carried run outlives its deadline by this. */
@@ -142,6 +149,7 @@ export async function startRunHandler(
   try {
     started = await startRun(deps, {
       mode: input.mode,
+      tableFormat: world.settings.tableFormat,
       driver: 'queues',
       lock: {
         ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS,
@@ -268,6 +276,7 @@ export async function cliRun(
   const deps = depsFor(world, actor);
   return runExport(deps, {
     mode: options.mode,
+    tableFormat: world.settings.tableFormat,
     unitSize: world.settings.unitSize,
     fetchConcurrency: world.settings.fetchConcurrency,
     ...(options.waitForLockMs > 0 ? { waitForLockMs: options.waitForLockMs } : {}),

@@ -1,13 +1,22 @@
 /**
- * A speed seam, nothing else: while a seed runs, `zlib.zstdCompressSync` (the Parquet column
+ * Two seams of the codecs while a seed runs.
+ *
+ * Speed: while a seed runs, `zlib.zstdCompressSync` (the Parquet column
  * codec of shared/parquet/column.ts) writes zstd frames of raw, uncompressed blocks. They are
  * valid zstd (RFC 8878: any reader, hyparquet's and DuckDB's included, decompresses them); only
  * the compression is skipped. Real compression allocates a context per column chunk, and that
  * native memory and the GC it triggered were a third of a seed's time; the lifecycle does not
  * depend on the bytes' size.
+ *
+ * Determinism: avsc deflates and inflates the blocks of Iceberg's Avro manifests with zlib's
+ * asynchronous `deflateRaw`/`inflateRaw`, which run on libuv's thread pool: their callbacks come
+ * at a real time the scheduler does not see (it may fire the next operation first), so a seed
+ * would not replay. While a seed runs they are the synchronous calls (same bytes), answered on
+ * the next tick.
  */
 import { syncBuiltinESMExports } from 'node:module';
 import zlib from 'node:zlib';
+import avro from 'avsc';
 
 /** zstd's largest block. */
 const MAX_BLOCK = 128 * 1024;
@@ -52,5 +61,34 @@ export function installFastZstd(): () => void {
   return () => {
     mutable.zstdCompressSync = real as unknown as (input: unknown) => Buffer;
     syncBuiltinESMExports();
+  };
+}
+
+type AvroCodec = (buf: Buffer, cb: (error: Error | null, out?: Buffer) => void) => void;
+type CodecHolder = { getDefaultCodecs: () => Record<string, AvroCodec> };
+
+const syncCodec =
+  (fn: (buf: Buffer) => Buffer): AvroCodec =>
+  (buf, cb) => {
+    let out: Buffer;
+    try {
+      out = fn(buf);
+    } catch (error) {
+      process.nextTick(cb, error as Error);
+      return;
+    }
+    process.nextTick(cb, null, out);
+  };
+
+/** Swaps in synchronous Avro block codecs; returns the function that puts the real ones back. */
+export function installSyncAvroCodecs(): () => void {
+  const encoder = avro.streams.BlockEncoder as unknown as CodecHolder;
+  const decoder = avro.streams.BlockDecoder as unknown as CodecHolder;
+  const real = { encoder: encoder.getDefaultCodecs, decoder: decoder.getDefaultCodecs };
+  encoder.getDefaultCodecs = () => ({ ...real.encoder(), deflate: syncCodec((b) => zlib.deflateRawSync(b)) });
+  decoder.getDefaultCodecs = () => ({ ...real.decoder(), deflate: syncCodec((b) => zlib.inflateRawSync(b)) });
+  return () => {
+    encoder.getDefaultCodecs = real.encoder;
+    decoder.getDefaultCodecs = real.decoder;
   };
 }

@@ -8,7 +8,7 @@
  *    must get the lock, carried to its manifest by the queues and finish-run.
  * Then the invariants are read from the bucket.
  */
-import type { Mode } from '../../shared/export/state/records.js';
+import type { Mode, TableFormat } from '../../shared/export/state/records.js';
 import {
   Announcer,
   cliRun,
@@ -21,7 +21,7 @@ import {
   type World,
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
-import { installFastZstd } from './codec.js';
+import { installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { Prng } from './prng.js';
@@ -91,13 +91,14 @@ export function generateScenario(rng: Prng): Scenario {
     });
   }
   const horizon = Math.max(lastStart, ...clis.map((c) => c.at)) + 25 * MINUTE;
-  return {
+  const scenario: Scenario = {
     settings: {
       deadlineMs: 20 * MINUTE,
       unitSize: rng.int(1, 3),
       listPageSize: rng.pick([5, 1000, 1000]),
       maxReceiveCount: 3,
       fetchConcurrency: rng.int(1, 3),
+      tableFormat: 'hive',
     },
     profile,
     faults: PROFILES[profile]!,
@@ -111,6 +112,14 @@ export function generateScenario(rng: Prng): Scenario {
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
     horizon,
   };
+  // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
+  scenario.settings.tableFormat = pickTableFormat(rng);
+  return scenario;
+}
+
+/** Half the seeds write Iceberg tables: every start and CLI run of the seed, so they share them. */
+function pickTableFormat(rng: Prng): TableFormat {
+  return rng.chance(0.5) ? 'iceberg' : 'hive';
 }
 
 export interface SeedResult {
@@ -135,9 +144,11 @@ export async function runSeed(seed: number, options: SeedOptions = {}): Promise<
   const sim = new Sim(root.fork(), EPOCH, options.trace ?? false);
   const restoreTimers = installTimerShim(sim);
   const restoreZstd = installFastZstd();
+  const restoreAvro = installSyncAvroCodecs();
   try {
     return await simulate(seed, scenario, sim, dataset);
   } finally {
+    restoreAvro();
     restoreZstd();
     restoreTimers();
   }
