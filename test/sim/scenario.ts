@@ -22,6 +22,7 @@ import {
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
 import { installFastZstd, installSyncAvroCodecs } from './codec.js';
+import { type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { Prng } from './prng.js';
@@ -51,6 +52,11 @@ export interface Scenario {
   clis: Array<{ at: number; mode: Mode; waitForLockMs: number }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
+  /**
+   * The second invocation comes up to this long after the first: a minute, or so soon that the
+   * two publish and commit side by side (two committers of one run's snapshots at once).
+   */
+  finishOverlapWithinMs: number;
   /** Per receive: the message goes to a second consumer at once. */
   duplicateDelivery: number;
   redriveAt: number[];
@@ -107,6 +113,7 @@ export function generateScenario(rng: Prng): Scenario {
     starts,
     clis,
     finishOverlap: rng.pick([0, 0.2, 0.5]),
+    finishOverlapWithinMs: MINUTE,
     duplicateDelivery: rng.pick([0, 0.1, 0.3]),
     redriveAt: rng.chance(0.3) ? [EPOCH + rng.int(0, horizon - EPOCH)] : [],
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
@@ -114,6 +121,7 @@ export function generateScenario(rng: Prng): Scenario {
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
+  scenario.finishOverlapWithinMs = rng.pick([MINUTE, MINUTE, 2_000, 200]);
   return scenario;
 }
 
@@ -130,6 +138,8 @@ export interface SeedResult {
   steps: number;
   runsStarted: number;
   manifests: number;
+  /** The faults of the Iceberg commit this seed reached (all zero for a Hive seed). */
+  iceberg: IcebergCases;
 }
 
 export interface SeedOptions {
@@ -249,7 +259,7 @@ async function simulate(
       while (!stop.ticks) {
         lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
         if (sim.faultsOn && sim.rng.chance(scenario.finishOverlap)) {
-          await sim.sleep(self, sim.rng.int(0, MINUTE));
+          await sim.sleep(self, sim.rng.int(0, scenario.finishOverlapWithinMs));
           lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
         }
         await sim.sleep(self, FINISH_EVERY_MS);
@@ -348,5 +358,6 @@ async function simulate(
     steps: sim.steps,
     runsStarted: monitor.started.size,
     manifests: s3.keys('runs/').length,
+    iceberg: icebergCases(s3.events),
   };
 }
