@@ -11,8 +11,14 @@
  * Determinism: avsc deflates and inflates the blocks of Iceberg's Avro manifests with zlib's
  * asynchronous `deflateRaw`/`inflateRaw`, which run on libuv's thread pool: their callbacks come
  * at a real time the scheduler does not see (it may fire the next operation first), so a seed
- * would not replay. While a seed runs they are the synchronous calls (same bytes), answered on
- * the next tick.
+ * would not replay. While a seed runs they are the synchronous calls, answered on the next
+ * tick; deflate stores its blocks (level 0: valid deflate, only not compressed, as with zstd).
+ *
+ * Speed again: avsc's decoder builds a Type from each Avro file's header schema, and a resolver
+ * from it to the reader's Type, for every file it reads; for Iceberg's manifests (a commit reads
+ * the current manifest list, the invariants every manifest) that was most of an Iceberg seed's
+ * extra time. While a seed runs, both are built once per schema text and per pair of Types
+ * (Types and resolvers are immutable; calls with options, the product's own, are left alone).
  */
 import { syncBuiltinESMExports } from 'node:module';
 import zlib from 'node:zlib';
@@ -85,10 +91,49 @@ export function installSyncAvroCodecs(): () => void {
   const encoder = avro.streams.BlockEncoder as unknown as CodecHolder;
   const decoder = avro.streams.BlockDecoder as unknown as CodecHolder;
   const real = { encoder: encoder.getDefaultCodecs, decoder: decoder.getDefaultCodecs };
-  encoder.getDefaultCodecs = () => ({ ...real.encoder(), deflate: syncCodec((b) => zlib.deflateRawSync(b)) });
+  encoder.getDefaultCodecs = () => ({
+    ...real.encoder(),
+    deflate: syncCodec((b) => zlib.deflateRawSync(b, { level: 0 })),
+  });
   decoder.getDefaultCodecs = () => ({ ...real.decoder(), deflate: syncCodec((b) => zlib.inflateRawSync(b)) });
   return () => {
     encoder.getDefaultCodecs = real.encoder;
     decoder.getDefaultCodecs = real.decoder;
+  };
+}
+
+interface AvroTypeStatics {
+  forSchema: (schema: unknown, opts?: unknown) => avro.Type;
+  isType: (value: unknown) => boolean;
+  prototype: { createResolver: (this: avro.Type, type: avro.Type, opts?: unknown) => unknown };
+}
+
+/** Builds avsc's Types and resolvers once per schema; returns the function that undoes it. */
+export function installAvroTypeCache(): () => void {
+  const Type = avro.Type as unknown as AvroTypeStatics;
+  const real = { forSchema: Type.forSchema, createResolver: Type.prototype.createResolver };
+  const types = new Map<string, avro.Type>();
+  const resolvers = new WeakMap<avro.Type, WeakMap<avro.Type, unknown>>();
+  Type.forSchema = function (this: unknown, schema: unknown, opts?: unknown) {
+    if (opts !== undefined || schema === null || typeof schema !== 'object' || Type.isType(schema))
+      return real.forSchema.call(this, schema, opts);
+    const key = JSON.stringify(schema);
+    let type = types.get(key);
+    if (!type) {
+      type = real.forSchema.call(this, schema);
+      types.set(key, type);
+    }
+    return type;
+  };
+  Type.prototype.createResolver = function (this: avro.Type, writer: avro.Type, opts?: unknown) {
+    if (opts !== undefined) return real.createResolver.call(this, writer, opts);
+    const byWriter = resolvers.get(this) ?? new WeakMap<avro.Type, unknown>();
+    resolvers.set(this, byWriter);
+    if (!byWriter.has(writer)) byWriter.set(writer, real.createResolver.call(this, writer));
+    return byWriter.get(writer);
+  };
+  return () => {
+    Type.forSchema = real.forSchema;
+    Type.prototype.createResolver = real.createResolver;
   };
 }

@@ -50,6 +50,17 @@ const id = (v: number | bigint | null | undefined): string | undefined =>
 const keyOf = (location: string): string | undefined =>
   location.startsWith(ROOT) ? location.slice(ROOT.length) : undefined;
 
+/** Metadata files as parsed, by their stored bytes (a run's manifest names one the chain read). */
+const parsed = new WeakMap<Uint8Array, TableMetadata>();
+function metadataOf(body: Uint8Array): TableMetadata {
+  let metadata = parsed.get(body);
+  if (!metadata) {
+    metadata = parseJson(text(body)) as TableMetadata;
+    parsed.set(body, metadata);
+  }
+  return metadata;
+}
+
 /** The tables under `iceberg/`, and the keys there outside any table's `data/` or `metadata/`. */
 export function icebergTables(s3: SimS3): { tables: string[]; stray: string[] } {
   const tables = new Set<string>();
@@ -129,7 +140,7 @@ function checkChain(s3: SimS3, table: string, violate: Violate): TableMetadata |
     let metadata: TableMetadata;
     try {
       if (!body) throw new Error('missing');
-      metadata = parseJson(text(body)) as TableMetadata;
+      metadata = metadataOf(body);
     } catch (error) {
       violate(CHAIN, `${key}: ${(error as Error).message} (the table is at v${last})`, []);
       sound = false;
@@ -340,8 +351,7 @@ async function checkRuns(
     const at = keyOf(named.metadata_location);
     const body = at === undefined ? undefined : s3.peek(at);
     const holds =
-      body !== undefined &&
-      ((parseJson(text(body)) as TableMetadata).snapshots ?? []).some((s) => id(s['snapshot-id']) === sid);
+      body !== undefined && (metadataOf(body).snapshots ?? []).some((s) => id(s['snapshot-id']) === sid);
     if (!holds) {
       violate(
         SNAPSHOTS,

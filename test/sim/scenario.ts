@@ -21,7 +21,7 @@ import {
   type World,
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
-import { installFastZstd, installSyncAvroCodecs } from './codec.js';
+import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
@@ -155,9 +155,11 @@ export async function runSeed(seed: number, options: SeedOptions = {}): Promise<
   const restoreTimers = installTimerShim(sim);
   const restoreZstd = installFastZstd();
   const restoreAvro = installSyncAvroCodecs();
+  const restoreAvroTypes = installAvroTypeCache();
   try {
     return await simulate(seed, scenario, sim, dataset);
   } finally {
+    restoreAvroTypes();
     restoreAvro();
     restoreZstd();
     restoreTimers();
