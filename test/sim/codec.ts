@@ -108,12 +108,14 @@ interface AvroTypeStatics {
   prototype: { createResolver: (this: avro.Type, type: avro.Type, opts?: unknown) => unknown };
 }
 
+/** Types by schema text, and resolvers by reader and writer Type: kept from seed to seed. */
+const types = new Map<string, avro.Type>();
+const resolvers = new WeakMap<avro.Type, WeakMap<avro.Type, unknown>>();
+
 /** Builds avsc's Types and resolvers once per schema; returns the function that undoes it. */
 export function installAvroTypeCache(): () => void {
   const Type = avro.Type as unknown as AvroTypeStatics;
   const real = { forSchema: Type.forSchema, createResolver: Type.prototype.createResolver };
-  const types = new Map<string, avro.Type>();
-  const resolvers = new WeakMap<avro.Type, WeakMap<avro.Type, unknown>>();
   Type.forSchema = function (this: unknown, schema: unknown, opts?: unknown) {
     if (opts !== undefined || schema === null || typeof schema !== 'object' || Type.isType(schema))
       return real.forSchema.call(this, schema, opts);
