@@ -39,7 +39,12 @@ export interface Settings {
   maxReceiveCount: number;
   /** Reports fetched at once within a unit. */
   fetchConcurrency: number;
-  /** How every run of the seed writes its tables (the deployment's `tableFormat`, the CLI's `--table-format`). */
+  /**
+   * How every run of the seed writes its tables: the CLI's `--table-format`, and for start-run
+   * the CDK context `tableFormat` (CONTRACT.md), which functions/aws/start-run.ts does not pass
+   * yet. Iceberg runs commit through the file catalog on the same bucket (`deps.catalog` unset);
+   * the Glue catalog is not simulated.
+   */
   tableFormat: TableFormat;
 }
 
