@@ -57,16 +57,23 @@ const MAX_VISIBILITY_SECONDS = 900;
 /** Counts ExportRunFinished events per run (the event bus's consumers). */
 export class Announcer {
   readonly events = new Map<string, number>();
-  /** Who put each event, in order. */
-  readonly announcers = new Map<string, Actor[]>();
+  /** Who put each event, and when, in order. */
+  readonly announcers = new Map<string, Array<{ actor: Actor; t: number }>>();
   /**
-   * Announcements made again because the one before was accepted and its announcer died before
-   * it could say so (marked the claim done or wrote the tombstone): the at-least-once window
-   * (shared/export/state/announcement.ts). Every other repeat is a violation.
+   * Announcements made again because the one before was accepted and its announcer never said
+   * so (marked the claim done or wrote the tombstone) and was gone when the next one came: it
+   * died, or the storage refused both records (503 after the SDK's retries) and it ended. That
+   * is the at-least-once window (shared/export/state/announcement.ts): nobody can tell the event
+   * was accepted. Every other repeat is a violation, a repeat while the first announcer still
+   * worked among them.
    */
   excusedRepeats(run: string, settled: (actor: Actor) => boolean): number {
-    const actors = this.announcers.get(run) ?? [];
-    return actors.slice(0, -1).filter((a) => a.result === 'crashed' && !settled(a)).length;
+    const made = this.announcers.get(run) ?? [];
+    return made
+      .slice(0, -1)
+      .filter(
+        ({ actor }, i) => !settled(actor) && actor.endedAt !== undefined && actor.endedAt <= made[i + 1]!.t,
+      ).length;
   }
   constructor(
     private readonly sim: Sim,
@@ -84,7 +91,10 @@ export class Announcer {
           });
         }
         this.events.set(manifest.run_id, (this.events.get(manifest.run_id) ?? 0) + 1);
-        this.announcers.set(manifest.run_id, [...(this.announcers.get(manifest.run_id) ?? []), actor]);
+        this.announcers.set(manifest.run_id, [
+          ...(this.announcers.get(manifest.run_id) ?? []),
+          { actor, t: this.sim.now },
+        ]);
         this.sim.log(actor, `ExportRunFinished ${manifest.run_id} (${manifest.status})`);
       });
   }
