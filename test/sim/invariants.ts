@@ -8,10 +8,13 @@
  *    run the state names, and that run has a manifest;
  * 5. at most one ExportRunFinished per run; exactly one for a queue-carried run's manifest;
  *    none for a run without a manifest;
- * 6. nothing under parquet/, raw/ or runs/ that no manifest lists (runs/ keys are manifests),
- *    every listed file exists with its size, every manifest validates and its counts add up.
- * Invariants 4 and 7 are watched while the seed runs (monitor.ts); the final run must also get
- * the lock (7), which the scenario checks.
+ * 6. nothing under parquet/, raw/, runs/ or an Iceberg table's `iceberg/<table>/data/` that no
+ *    manifest lists (runs/ keys are manifests; `iceberg/<table>/metadata/` is the catalog's, and
+ *    nothing else is under iceberg/), every listed file exists with its size, every manifest
+ *    validates and its counts add up.
+ * 9, 10 and 11, for Iceberg tables, are in iceberg-invariants.ts.
+ * Invariants 4, 7 and 8 are watched while the seed runs (monitor.ts); the final run must also
+ * get the lock (7), which the scenario checks.
  */
 import { zstdDecompressSync } from 'node:zlib';
 import { parquetReadObjects } from 'hyparquet';
@@ -21,6 +24,7 @@ import { CampaignStateSchema } from '../../shared/export/state/incremental.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
 import type { Announcer } from './actors.js';
 import { jobListItem, type SimApi } from './api.js';
+import { checkIcebergInvariants, icebergTables, isCurrentTable } from './iceberg-invariants.js';
 import type { Monitor } from './monitor.js';
 import type { SimS3 } from './s3.js';
 
@@ -93,6 +97,23 @@ export async function checkInvariants(
   for (const key of [...s3.keys('parquet/'), ...s3.keys('raw/')]) {
     if (!listed.has(key)) violate('6 nothing unlisted', `${key} is listed by no manifest`, runsIn(key));
   }
+  const iceberg = icebergTables(s3);
+  for (const key of iceberg.stray) {
+    violate(
+      '6 nothing unlisted',
+      `${key} is under iceberg/ but in no table's data/ or metadata/`,
+      runsIn(key),
+    );
+  }
+  // Current tables' data files are not a run's `files` (iceberg-invariants.ts).
+  for (const table of iceberg.tables.filter((t) => !isCurrentTable(t))) {
+    for (const key of s3.keys(`iceberg/${table}/data/`)) {
+      if (!listed.has(key)) violate('6 nothing unlisted', `${key} is listed by no manifest`, runsIn(key));
+    }
+  }
+
+  // 9, 10, 11: the Iceberg tables.
+  await checkIcebergInvariants(s3, manifests, violate);
 
   // 1: every run that recorded its start has a manifest.
   for (const run of monitor.started.keys()) {

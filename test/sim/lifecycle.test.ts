@@ -6,6 +6,7 @@
  * `npm run sim -- --seed <seed> --trace`.
  */
 import { describe, expect, it } from 'vitest';
+import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
 import { runSeed } from './scenario.js';
 
@@ -15,6 +16,24 @@ const BATCHES = 8;
 const PER_BATCH = Math.ceil(SEEDS / BATCHES);
 /** A batch on this machine takes ~10 s; the margin is for a loaded one. */
 const BATCH_TIMEOUT_MS = 180_000;
+/** The Iceberg commit's fault cases the batches reached, summed over their seeds. */
+const reached = noCases();
+/**
+ * Cases every run of 1,000 seeds reaches (each several times; iceberg-cases.ts). Two runs
+ * committing one table at once (`concurrentRuns`) is left out: the output's lock serialises runs.
+ */
+const EXPECTED_CASES: (keyof IcebergCases)[] = [
+  'swaps',
+  'raceLost',
+  'answerLost',
+  'swapConflict',
+  'swapSlowDown',
+  'crashAtSwap',
+  'crashBeforeSwap',
+  'crashAfterSwap',
+  'concurrentCommits',
+  'recommitted',
+];
 
 describe('the run lifecycle under faults (seeded simulation)', () => {
   for (let batch = 0; batch < BATCHES; batch++) {
@@ -28,6 +47,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
         for (let seed = from; seed <= to; seed++) {
           const result = await runSeed(seed);
           if (result.violations.length > 0) failed.push(seed);
+          for (const name of Object.keys(reached) as (keyof IcebergCases)[])
+            reached[name] += result.iceberg[name];
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -40,8 +61,16 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     );
   }
 
+  it.runIf(SEEDS >= 1000)(
+    'reaches the faults of the Iceberg commit: crashes around the swap, lost answers, two committers',
+    () => {
+      const missed = EXPECTED_CASES.filter((name) => reached[name] === 0);
+      expect(missed, JSON.stringify(reached)).toEqual([]);
+    },
+  );
+
   it('replays a seed exactly: the same trace twice', async () => {
-    const seed = 16;
+    const seed = 16; // an Iceberg seed
     const a = await runSeed(seed, { trace: true });
     const b = await runSeed(seed, { trace: true });
     expect(a.trace.length).toBeGreaterThan(100);

@@ -5,6 +5,7 @@
  * Exit status 1 when any seed broke an invariant.
  */
 import { parseArgs } from 'node:util';
+import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure, formatLine } from './report.js';
 import { runSeed } from './scenario.js';
 
@@ -22,8 +23,10 @@ async function one(seed: number, trace: boolean): Promise<number> {
   const result = await runSeed(seed, { trace });
   if (trace) for (const line of result.trace) console.log(formatLine(line));
   console.log(
-    `seed ${seed}: ${result.steps} steps, ${result.runsStarted} run(s) started, ${result.manifests} manifest(s)`,
+    `seed ${seed} (${result.scenario.settings.tableFormat}): ${result.steps} steps, ${result.runsStarted} run(s) started, ${result.manifests} manifest(s)`,
   );
+  if (result.scenario.settings.tableFormat === 'iceberg')
+    console.log(`iceberg cases: ${formatCases(result.iceberg)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -35,9 +38,17 @@ async function one(seed: number, trace: boolean): Promise<number> {
 async function many(from: number, count: number, quiet: boolean): Promise<number> {
   const byInvariant = new Map<string, number[]>();
   let failed = 0;
+  let icebergSeeds = 0;
+  const cases = noCases();
+  const seedsWith = noCases();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
+    if (result.scenario.settings.tableFormat === 'iceberg') icebergSeeds++;
+    for (const [name, n] of Object.entries(result.iceberg) as [keyof IcebergCases, number][]) {
+      cases[name] += n;
+      if (n > 0) seedsWith[name]++;
+    }
     if (result.violations.length > 0) {
       failed++;
       for (const invariant of new Set(result.violations.map((v) => v.invariant))) {
@@ -54,10 +65,22 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     }
   }
   console.log(`\nsummary: ${count} seeds from ${from}, ${failed} failed`);
+  console.log(`iceberg: ${icebergSeeds} seeds; cases (times, in how many seeds):`);
+  for (const name of Object.keys(cases) as (keyof IcebergCases)[]) {
+    console.log(
+      `  ${name.padEnd(18)} ${String(cases[name]).padStart(6)}  ${String(seedsWith[name]).padStart(4)}`,
+    );
+  }
   for (const [invariant, seeds] of [...byInvariant].sort()) {
     console.log(`  ${invariant}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`);
   }
   return failed > 0 ? 1 : 0;
+}
+
+function formatCases(cases: IcebergCases): string {
+  return Object.entries(cases)
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
 }
 
 const code =

@@ -62,7 +62,10 @@ interface Holding {
 
 const RUN_KEY = /^state\/runs\/([^/]+)\//;
 const MANIFEST_KEY = /^runs\/dt=[^/]+\/([^/]+)\.json$/;
-const DATA_KEY = /^(?:parquet|raw)\/[^/]+\/dt=[^/]+\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+\./;
+const DATA_KEY =
+  /^(?:parquet\/[^/]+|raw\/[^/]+|iceberg\/[^/]+\/data)\/dt=[^/]+\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+\./;
+/** A run's data manifest in an Iceberg table (shared/iceberg/commit.ts); other metadata names no run. */
+const ICEBERG_MANIFEST_KEY = /^iceberg\/[^/]+\/metadata\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+-m0\.avro$/;
 const QUARANTINE_KEY = /^quarantine\/dt=[^/]+\/([^/]+)\//;
 
 /** The run a key belongs to, when its name says. */
@@ -71,6 +74,7 @@ export function runOfKey(key: string): string | undefined {
     RUN_KEY.exec(key)?.[1] ??
     MANIFEST_KEY.exec(key)?.[1] ??
     DATA_KEY.exec(key)?.[1] ??
+    ICEBERG_MANIFEST_KEY.exec(key)?.[1] ??
     QUARANTINE_KEY.exec(key)?.[1]
   );
 }

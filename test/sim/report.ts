@@ -13,7 +13,8 @@ export function describeScenario(result: SeedResult): string {
     `skew ±${s.skewMs / 1000}s`,
     `${s.starts.length} start(s)${s.starts.some((x) => x.duplicate !== 'none') ? ' (duplicated)' : ''}`,
     `${s.clis.length} CLI run(s)`,
-    `finish overlap ${s.finishOverlap}`,
+    `finish overlap ${s.finishOverlap} within ${s.finishOverlapWithinMs / 1000}s`,
+    `${s.settings.tableFormat}`,
     `duplicate deliveries ${s.duplicateDelivery}`,
     `unit size ${s.settings.unitSize}`,
   ].join(', ');

@@ -8,7 +8,7 @@
  *    must get the lock, carried to its manifest by the queues and finish-run.
  * Then the invariants are read from the bucket.
  */
-import type { Mode } from '../../shared/export/state/records.js';
+import type { Mode, TableFormat } from '../../shared/export/state/records.js';
 import {
   Announcer,
   cliRun,
@@ -21,7 +21,8 @@ import {
   type World,
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
-import { installFastZstd } from './codec.js';
+import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
+import { type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { Prng } from './prng.js';
@@ -51,6 +52,11 @@ export interface Scenario {
   clis: Array<{ at: number; mode: Mode; waitForLockMs: number }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
+  /**
+   * The second invocation comes up to this long after the first: a minute, or so soon that the
+   * two publish and commit side by side (two committers of one run's snapshots at once).
+   */
+  finishOverlapWithinMs: number;
   /** Per receive: the message goes to a second consumer at once. */
   duplicateDelivery: number;
   redriveAt: number[];
@@ -91,13 +97,14 @@ export function generateScenario(rng: Prng): Scenario {
     });
   }
   const horizon = Math.max(lastStart, ...clis.map((c) => c.at)) + 25 * MINUTE;
-  return {
+  const scenario: Scenario = {
     settings: {
       deadlineMs: 20 * MINUTE,
       unitSize: rng.int(1, 3),
       listPageSize: rng.pick([5, 1000, 1000]),
       maxReceiveCount: 3,
       fetchConcurrency: rng.int(1, 3),
+      tableFormat: 'hive',
     },
     profile,
     faults: PROFILES[profile]!,
@@ -106,11 +113,21 @@ export function generateScenario(rng: Prng): Scenario {
     starts,
     clis,
     finishOverlap: rng.pick([0, 0.2, 0.5]),
+    finishOverlapWithinMs: MINUTE,
     duplicateDelivery: rng.pick([0, 0.1, 0.3]),
     redriveAt: rng.chance(0.3) ? [EPOCH + rng.int(0, horizon - EPOCH)] : [],
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
     horizon,
   };
+  // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
+  scenario.settings.tableFormat = pickTableFormat(rng);
+  scenario.finishOverlapWithinMs = rng.pick([MINUTE, MINUTE, 2_000, 200]);
+  return scenario;
+}
+
+/** Half the seeds write Iceberg tables: every start and CLI run of the seed, so they share them. */
+function pickTableFormat(rng: Prng): TableFormat {
+  return rng.chance(0.5) ? 'iceberg' : 'hive';
 }
 
 export interface SeedResult {
@@ -121,6 +138,8 @@ export interface SeedResult {
   steps: number;
   runsStarted: number;
   manifests: number;
+  /** The faults of the Iceberg commit this seed reached (all zero for a Hive seed). */
+  iceberg: IcebergCases;
 }
 
 export interface SeedOptions {
@@ -135,9 +154,13 @@ export async function runSeed(seed: number, options: SeedOptions = {}): Promise<
   const sim = new Sim(root.fork(), EPOCH, options.trace ?? false);
   const restoreTimers = installTimerShim(sim);
   const restoreZstd = installFastZstd();
+  const restoreAvro = installSyncAvroCodecs();
+  const restoreAvroTypes = installAvroTypeCache();
   try {
     return await simulate(seed, scenario, sim, dataset);
   } finally {
+    restoreAvroTypes();
+    restoreAvro();
     restoreZstd();
     restoreTimers();
   }
@@ -238,7 +261,7 @@ async function simulate(
       while (!stop.ticks) {
         lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
         if (sim.faultsOn && sim.rng.chance(scenario.finishOverlap)) {
-          await sim.sleep(self, sim.rng.int(0, MINUTE));
+          await sim.sleep(self, sim.rng.int(0, scenario.finishOverlapWithinMs));
           lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
         }
         await sim.sleep(self, FINISH_EVERY_MS);
@@ -337,5 +360,6 @@ async function simulate(
     steps: sim.steps,
     runsStarted: monitor.started.size,
     manifests: s3.keys('runs/').length,
+    iceberg: icebergCases(s3.events),
   };
 }
