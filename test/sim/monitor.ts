@@ -231,8 +231,11 @@ export class Monitor {
     // A run whose closing record is frozen is finished by whoever finds it (finish-run holds no
     // lock): what it writes is that record's, the same whoever writes it.
     if (actor.name.startsWith('finish') && this.s3.peek(STATE_KEYS.closing(run)) !== undefined) return;
+    // finish-run's heartbeat is the deployment's, written on every look whoever holds the lock.
     const matters =
-      !key.startsWith(prefix) || key === STATE_KEYS.runRecord(run) || key === STATE_KEYS.closing(run);
+      (!key.startsWith(prefix) && key !== STATE_KEYS.heartbeat) ||
+      key === STATE_KEYS.runRecord(run) ||
+      key === STATE_KEYS.closing(run);
     // A dead holder writes nothing: only a live one makes two writers.
     if (!matters || !this.alive(current.run)) return;
     const how =

@@ -9,17 +9,22 @@
 import * as z from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { Storage } from '../../storage/storage.js';
-import { RUNS_ROOT, STATE_KEYS } from '../layout.js';
+import { ICEBERG_ROOT, PARQUET_ROOT, STATE_KEYS } from '../layout.js';
 import type { Manifest } from './manifest.js';
 import { parseRecord, type RunRef, type TableFormat, TableFormatSchema, tableFormatOf } from './records.js';
 
 const RecordSchema = z.object({ table_format: TableFormatSchema, run_id: z.string() });
 
-/** The format the output holds: recorded, or Hive when runs were published before the record existed. */
+/**
+ * The format the output holds: recorded, or else the one whose tables hold files (an output
+ * written before the record existed, or whose first publishing run died before recording it);
+ * undefined while no run has published tables (a failed run publishes none).
+ */
 export async function outputTableFormat(storage: Storage): Promise<TableFormat | undefined> {
   const found = await storage.get(STATE_KEYS.tableFormat);
   if (found) return parseRecord(RecordSchema, found.body, STATE_KEYS.tableFormat).table_format;
-  for await (const _ of storage.list(`${RUNS_ROOT}/`)) return 'hive';
+  for await (const _ of storage.list(`${PARQUET_ROOT}/`)) return 'hive';
+  for await (const _ of storage.list(`${ICEBERG_ROOT}/`)) return 'iceberg';
   return undefined;
 }
 
