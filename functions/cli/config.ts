@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { normalizeBaseUrl } from '../../shared/api/base-url.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
+import { TABLE_FORMATS } from '../../shared/export/layout.js';
 import type { LocalRunOptions } from '../../shared/export/run/local-run.js';
 import { DtSchema } from '../../shared/export/state/records.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
@@ -121,7 +122,7 @@ export const CliConfigSchema = z.object({
     })
     .optional(),
   full: z.boolean(),
-  tableFormat: z.enum(['hive', 'iceberg'], {
+  tableFormat: z.enum(TABLE_FORMATS, {
     error: (issue) => `--table-format takes hive or iceberg, got ${String(issue.input)}`,
   }),
   concurrency: boundedInt(RUN_DEFAULTS.concurrency),

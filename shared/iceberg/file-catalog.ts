@@ -7,7 +7,7 @@
  * behind by a crash between the two writes is harmless.
  */
 import { ExporterError, PreconditionFailedError } from '../errors.js';
-import { ICEBERG_ROOT } from '../export/layout.js';
+import { icebergTablePrefix } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
 import { locationOfKey } from './commit.js';
@@ -16,6 +16,8 @@ import type { TableMetadata } from './types.js';
 
 const VERSION_HINT = 'version-hint.text';
 const VERSION = /^v(\d+)\.metadata\.json$/;
+/** A table's `metadata/` folder, as a key prefix. */
+const metadataFolder = (table: string): string => `${icebergTablePrefix(table)}/metadata/`;
 
 export class FileCatalog implements IcebergCatalog {
   readonly kind = 'file' as const;
@@ -23,20 +25,20 @@ export class FileCatalog implements IcebergCatalog {
   constructor(readonly storage: Storage) {}
 
   tableLocation(table: string): string {
-    return locationOfKey(this.storage, `${ICEBERG_ROOT}/${table}`);
+    return locationOfKey(this.storage, icebergTablePrefix(table));
   }
 
   #metadataKey(table: string, version: number): string {
-    return `${ICEBERG_ROOT}/${table}/metadata/v${version}.metadata.json`;
+    return `${metadataFolder(table)}v${version}.metadata.json`;
   }
 
   /** The highest version present: from the hint, probing forward; from a listing without one. */
   async #currentVersion(table: string): Promise<number> {
-    const hint = await this.storage.get(`${ICEBERG_ROOT}/${table}/metadata/${VERSION_HINT}`);
+    const hint = await this.storage.get(`${metadataFolder(table)}${VERSION_HINT}`);
     let version = hint ? Number.parseInt(Buffer.from(hint.body).toString('utf8').trim(), 10) : Number.NaN;
     if (!Number.isInteger(version) || version < 0) {
       version = 0;
-      for await (const key of this.storage.list(`${ICEBERG_ROOT}/${table}/metadata/v`)) {
+      for await (const key of this.storage.list(`${metadataFolder(table)}v`)) {
         const m = VERSION.exec(key.slice(key.lastIndexOf('/') + 1));
         if (m) version = Math.max(version, Number(m[1]));
       }
@@ -82,7 +84,7 @@ export class FileCatalog implements IcebergCatalog {
       throw error;
     }
     await this.storage
-      .put(`${ICEBERG_ROOT}/${base.name}/metadata/${VERSION_HINT}`, String(next))
+      .put(`${metadataFolder(base.name)}${VERSION_HINT}`, String(next))
       .catch(() => undefined);
     return { committed: true, metadataLocation: locationOfKey(this.storage, key) };
   }

@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { icebergRead } from 'icebird';
+import { TABLES, type TableName } from '../../shared/export/tables.js';
 
 async function fileResponse(path: string, init?: RequestInit): Promise<Response> {
   const bytes = await readFile(decodeURIComponent(path)).catch(() => undefined);
@@ -45,3 +46,17 @@ export function readIcebergTable(
     icebergRead({ tableUrl: tableLocation, ...(metadataFileName && { metadataFileName }) }),
   );
 }
+
+/** A value as icebird and DuckDB give it, comparable: bigint and Date as text, lists item by item. */
+const comparable = (v: unknown): unknown =>
+  typeof v === 'bigint'
+    ? String(v)
+    : v instanceof Date
+      ? v.toISOString()
+      : Array.isArray(v)
+        ? v.map(comparable)
+        : v;
+
+/** A row of `table` as one string of its contract columns' values, for comparing row sets. */
+export const rowKey = (table: string, row: Record<string, unknown>): string =>
+  JSON.stringify(TABLES[table as TableName].columns.map((c) => comparable(row[c.name])));

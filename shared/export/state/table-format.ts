@@ -15,24 +15,34 @@ import { parseRecord, type RunRef, type TableFormat, TableFormatSchema, tableFor
 
 const RecordSchema = z.object({ table_format: TableFormatSchema, run_id: z.string() });
 
+/** The format recorded for the output, if any. */
+async function recordedFormat(storage: Storage): Promise<TableFormat | undefined> {
+  const found = await storage.get(STATE_KEYS.tableFormat);
+  return found ? parseRecord(RecordSchema, found.body, STATE_KEYS.tableFormat).table_format : undefined;
+}
+
+/** The format whose tables hold files; undefined while no run has published tables. */
+async function formatOfFiles(storage: Storage): Promise<TableFormat | undefined> {
+  for await (const _ of storage.list(`${PARQUET_ROOT}/`)) return 'hive';
+  for await (const _ of storage.list(`${ICEBERG_ROOT}/`)) return 'iceberg';
+  return undefined;
+}
+
 /**
  * The format the output holds: recorded, or else the one whose tables hold files (an output
  * written before the record existed, or whose first publishing run died before recording it);
  * undefined while no run has published tables (a failed run publishes none).
  */
 export async function outputTableFormat(storage: Storage): Promise<TableFormat | undefined> {
-  const found = await storage.get(STATE_KEYS.tableFormat);
-  if (found) return parseRecord(RecordSchema, found.body, STATE_KEYS.tableFormat).table_format;
-  for await (const _ of storage.list(`${PARQUET_ROOT}/`)) return 'hive';
-  for await (const _ of storage.list(`${ICEBERG_ROOT}/`)) return 'iceberg';
-  return undefined;
+  return (await recordedFormat(storage)) ?? (await formatOfFiles(storage));
 }
 
 /** Throws when `run` would write another format than the output holds and is not a full run. */
 export async function checkTableFormat(storage: Storage, run: RunRef): Promise<void> {
+  if (run.mode === 'full') return;
   const wanted = tableFormatOf(run);
   const held = await outputTableFormat(storage);
-  if (held === undefined || held === wanted || run.mode === 'full') return;
+  if (held === undefined || held === wanted) return;
   throw new ConfigError(
     `${storage.location} holds ${held} tables and this run would write ${wanted}: an incremental run ` +
       `would leave out every report exported before. Switch with one full run in ${wanted} ` +
@@ -45,8 +55,9 @@ export async function checkTableFormat(storage: Storage, run: RunRef): Promise<v
 export async function recordTableFormat(storage: Storage, manifest: Manifest): Promise<void> {
   if (manifest.status === 'failed') return;
   const wanted = tableFormatOf(manifest);
-  const held = await outputTableFormat(storage);
-  if (held === wanted && (await storage.get(STATE_KEYS.tableFormat))) return;
+  const recorded = await recordedFormat(storage);
+  if (recorded === wanted) return;
+  const held = recorded ?? (await formatOfFiles(storage));
   if (held !== undefined && held !== wanted && manifest.mode !== 'full') return;
   await storage.put(
     STATE_KEYS.tableFormat,

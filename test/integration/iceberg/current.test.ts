@@ -7,22 +7,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
-import { REPORT_TABLES, TABLES } from '../../../shared/export/tables.js';
+import { REPORT_TABLES } from '../../../shared/export/tables.js';
 import { currentTableOf } from '../../../shared/iceberg/schema.js';
 import { exporter, tempDir } from '../../helpers/export.js';
-import { readIcebergTable } from '../../helpers/icebird.js';
+import { readIcebergTable, rowKey } from '../../helpers/icebird.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
 
-const norm = (v: unknown): unknown =>
-  typeof v === 'bigint'
-    ? String(v)
-    : v instanceof Date
-      ? v.toISOString()
-      : Array.isArray(v)
-        ? v.map(norm)
-        : v;
-const key = (table: string, row: Record<string, unknown>) =>
-  JSON.stringify(TABLES[table as keyof typeof TABLES].columns.map((c) => norm(row[c.name])));
+const key = rowKey;
 
 describe('Iceberg current tables over three exports', () => {
   let simulator: Simulator;

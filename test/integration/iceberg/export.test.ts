@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
-import { REPORT_TABLES, TABLE_NAMES, TABLES } from '../../../shared/export/tables.js';
+import { REPORT_TABLES, TABLE_NAMES } from '../../../shared/export/tables.js';
 import { decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
 import { keyOfLocation } from '../../../shared/iceberg/commit.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { currentTableOf } from '../../../shared/iceberg/schema.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { exporter, tempDir } from '../../helpers/export.js';
-import { readIcebergTable } from '../../helpers/icebird.js';
+import { readIcebergTable, rowKey } from '../../helpers/icebird.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
 
 /** A fixed clock and seeded random: both exports get the same run id and `exported_at`. */
@@ -30,18 +30,7 @@ function fixedDeps<T extends object>(deps: T): T {
   };
 }
 
-/** A value as both readers give it, comparable: bigint and Date as text, lists as arrays. */
-const norm = (v: unknown): unknown =>
-  typeof v === 'bigint'
-    ? String(v)
-    : v instanceof Date
-      ? v.toISOString()
-      : Array.isArray(v)
-        ? v.map(norm)
-        : v;
-
-const key = (table: string, row: Record<string, unknown>) =>
-  JSON.stringify(TABLES[table as keyof typeof TABLES].columns.map((c) => norm(row[c.name])));
+const key = rowKey;
 
 describe('an Iceberg export', () => {
   let simulator: Simulator;
