@@ -8,7 +8,7 @@
 import { type Clock, systemClock } from './clock.js';
 import { GrantQueue } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
-import { LIMITER_DEFAULTS, type RateLimiter } from './limiter.js';
+import { LIMITER_DEFAULTS, type RateLimiter, type Release } from './limiter.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
 import { LEASE_GRACE_MS, LEASE_MS, type Lease, maxGrantWaitMs, type SharedBudget } from './request-budget.js';
 import { WindowQuota } from './window-quota.js';
@@ -106,27 +106,27 @@ export class BudgetLimiter implements RateLimiter {
     });
   }
 
-  acquire(maxWaitMs?: number): Promise<() => void> {
+  acquire(maxWaitMs?: number): Promise<Release> {
     if (this.now() < this.fallbackUntil) return this.ownLimiter().acquire(maxWaitMs);
     return this.queue.enqueue(maxWaitMs);
   }
 
-  onSuccess(info?: RateLimitInfo): void {
+  onSuccess(info?: RateLimitInfo, sentAt?: number): void {
     const now = this.now();
-    if (now < this.fallbackUntil) this.fallback?.onSuccess(info);
-    if (info !== undefined) this.queue.observe(info, now);
+    if (now < this.fallbackUntil) this.fallback?.onSuccess(info, sentAt);
+    if (info !== undefined) this.queue.observe(info, now, sentAt);
     this.record(now, false);
   }
 
-  onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void {
+  onThrottle(retryAfterMs?: number, info?: RateLimitInfo, sentAt?: number): void {
     const now = this.now();
     if (now < this.fallbackUntil) {
-      this.fallback?.onThrottle(retryAfterMs, info);
+      this.fallback?.onThrottle(retryAfterMs, info, sentAt);
       return;
     }
     this.record(now, true);
-    // The API says its window is spent: waiting for the reset is the answer, not a lower rate.
-    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs)) {
+    // The API says its window is spent: waiting for the turn is the answer, not a lower rate.
+    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs, sentAt)) {
       this.pump();
       return;
     }

@@ -10,7 +10,7 @@ import { type Clock, systemClock } from './clock.js';
 import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
 import { type Classified, classify, type HttpResult, httpGet } from './http.js';
 import { depthIssue } from './json-depth.js';
-import { AdaptiveRateLimiter, type RateLimiter, RateLimitWaitError } from './limiter.js';
+import { AdaptiveRateLimiter, type RateLimiter, RateLimitWaitError, type Release } from './limiter.js';
 import { issuesOf, type ListedItem, type ReportOutcome } from './outcome.js';
 import { type ItemSchema, paginate } from './pagination.js';
 import { parseRateLimitHeaders } from './rate-limit-headers.js';
@@ -291,7 +291,7 @@ export class IntegrationApiClient {
     key: string,
     attempt: number,
   ): Promise<{ answer: Classified; durationMs: number }> {
-    let release: () => void;
+    let release: Release;
     try {
       release = await this.limiter.acquire(this.policy.maxRetryAfterMs);
     } catch (error) {
@@ -308,7 +308,7 @@ export class IntegrationApiClient {
       const limits = { timeoutMs: this.timeoutMs, maxBodyBytes: this.maxBodyBytes };
       const result = await httpGet(url, this.headers(key), limits);
       answer = classify(result, (value) => parseRetryAfter(value, this.clock.wallNow()));
-      this.teachLimiter(result, answer);
+      this.teachLimiter(result, answer, release.sentAt);
     } finally {
       release();
     }
@@ -319,13 +319,13 @@ export class IntegrationApiClient {
     return { answer: redactAnswer(answer, this.redact), durationMs: Math.round(this.clock.now() - sentAt) };
   }
 
-  private teachLimiter(result: HttpResult, answer: Classified): void {
+  private teachLimiter(result: HttpResult, answer: Classified, sentAt: number): void {
     const info =
       result.kind === 'failure' ? undefined : parseRateLimitHeaders(result.headers, this.clock.wallNow());
-    if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs, info);
+    if (answer.kind === 'throttled') this.limiter.onThrottle(answer.retryAfterMs, info, sentAt);
     // Only answers the API gave as itself teach the limiter that the rate is fine: a fast
     // 5xx outage must not speed it up.
-    else if (answer.status !== 'error' && answer.status < 500) this.limiter.onSuccess(info);
+    else if (answer.status !== 'error' && answer.status < 500) this.limiter.onSuccess(info, sentAt);
   }
 
   /** The key to retry a 401 with; none when there is no refresh, it gave the same key, or it failed (`cause`). */

@@ -24,9 +24,18 @@ export class RateLimitWaitError extends Error {
   }
 }
 
+/**
+ * A request slot: call it once the answer is read. `sentAt` is when the slot was granted, on the
+ * limiter's clock: the limiter is told it with the answer, to know which window sent it.
+ */
+export interface Release {
+  (): void;
+  readonly sentAt: number;
+}
+
 /** A caller waiting for a request slot. */
 export interface Waiter {
-  resolve: (release: () => void) => void;
+  resolve: (release: Release) => void;
   reject: (error: unknown) => void;
   maxWaitMs: number | undefined;
 }
@@ -71,7 +80,7 @@ export class GrantQueue {
   }
 
   /** Waits for a request slot; resolves with the function to call once the answer is read. */
-  enqueue(maxWaitMs?: number): Promise<() => void> {
+  enqueue(maxWaitMs?: number): Promise<Release> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject, maxWaitMs });
       this.options.pump();
@@ -98,29 +107,32 @@ export class GrantQueue {
     this.outstanding += 1;
     this.options.quota.spend(grantedAt);
     let released = false;
-    waiter.resolve(() => {
+    const release = () => {
       if (released) return;
       released = true;
       this.outstanding -= 1;
       this.options.inFlightLimit.onAnswered(this.options.now() - grantedAt);
       this.options.pump();
-    });
+    };
+    waiter.resolve(Object.assign(release, { sentAt: grantedAt }));
     return true;
   }
 
-  /** The rate-limit fields of an answer; its own request is still counted in flight. */
-  observe(info: RateLimitInfo, now: number): void {
-    this.options.quota.observe(info, now, this.outstanding - 1);
+  /**
+   * The rate-limit fields of an answer to the request sent at `sentAt` (unknown: taken as sent
+   * now); its own request is still counted in flight.
+   */
+  observe(info: RateLimitInfo, now: number, sentAt = now): void {
+    this.options.quota.observe(info, now, this.outstanding - 1, sentAt);
   }
 
   /**
    * A 429 with the rate-limit fields of its headers; true when they say the window is spent:
-   * then nobody goes before its reset, and the limiter keeps its rate.
+   * then nobody goes before it turns, and the limiter keeps its rate.
    */
-  refusedByWindow(info: RateLimitInfo, now: number, retryAfterMs: number | undefined): boolean {
-    this.observe(info, now);
-    // A reset the headers name is exact; Retry-After is rounded up to whole seconds.
-    this.options.quota.refused(now, info.resetInMs === undefined ? retryAfterMs : undefined);
+  refusedByWindow(info: RateLimitInfo, now: number, retryAfterMs: number | undefined, sentAt = now): boolean {
+    // A reset the headers name is preferred; Retry-After is rounded to whole seconds.
+    this.options.quota.refused(info, now, info.resetInMs === undefined ? retryAfterMs : undefined, sentAt);
     return (info.remaining ?? 0) === 0;
   }
 

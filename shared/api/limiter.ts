@@ -9,7 +9,7 @@
 import { ConfigError } from '../errors.js';
 import { RUN_DEFAULTS } from '../run-defaults.js';
 import { type Clock, systemClock } from './clock.js';
-import { GrantQueue } from './grant-queue.js';
+import { GrantQueue, type Release } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
 import { WindowQuota } from './window-quota.js';
@@ -21,22 +21,25 @@ export interface RateLimiter {
    * function once the answer is read. Rejects with a RateLimitWaitError, at once, when every
    * request is held back for longer than `maxWaitMs` (a spent window, a Retry-After).
    */
-  acquire(maxWaitMs?: number): Promise<() => void>;
-  /** A request got an answer other than 429, with the rate-limit fields of its headers. */
-  onSuccess(info?: RateLimitInfo): void;
+  acquire(maxWaitMs?: number): Promise<Release>;
+  /**
+   * A request got an answer other than 429, with the rate-limit fields of its headers;
+   * `sentAt` is its slot's `Release.sentAt` (when the request went, on the limiter's clock).
+   */
+  onSuccess(info?: RateLimitInfo, sentAt?: number): void;
   /**
    * A request got 429; `retryAfterMs` when the API said how long to wait. Without rate-limit
    * fields the limiter slows down, and if 429s keep coming, holds every request back for the
    * Retry-After; with them (a window the API says is spent) it holds every request back until
-   * the window resets, and keeps its rate.
+   * the window turns, and keeps its rate.
    */
-  onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void;
+  onThrottle(retryAfterMs?: number, info?: RateLimitInfo, sentAt?: number): void;
   /** The pacing rate right now, in requests per second. */
   currentRate(): number;
 }
 
-// Thrown by the queue of waiting callers both limiters share; callers import it from here.
-export { RateLimitWaitError } from './grant-queue.js';
+// The queue of waiting callers both limiters share throws and grants these; callers import them from here.
+export { RateLimitWaitError, type Release } from './grant-queue.js';
 
 /** The limiter's state, for benchmarks and logs. */
 export interface LimiterState {
@@ -209,12 +212,12 @@ export class AdaptiveRateLimiter implements RateLimiter {
     });
   }
 
-  acquire(maxWaitMs?: number): Promise<() => void> {
+  acquire(maxWaitMs?: number): Promise<Release> {
     return this.queue.enqueue(maxWaitMs);
   }
 
-  onSuccess(info?: RateLimitInfo): void {
-    if (info !== undefined) this.queue.observe(info, this.clock.now());
+  onSuccess(info?: RateLimitInfo, sentAt?: number): void {
+    if (info !== undefined) this.queue.observe(info, this.clock.now(), sentAt);
     this.successes += 1;
     // Grow only while demand is above the rate: an idle client learns nothing about the API.
     if (this.estimate === undefined && this.lastGrantPaced) {
@@ -223,10 +226,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
     }
   }
 
-  onThrottle(retryAfterMs?: number, info?: RateLimitInfo): void {
+  onThrottle(retryAfterMs?: number, info?: RateLimitInfo, sentAt?: number): void {
     const now = this.clock.now();
-    // The API says the window is spent: waiting for its reset is the answer, not a slower rate.
-    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs)) {
+    // The API says the window is spent: waiting for its turn is the answer, not a slower rate.
+    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs, sentAt)) {
       this.pump();
       return;
     }

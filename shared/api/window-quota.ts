@@ -1,19 +1,64 @@
 /**
  * The API's own account of its rate limit, when its answers carry one (rate-limit-headers.ts):
- * how many requests the current window has left and when it resets. The limiter sends no
- * request the API has said it will refuse: with the window spent, it waits for the reset.
+ * how many requests the current window has left and when it turns. The limiter sends no
+ * request the API has said it will refuse: with the window spent, it waits for the turn.
  *
- * Laravel's `throttle` says `Remaining` on every answer but when the window resets only on a
- * 429. A spent window whose reset is unknown lets one request out at a time (a probe, a second
- * apart): its 429 names the reset, so such an API refuses one request per window, not a burst.
+ * Every window after the first opens with a turn: the requests that go once the old window is
+ * spent. A reset the answers name (GitHub, the IETF draft) is followed as said. Laravel's
+ * `throttle` says `Remaining` on every answer but when the window resets only on a 429: a spent
+ * window whose reset is unknown lets one probe out at a time (a second apart), and its 429 names
+ * the reset. That reset is in whole seconds and may come up to a second before the turn, so the
+ * turn is scanned and then learnt (window-turn.ts): once learnt, the next window's first request
+ * goes just after the turn, with no probe.
+ *
+ * Answers are placed by when their request was sent: one sent before a turn says nothing of the
+ * window after it (it overtook nothing, it is late), and a 429 for a request sent during a turn
+ * only says the turn had not come yet.
  */
 import type { RateLimitInfo } from './rate-limit-headers.js';
+import { COARSE_STEP_MS, TurnLearner } from './window-turn.js';
 
 /** A spent window with no known reset lets one probe out this often. */
 const PROBE_INTERVAL_MS = 1_000;
 /** A rise of `Remaining` by more than this (requests, or share of the limit) is a new window. */
 const REORDER_SLACK = 8;
 const REORDER_SHARE = 0.1;
+/** Less than any two grants apart. */
+const SAME_INSTANT_MS = 0.001;
+/** A scan from a named reset that meets only 429s this long stops: the reset was not near the turn. */
+const NAMED_SCAN_MAX_MS = 2_000;
+
+/** How a turn was planned. */
+type TurnKind =
+  /** Probes a second apart, no reset known. */
+  | 'probe'
+  /** At a reset the answers named. */
+  | 'answers'
+  /** From a reset a 429 named. */
+  | 'named'
+  /** From what the learner learnt. */
+  | 'learnt';
+
+/** A window's turn: the requests that go from `from`, one each `step` ms (0: all that wait). */
+interface Turn {
+  kind: TurnKind;
+  from: number;
+  step: number;
+  /** Send of the previous window's first request (the learner's offsets start there). */
+  after: number | undefined;
+  /** The latest send of the turn. */
+  lastSentAt: number;
+  /** The latest send of the turn refused. */
+  refused?: number;
+  /** The latest send of the turn that met the old window (refused, or let through into it). */
+  early?: number;
+  /** The first send let through into the new window. */
+  admitted?: number;
+  /** When an answer showed the new window: the turn is over (later answers may still move `admitted`). */
+  seenAt?: number;
+  /** A turn with step 0 let all go (the window is taken as open). */
+  opened?: boolean;
+}
 
 export class WindowQuota {
   /** Requests a window allows, once an answer said. */
@@ -24,25 +69,52 @@ export class WindowQuota {
   private lastRemaining: number | undefined;
   /** When the window resets (the limiter's clock); undefined: not said. */
   private resetAt: number | undefined;
-  private nextProbeAt = Number.NEGATIVE_INFINITY;
+  /** Whether `resetAt` was named by a 429 (Laravel) rather than by answers that let the request through. */
+  private resetNamedByRefusal = false;
+  /** Send of the current window's first request. */
+  private openedAt: number | undefined;
+  /** The turn that opened the current window, or the one under way. */
+  private turn: Turn | undefined;
+  private readonly learner = new TurnLearner();
 
   /**
-   * An answer's fields, read at `now`, when `othersInFlight` other requests were out: they may
-   * not be counted in its `Remaining` yet, so they are taken off it.
+   * An answer's fields, read at `now`, for the request sent at `sentAt`, when `othersInFlight`
+   * other requests were out: they may not be counted in its `Remaining` yet, so they are taken
+   * off it.
    */
-  observe(info: RateLimitInfo, now: number, othersInFlight: number): void {
+  observe(info: RateLimitInfo, now: number, othersInFlight: number, sentAt = now): void {
     this.roll(now);
-    if (info.limit !== undefined) this.limit = info.limit;
+    this.limitSaid(info.limit);
     if (info.resetInMs !== undefined && info.resetInMs > 0) {
       // Delays are whole seconds, rounded up by most servers: the earliest bound is the tightest.
       const at = now + info.resetInMs;
       this.resetAt = this.resetAt === undefined ? at : Math.min(this.resetAt, at);
+      this.resetNamedByRefusal = false;
     }
     if (info.remaining === undefined) return;
-    const newWindow = this.isNewWindow(info.remaining, now, othersInFlight);
+    const turn = this.turn;
+    const ofTurn = turn !== undefined && sentAt >= turn.from;
+    if (turn?.seenAt !== undefined && !ofTurn) return; // the window before the turn's
+    const newWindow = this.isNewWindow(info.remaining, now, othersInFlight, ofTurn && turn.kind === 'probe');
+    if (turn === undefined) this.openedAt = Math.min(this.openedAt ?? sentAt, sentAt);
+    else if (!ofTurn) {
+      // The window the turn is waited for from: counted as usual.
+    } else if (turn.seenAt === undefined && !newWindow) {
+      // Let through into the old window, which had some left: the turn had not come.
+      turn.early = Math.max(turn.early ?? sentAt, sentAt);
+      return;
+    } else if (turn.seenAt === undefined || sentAt < (turn.admitted ?? sentAt)) {
+      turn.seenAt ??= now;
+      turn.admitted = sentAt;
+      this.openedAt = sentAt;
+    }
+    const lastRemaining = newWindow ? info.remaining : Math.min(this.lastRemaining ?? 0, info.remaining);
+    this.lastRemaining = lastRemaining;
     const left = info.remaining - othersInFlight;
-    this.left = newWindow || this.left === undefined ? left : Math.min(this.left, left);
-    this.lastRemaining = newWindow ? info.remaining : Math.min(this.lastRemaining ?? 0, info.remaining);
+    // With nothing else out, the lowest Remaining of the window is what it has left (answers
+    // overtake one another, but each request was counted once before its answer went).
+    if (othersInFlight === 0) this.left = lastRemaining;
+    else this.left = newWindow || this.left === undefined ? left : Math.min(this.left, left);
   }
 
   /**
@@ -50,43 +122,150 @@ export class WindowQuota {
    * API named. Otherwise `Remaining` only rises at a reset, but answers overtake one another:
    * while the window has requests left, only a rise more than reordering explains counts.
    */
-  private isNewWindow(remaining: number, now: number, othersInFlight: number): boolean {
+  private isNewWindow(remaining: number, now: number, othersInFlight: number, probe: boolean): boolean {
     if (this.lastRemaining === undefined) return true;
     if (this.resetAt !== undefined && now < this.resetAt) return false;
-    const slack = (this.left ?? 0) > 0 ? Math.max(REORDER_SLACK, REORDER_SHARE * (this.limit ?? 0)) : 0;
+    // A probe goes alone, once every answer is in: nothing overtakes its answer.
+    const limit = this.limit ?? 0;
+    const slack = probe ? 0 : Math.min(Math.max(REORDER_SLACK, REORDER_SHARE * limit), limit / 2);
     return remaining > this.lastRemaining + othersInFlight + slack;
   }
 
-  /** A 429 that carried rate-limit fields: the window is spent until `retryInMs` (if said). */
-  refused(now: number, retryInMs: number | undefined): void {
+  /**
+   * A 429 that carried rate-limit fields, for the request sent at `sentAt`: the window is spent
+   * until the reset it names (`info.resetInMs`, else `retryInMs` if said).
+   */
+  refused(info: RateLimitInfo, now: number, retryInMs: number | undefined, sentAt = now): void {
+    this.roll(now);
+    this.limitSaid(info.limit);
+    const turn = this.turn;
+    if (turn !== undefined && sentAt < (turn.seenAt ?? Number.POSITIVE_INFINITY)) {
+      if (sentAt >= turn.from) this.refusedInTurn(turn, sentAt);
+      // Sent before the new window was known: it says nothing of that window.
+      if (turn.seenAt !== undefined) return;
+    }
     this.left = 0;
     this.lastRemaining = 0;
-    if (retryInMs !== undefined && retryInMs > 0) this.resetAt = Math.max(this.resetAt ?? 0, now + retryInMs);
+    // Once the turn is learnt, a whole-second reset named by a 429 is no better than what was learnt.
+    if (this.learner.plan() !== undefined) return;
+    const resetInMs = info.resetInMs !== undefined && info.resetInMs > 0 ? info.resetInMs : retryInMs;
+    if (resetInMs !== undefined && resetInMs > 0) {
+      this.resetAt = Math.max(this.resetAt ?? 0, now + resetInMs);
+      this.resetNamedByRefusal = true;
+    }
+  }
+
+  /** A request of a turn under way was refused: the turn had not come when it arrived. */
+  private refusedInTurn(turn: Turn, sentAt: number): void {
+    turn.refused = Math.max(turn.refused ?? sentAt, sentAt);
+    turn.early = Math.max(turn.early ?? sentAt, sentAt);
+    const offset = turn.after === undefined ? undefined : sentAt - turn.after;
+    if (turn.kind === 'learnt' && offset !== undefined && this.learner.refusedTooLate(offset)) {
+      // Far past the learnt turn: the window changed. Learnt afresh from the next named reset.
+      this.learner.forget();
+      this.turn = undefined;
+    } else if (turn.kind === 'named' && sentAt - turn.from > NAMED_SCAN_MAX_MS) {
+      this.turn = undefined; // probes, as when nothing is known
+    } else if (turn.step === 0) {
+      // All went too early: scan from here rather than send the rest into more 429s.
+      turn.step = turn.kind === 'learnt' ? this.learner.fineStepMs : COARSE_STEP_MS;
+    }
   }
 
   /** A request went out. */
   spend(now: number): void {
     this.roll(now);
     if (this.left !== undefined) this.left -= 1;
-    if (this.left !== undefined && this.left < 0) this.nextProbeAt = now + PROBE_INTERVAL_MS;
+    const turn = this.turn;
+    if (turn !== undefined && turn.seenAt === undefined && now >= turn.from) turn.lastSentAt = now;
   }
 
   /**
-   * Until when requests are held back: -Infinity while the window has requests left, its reset
-   * when spent, the next probe when spent with no reset said (+Infinity while one is out).
+   * Until when requests are held back: -Infinity while the window has requests left; with it
+   * spent, its reset, or the next request of its turn (+Infinity while a probe is out).
    */
   heldUntil(now: number, inFlight: number): number {
     this.roll(now);
     if (this.left === undefined || this.left > 0) return Number.NEGATIVE_INFINITY;
     if (this.resetAt !== undefined) return this.resetAt;
-    if (inFlight > 0) return Number.POSITIVE_INFINITY;
-    return this.nextProbeAt;
+    const under = (this.turn?.seenAt === undefined ? this.turn : undefined) ?? this.beginTurn(now);
+    if (under.kind === 'probe') {
+      // One at a time, to meet a 429 that names the reset; a second after one that named none.
+      if (inFlight > 0) return Number.POSITIVE_INFINITY;
+      return Math.max(under.from, (under.refused ?? Number.NEGATIVE_INFINITY) + under.step);
+    }
+    if (under.step > 0) return Math.max(under.from, under.lastSentAt + under.step);
+    if (!under.opened) return under.from;
+    // All went and none of their answers showed a new window yet: wait for them, then probe.
+    return inFlight > 0 ? Number.POSITIVE_INFINITY : under.lastSentAt + PROBE_INTERVAL_MS;
   }
 
-  /** Past the reset: a new window with the whole limit (or unknown until an answer says). */
+  /** The window is spent and no turn is under way: plan the next (the learner is told the last). */
+  private beginTurn(now: number): Turn {
+    this.learnFrom(this.turn);
+    const plan = this.openedAt === undefined ? undefined : this.learner.plan();
+    if (plan !== undefined && this.openedAt !== undefined) {
+      return this.startTurn('learnt', this.openedAt + plan.from, plan.step);
+    }
+    // (From just after now: a request granted now, before this, was of the window spent.)
+    return this.startTurn('probe', now + SAME_INSTANT_MS, PROBE_INTERVAL_MS);
+  }
+
+  private startTurn(kind: TurnKind, from: number, step: number): Turn {
+    const turn: Turn = { kind, from, step, after: this.openedAt, lastSentAt: Number.NEGATIVE_INFINITY };
+    this.turn = turn;
+    return turn;
+  }
+
+  /** A turn seen whole (the next window is spent): what it says of where windows turn. */
+  private learnFrom(turn: Turn | undefined): void {
+    if (turn?.admitted === undefined || turn.after === undefined) return;
+    const seen = {
+      early: turn.early === undefined ? undefined : turn.early - turn.after,
+      admitted: turn.admitted - turn.after,
+    };
+    if (turn.kind === 'named') this.learner.afterNamedReset(seen, turn.early === undefined);
+    else if (turn.kind === 'learnt') this.learner.afterPlanned(seen);
+  }
+
+  /** A limit other than the one known: the API changed it, and what was learnt of its windows goes. */
+  private limitSaid(limit: number | undefined): void {
+    if (limit === undefined) return;
+    if (this.limit !== undefined && limit !== this.limit) this.learner.forget();
+    this.limit = limit;
+  }
+
+  /**
+   * Past the reset, or past a learnt turn that lets all go: a new window with the whole limit
+   * (or unknown until an answer says). A reset a 429 named is scanned from, unless such resets
+   * have proved exact.
+   */
   private roll(now: number): void {
+    const turn = this.turn;
+    if (turn !== undefined && turn.seenAt === undefined && turn.step === 0 && !turn.opened && now >= turn.from) {
+      // All may go; an answer that shows the new window is still needed to see it (the old one
+      // may have had some left, and the first requests may meet it).
+      turn.opened = true;
+      this.left = this.limit;
+    }
     if (this.resetAt === undefined || now < this.resetAt) return;
+    const at = this.resetAt;
     this.resetAt = undefined;
+    if (!this.resetNamedByRefusal) {
+      this.startTurn('answers', at, 0).opened = true;
+      this.open();
+      return;
+    }
+    this.learnFrom(turn?.seenAt === undefined ? undefined : turn);
+    const exact = this.learner.namedResetsExact === true;
+    const named = this.startTurn('named', at, exact ? 0 : COARSE_STEP_MS);
+    if (exact) {
+      named.opened = true;
+      this.open();
+    }
+  }
+
+  private open(): void {
     this.left = this.limit;
     this.lastRemaining = undefined;
   }

@@ -1,6 +1,6 @@
 /** Command-line flags of the standalone simulator (main.ts), as simulator options. */
 import { parseArgs } from 'node:util';
-import type { RateLimit, RateLimitHeaderStyle, ReportSize, SimulatorOptions } from './types.js';
+import type { RateLimit, RateLimitHeaderStyle, ReportSize, SimulatorOptions, WindowTurn } from './types.js';
 
 const SIZES: readonly ReportSize[] = ['tiny', 'small', 'mixed', 'large'];
 const HEADER_STYLES: readonly RateLimitHeaderStyle[] = ['none', 'laravel', 'github', 'ietf'];
@@ -26,8 +26,8 @@ function nonNegative(name: string, raw: string | undefined): number | undefined 
   return value;
 }
 
-/** `--window <requests>/<seconds>` (e.g. 500/10) and `--headers <style>` as a fixed window. */
-function windowLimit(raw: string, style: string | undefined): RateLimit {
+/** `--window <requests>/<seconds>` (e.g. 500/10), `--headers <style>` and `--turn` as a fixed window. */
+function windowLimit(raw: string, style: string | undefined, turn: string | undefined): RateLimit {
   const match = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(raw);
   const requests = Number(match?.[1]);
   const seconds = Number(match?.[2]);
@@ -36,7 +36,11 @@ function windowLimit(raw: string, style: string | undefined): RateLimit {
   const headers = style as RateLimitHeaderStyle | undefined;
   if (headers !== undefined && !HEADER_STYLES.includes(headers))
     throw new Error(`--headers must be one of ${HEADER_STYLES.join(', ')}`);
-  return { windowRequests: requests, windowMs: Math.round(seconds * 1000), headers };
+  if (turn !== undefined && headers !== 'laravel') throw new Error('--turn needs --headers laravel');
+  if (turn !== undefined && turn !== 'second' && turn !== 'exact')
+    throw new Error('--turn must be second or exact');
+  const window = { windowRequests: requests, windowMs: Math.round(seconds * 1000), headers };
+  return turn === undefined ? window : { ...window, turn: turn as WindowTurn };
 }
 
 /** The rate limit of `--rate`/`--burst` or `--window`/`--headers`, or null. */
@@ -48,7 +52,7 @@ function rateLimit(values: Record<string, string | undefined>): RateLimit | null
     throw new Error('--headers needs --window');
   if (values.window !== undefined) {
     if (rate !== undefined) throw new Error('--window and --rate exclude each other');
-    return windowLimit(values.window, values.headers);
+    return windowLimit(values.window, values.headers, values.turn);
   }
   return rate === undefined ? null : { ratePerSecond: rate, burst: burst ?? Math.max(1, Math.ceil(rate)) };
 }
@@ -66,6 +70,7 @@ export function optionsFromArgs(args: string[]): SimulatorOptions {
       burst: { type: 'string' },
       window: { type: 'string' },
       headers: { type: 'string' },
+      turn: { type: 'string' },
       latency: { type: 'string' },
       size: { type: 'string' },
     },

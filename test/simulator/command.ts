@@ -14,8 +14,8 @@ const USAGE = `Usage: campaign-report-exporter simulator [options]
        npm run --silent simulator -- [options]        (from a checkout)
 
 Options: [--port P] [--seed S] [--campaigns N] [--jobs N]
-         [--rate R [--burst B] | --window N/SECONDS [--headers none|laravel|github|ietf]]
-         [--latency MS] [--size tiny|small|mixed|large]
+         [--rate R [--burst B] | --window N/SECONDS [--headers none|laravel|github|ietf]
+          [--turn second|exact]] [--latency MS] [--size tiny|small|mixed|large]
 
 Serves a seeded stand-in for the Integration API on 127.0.0.1 (--port 0: any free port).
 Prints one JSON line {"url", "keys"} first (keys.valid is a working bearer key), then serves

@@ -2,19 +2,25 @@
  * A fixed window per API key, counted as Laravel's `throttle` middleware does: the first request
  * after a window expired opens a new one; `windowRequests` requests are admitted in it, the rest
  * answer 429 and are not counted (Laravel checks tooManyAttempts before it hits). The window runs
- * on the wall clock (Date.now()), the clock of the epoch times in the headers, so a client that
- * waits until the advertised reset finds the window expired.
+ * on the wall clock (Date.now()), the clock of the epoch times in the headers. Laravel's headers
+ * name the reset in whole seconds (its availableAt): exact when the window turns on that second
+ * (turn 'second'), up to a second early when it turns where its cache key expires (turn 'exact',
+ * Redis). The other styles' resets are rounded up, so a client that waits for them finds the
+ * window expired.
  */
 import type { Verdict } from './rate-limit.js';
-import type { FixedWindowLimit, RateLimitHeaderStyle } from './types.js';
+import type { FixedWindowLimit, RateLimitHeaderStyle, WindowTurn } from './types.js';
 
 const STYLES: readonly RateLimitHeaderStyle[] = ['none', 'laravel', 'github', 'ietf'];
+const TURNS: readonly WindowTurn[] = ['second', 'exact'];
 
 interface Window {
   /** Requests admitted in this window. */
   hits: number;
   /** Wall-clock ms at which the window is over. */
   expiresAt: number;
+  /** Wall-clock ms of the reset Laravel names (its availableAt: a whole second). */
+  namedResetAt: number;
 }
 
 /** The windows of every key under one limit (a new limit starts a new FixedWindows). */
@@ -36,7 +42,7 @@ export class FixedWindows {
     if (window.hits >= this.limit.windowRequests) {
       return {
         ok: false,
-        retryAfterSeconds: secondsUntil(window.expiresAt, now),
+        retryAfterSeconds: retryAfterSeconds(this.limit, window, now),
         headers: styleHeaders(this.limit, window, now, true),
       };
     }
@@ -49,10 +55,11 @@ export class FixedWindows {
   }
 
   private open(key: string, now: number): Window {
-    const { windowMs, headers } = this.limit;
+    const { windowMs, headers, turn } = this.limit;
     // Laravel: availableAt = the current Unix second + decaySeconds.
-    const start = headers === 'laravel' ? Math.floor(now / 1000) * 1000 : now;
-    const window = { hits: 0, expiresAt: start + windowMs };
+    const namedResetAt = Math.floor(now / 1000) * 1000 + windowMs;
+    const turnsOnSecond = headers === 'laravel' && turn === 'second';
+    const window = { hits: 0, expiresAt: turnsOnSecond ? namedResetAt : now + windowMs, namedResetAt };
     this.windows.set(key, window);
     return window;
   }
@@ -61,6 +68,15 @@ export class FixedWindows {
 /** Whole seconds from `now` until `at`, rounded up: at least 1 while the window runs. */
 function secondsUntil(at: number, now: number): number {
   return Math.ceil((at - now) / 1000);
+}
+
+/**
+ * A 429's Retry-After. Laravel's is its availableIn: the named reset less the current whole
+ * second, 0 once that second has come (while a Redis window runs on).
+ */
+function retryAfterSeconds(limit: Required<FixedWindowLimit>, window: Window, now: number): number {
+  if (limit.headers !== 'laravel') return secondsUntil(window.expiresAt, now);
+  return Math.max(0, (window.namedResetAt - Math.floor(now / 1000) * 1000) / 1000);
 }
 
 /**
@@ -82,7 +98,7 @@ function styleHeaders(
       return {
         'x-ratelimit-limit': String(quota),
         'x-ratelimit-remaining': remaining,
-        ...(refused ? { 'x-ratelimit-reset': String(window.expiresAt / 1000) } : {}),
+        ...(refused ? { 'x-ratelimit-reset': String(window.namedResetAt / 1000) } : {}),
       };
     case 'github':
       return {
@@ -100,7 +116,7 @@ function styleHeaders(
 }
 
 function validatedWindow(limit: FixedWindowLimit): Required<FixedWindowLimit> {
-  const { windowRequests, windowMs, headers = 'none' } = limit;
+  const { windowRequests, windowMs, headers = 'none', turn = 'second' } = limit;
   if (!(Number.isInteger(windowRequests) && windowRequests >= 1) || !(windowMs > 0 && windowMs < Infinity)) {
     throw new Error(
       `simulator: rate limit needs an integer windowRequests >= 1 and windowMs > 0, got ${JSON.stringify(limit)}`,
@@ -113,5 +129,8 @@ function validatedWindow(limit: FixedWindowLimit): Required<FixedWindowLimit> {
       `simulator: rate limit with laravel headers needs windowMs in whole seconds (a multiple of 1000), got ${windowMs}`,
     );
   }
-  return { windowRequests, windowMs, headers };
+  if (!TURNS.includes(turn)) throw new Error(`simulator: window turn must be one of ${TURNS.join(', ')}, got "${turn}"`);
+  if (limit.turn !== undefined && headers !== 'laravel')
+    throw new Error('simulator: a window turn is set only with laravel headers (the others turn where they say)');
+  return { windowRequests, windowMs, headers, turn };
 }

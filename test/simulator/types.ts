@@ -37,16 +37,28 @@ export interface TokenBucketLimit {
 export type RateLimitHeaderStyle = 'none' | 'laravel' | 'github' | 'ietf';
 
 /**
+ * Where a Laravel window turns. Laravel's headers say whole seconds (its availableAt), but the
+ * window lasts as long as its cache keys:
+ * - 'second': on a whole second of the wall clock (the file, array and database stores keep
+ *   expiries in whole seconds), so the reset a 429 names is exact;
+ * - 'exact': `windowMs` after the request that opened it (Redis expires keys to the
+ *   millisecond), so the turn comes up to a second after the reset a 429 names.
+ */
+export type WindowTurn = 'second' | 'exact';
+
+/**
  * Fixed window per key, as Laravel's `throttle` middleware: the first request after a window
  * expired opens one of `windowMs`; `windowRequests` requests pass in it, the rest answer 429 and
- * are not counted. With 'laravel' headers the window ends on a whole second of the wall clock
- * (Laravel's availableAt), so `windowMs` must be a multiple of 1000.
+ * are not counted. With 'laravel' headers `windowMs` must be a multiple of 1000 (Laravel counts
+ * whole seconds) and `turn` says where the window ends.
  */
 export interface FixedWindowLimit {
   windowRequests: number;
   windowMs: number;
   /** Default 'none'. */
   headers?: RateLimitHeaderStyle;
+  /** Only with 'laravel' headers; default 'second'. */
+  turn?: WindowTurn;
 }
 
 export type RateLimit = TokenBucketLimit | FixedWindowLimit;

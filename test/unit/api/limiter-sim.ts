@@ -11,9 +11,18 @@ import { FakeClock } from './fake-clock.js';
 
 export type HeaderStyle = 'none' | 'laravel' | 'github' | 'ietf';
 
-export type ApiLimit =
-  | { ratePerSecond: number; burst: number }
-  | { windowRequests: number; windowMs: number; headers: HeaderStyle };
+/**
+ * A fixed window: `turn` 'exact' ends a Laravel window `windowMs` after its first request (Redis),
+ * 'second' (the default) on the whole second its headers name.
+ */
+export interface WindowLimit {
+  windowRequests: number;
+  windowMs: number;
+  headers: HeaderStyle;
+  turn?: 'second' | 'exact';
+}
+
+export type ApiLimit = { ratePerSecond: number; burst: number } | WindowLimit;
 
 export interface SimulationOptions {
   /** The API's limit, unknown to the limiter unless its headers tell. */
@@ -47,6 +56,10 @@ export interface SimulationResult {
   peakInFlight: number;
   /** Virtual times of the answered requests, ms. */
   okTimes: number[];
+  /** Virtual times at which the API refused a request (429), ms. */
+  throttledTimes: number[];
+  /** Virtual times at which a fixed window opened, ms. */
+  windowStarts: number[];
 }
 
 export function seededRandom(seed: number): () => number {
@@ -70,6 +83,8 @@ interface Verdict {
   ok: boolean;
   retryAfterMs: number | undefined;
   info: RateLimitInfo | undefined;
+  /** An epoch reset the headers name: the client reads it as a delay from when the answer comes. */
+  resetAt?: number;
 }
 
 /** A token bucket: the simulator's and the client benchmark's default. */
@@ -90,19 +105,22 @@ function tokenBucket(limit: { ratePerSecond: number; burst: number }, retryAfter
 
 /**
  * Laravel's throttle: N requests per window counted from the first request after the last one
- * expired; Laravel's windows end on a whole second. Epoch and delays in whole seconds, as sent.
+ * expired. Laravel names the reset in whole seconds, `floor(first request's second) + window`,
+ * and Retry-After as that reset less the current second (0 once it has come); the window ends
+ * there (turn 'second') or `windowMs` after its first request (turn 'exact', Redis). The other
+ * styles end it `windowMs` after its first request. Virtual time is the wall clock here.
  */
-function fixedWindow(
-  limit: { windowRequests: number; windowMs: number; headers: HeaderStyle },
-  starts: number[],
-) {
+function fixedWindow(limit: WindowLimit, starts: number[]) {
   let expiresAt = Number.NEGATIVE_INFINITY;
+  let namedReset = Number.NEGATIVE_INFINITY;
   let hits = 0;
   const ceilSeconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000)) * 1000;
+  const floorSecond = (ms: number) => Math.floor(ms / 1000) * 1000;
   return (now: number): Verdict => {
     if (now >= expiresAt) {
-      expiresAt =
-        limit.headers === 'laravel' ? Math.floor(now / 1000) * 1000 + limit.windowMs : now + limit.windowMs;
+      namedReset = floorSecond(now) + limit.windowMs;
+      const laravelSecond = limit.headers === 'laravel' && limit.turn !== 'exact';
+      expiresAt = laravelSecond ? namedReset : now + limit.windowMs;
       hits = 0;
       starts.push(now);
     }
@@ -110,16 +128,18 @@ function fixedWindow(
     if (ok) hits += 1;
     const remaining = limit.windowRequests - hits;
     const untilReset = expiresAt - now;
-    const retryAfterMs = ok ? undefined : Math.max(1000, ceilSeconds(untilReset));
     const counts = { limit: limit.windowRequests, remaining: ok ? remaining : 0 };
+    if (limit.headers === 'laravel') {
+      // Reset (epoch seconds) only on a 429.
+      const retryAfterMs = ok ? undefined : Math.max(0, namedReset - floorSecond(now));
+      return { ok, retryAfterMs, info: counts, resetAt: ok ? undefined : namedReset };
+    }
+    const retryAfterMs = ok ? undefined : Math.max(1000, ceilSeconds(untilReset));
     switch (limit.headers) {
       case 'none':
         return { ok, retryAfterMs, info: undefined };
-      case 'laravel':
-        // Reset (epoch seconds) only on a 429; the window ends on a whole second, so it is exact.
-        return { ok, retryAfterMs, info: ok ? counts : { ...counts, resetInMs: untilReset } };
       case 'github':
-        return { ok, retryAfterMs, info: { ...counts, resetInMs: ceilSeconds(expiresAt) - now } };
+        return { ok, retryAfterMs, info: counts, resetAt: ceilSeconds(expiresAt) };
       case 'ietf':
         return { ok, retryAfterMs, info: { ...counts, resetInMs: ceilSeconds(untilReset) } };
     }
@@ -144,7 +164,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       ? tokenBucket(options.limit, options.retryAfter ?? false)
       : fixedWindow(options.limit, windowStarts);
   const okTimes: number[] = [];
-  let throttled = 0;
+  const throttledTimes: number[] = [];
   let next = 0;
   const halfTrip = (trip: number) => clock.sleep((trip * (0.5 + random() * 0.5)) / 2);
   const worker = async () => {
@@ -155,16 +175,20 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
         const trip = roundTrip();
         await halfTrip(trip);
         const verdict = verdictAt(clock.now());
+        if (!verdict.ok) throttledTimes.push(clock.now());
         await halfTrip(trip);
-        if (verdict.ok) limiter.onSuccess(verdict.info);
-        else limiter.onThrottle(verdict.retryAfterMs, verdict.info);
+        const info =
+          verdict.resetAt === undefined
+            ? verdict.info
+            : { ...verdict.info, resetInMs: Math.max(0, verdict.resetAt - clock.wallNow()) };
+        if (verdict.ok) limiter.onSuccess(info, release.sentAt);
+        else limiter.onThrottle(verdict.retryAfterMs, info, release.sentAt);
         release();
         options.onAnswer?.(clock.now(), limiter);
         if (verdict.ok) {
           okTimes.push(clock.now());
           break;
         }
-        throttled += 1;
         await clock.sleep(verdict.retryAfterMs ?? random() * Math.min(30_000, 250 * 2 ** (attempt - 1)));
       }
     }
@@ -172,6 +196,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   await clock.run(Promise.all(Array.from({ length: options.workers }, worker)));
   const durationS = clock.now() / 1000;
   const ok = okTimes.length;
+  const throttled = throttledTimes.length;
   return {
     ok,
     throttled,
@@ -181,6 +206,30 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     finalRate: limiter.currentRate(),
     peakInFlight: limiter.state().peakInFlight,
     okTimes,
+    throttledTimes,
+    windowStarts,
+  };
+}
+
+/**
+ * A fixed window's figures once the client had `skip` windows to learn in: utilisation from the
+ * start of window `skip + 1` to the start of the last, and the 429s per window over that span.
+ */
+export function afterWindows(
+  result: SimulationResult,
+  limit: WindowLimit,
+  skip: number,
+): { utilisation: number; refusalsPerWindow: number; windows: number } {
+  const from = result.windowStarts[skip];
+  const to = result.windowStarts.at(-1);
+  if (from === undefined || to === undefined || to <= from) throw new Error('too few windows to measure');
+  const within = (t: number) => t >= from && t < to;
+  const windows = result.windowStarts.length - 1 - skip;
+  const allowed = (limit.windowRequests * 1000) / limit.windowMs;
+  return {
+    utilisation: result.okTimes.filter(within).length / ((to - from) / 1000) / allowed,
+    refusalsPerWindow: result.throttledTimes.filter(within).length / windows,
+    windows,
   };
 }
 
