@@ -149,7 +149,8 @@ interface LimitEstimate {
  * (exact for a token bucket whose burst was spent both times). After each 429 the rate dips
  * 10% below the measurement, recovers to a plateau 1% under it, and after a while probes
  * upward, slowly at first, in case the limit rose. A 429 that comes again right after the
- * slow-down lowers the estimate once more and, with a Retry-After, holds every request back.
+ * slow-down, with no success in between, lowers the estimate once more and, with a
+ * Retry-After, holds every request back.
  * Pacing is spread evenly (no bursts) and FIFO. The requests in flight follow rate x latency
  * between `minConcurrency` and `concurrency`. Rate-limit headers, when the API sends them, are
  * obeyed: no request goes out in a window the API says is spent.
@@ -181,6 +182,8 @@ export class AdaptiveRateLimiter implements RateLimiter {
   private pausedUntil = Number.NEGATIVE_INFINITY;
   /** Whether the last grant waited for its pacing slot (demand above the rate). */
   private lastGrantPaced = false;
+  /** Time of the last grant. */
+  private lastGrantAt = Number.NEGATIVE_INFINITY;
 
   private successes = 0;
   private successesAtEvent = 0;
@@ -243,17 +246,35 @@ export class AdaptiveRateLimiter implements RateLimiter {
     const previous = this.estimate;
     const hold = Math.max(MIN_EVENT_HOLD_MS, 2 * latencyMs);
     if (previous === undefined || now - previous.at >= hold) {
-      // A new congestion event: slowing down is enough. (The throttled request itself waits
-      // its Retry-After in the client. A token bucket's Retry-After is rounded up to whole
-      // seconds: making everybody wait it would idle the client for most of a second.)
-      this.estimate = { ...this.estimateLimit(now, previous), at: now, from: now, recut: false };
-      this.successesAtEvent = this.successes;
-      this.idleMsSinceEvent = 0;
-      this.pausedMsSinceEvent = 0;
+      this.newEvent(now, previous);
     } else if (now - previous.at > 2 * latencyMs) {
-      // A 429 for a request sent after the slow-down: it was not enough.
-      this.slowDownFurther(previous, now, retryAfterMs);
+      // A 429 for a request sent after the slow-down. If the API let requests through since the
+      // last 429, it refilled and drained its bucket again: a new event, as after the hold (the
+      // count may measure the limit). Read as "not enough" instead, a 429 just inside the hold
+      // halved a guess once more and paused everybody for the Retry-After; the next count then
+      // spanned the pause and a regrowth below the limit, and the low estimate it gave took
+      // several more 429s to leave behind (0.92 of the limit on some seeds). With nothing let
+      // through (a spent window, say), the slow-down was not enough.
+      if (this.successes > this.successesAtEvent) this.newEvent(now, previous);
+      else this.slowDownFurther(previous, now, retryAfterMs);
     }
+  }
+
+  /**
+   * A new congestion event: slowing down is enough. (The throttled request itself waits its
+   * Retry-After in the client. A token bucket's Retry-After is rounded up to whole seconds:
+   * making everybody wait it would idle the client for most of a second.)
+   */
+  private newEvent(now: number, previous: LimitEstimate | undefined): void {
+    this.estimate = { ...this.estimateLimit(now, previous), at: now, from: now, recut: false };
+    this.successesAtEvent = this.successes;
+    this.idleMsSinceEvent = 0;
+    this.pausedMsSinceEvent = 0;
+    // The next slot was spaced at the old rate: at the new one it comes an interval after the
+    // last grant. Else the first request after the slow-down follows the refused one as closely
+    // as before, meets the API's bucket still empty, and its 429 reads as a slow-down that was
+    // not enough.
+    this.nextAt = Math.max(this.nextAt, this.lastGrantAt + 1000 / this.rateAt(now));
   }
 
   /** Lowers the estimate once more, and if the API said how long, holds every request back that long. */
@@ -375,7 +396,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
         if (Number.isFinite(slotAt)) this.idleMsSinceEvent += lateBy - interval;
         this.nextAt = now + interval;
       }
-      if (this.queue.grant(now)) this.peakInFlight = Math.max(this.peakInFlight, this.queue.inFlight);
+      if (this.queue.grant(now)) {
+        this.lastGrantAt = now;
+        this.peakInFlight = Math.max(this.peakInFlight, this.queue.inFlight);
+      }
     }
   }
 }
