@@ -231,7 +231,12 @@ export class WindowQuota {
   /** A limit other than the one known: the API changed it, and what was learnt of its windows goes. */
   private limitSaid(limit: number | undefined): void {
     if (limit === undefined) return;
-    if (this.limit !== undefined && limit !== this.limit) this.learner.forget();
+    if (this.limit !== undefined && limit !== this.limit) {
+      this.learner.forget();
+      // The turn planned or seen under the old limit, and where its window opened, teach nothing now.
+      this.turn = undefined;
+      this.openedAt = undefined;
+    }
     this.limit = limit;
   }
 
@@ -242,7 +247,13 @@ export class WindowQuota {
    */
   private roll(now: number): void {
     const turn = this.turn;
-    if (turn !== undefined && turn.seenAt === undefined && turn.step === 0 && !turn.opened && now >= turn.from) {
+    if (
+      turn !== undefined &&
+      turn.seenAt === undefined &&
+      turn.step === 0 &&
+      !turn.opened &&
+      now >= turn.from
+    ) {
       // All may go; an answer that shows the new window is still needed to see it (the old one
       // may have had some left, and the first requests may meet it).
       turn.opened = true;

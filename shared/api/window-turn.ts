@@ -77,7 +77,7 @@ export class TurnLearner {
   refusedTooLate(offset: number): boolean {
     const plan = this.plan();
     if (plan === undefined) return false;
-    const latest = this.offset ?? (this.bracket?.hi ?? Number.POSITIVE_INFINITY);
+    const latest = this.offset ?? this.bracket?.hi ?? Number.POSITIVE_INFINITY;
     return offset > latest + RELEARN_MS;
   }
 

@@ -129,8 +129,11 @@ function validatedWindow(limit: FixedWindowLimit): Required<FixedWindowLimit> {
       `simulator: rate limit with laravel headers needs windowMs in whole seconds (a multiple of 1000), got ${windowMs}`,
     );
   }
-  if (!TURNS.includes(turn)) throw new Error(`simulator: window turn must be one of ${TURNS.join(', ')}, got "${turn}"`);
+  if (!TURNS.includes(turn))
+    throw new Error(`simulator: window turn must be one of ${TURNS.join(', ')}, got "${turn}"`);
   if (limit.turn !== undefined && headers !== 'laravel')
-    throw new Error('simulator: a window turn is set only with laravel headers (the others turn where they say)');
+    throw new Error(
+      'simulator: a window turn is set only with laravel headers (the others turn where they say)',
+    );
   return { windowRequests, windowMs, headers, turn };
 }

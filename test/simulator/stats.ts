@@ -11,6 +11,7 @@ export function emptyStats(): SimulatorStats {
     byEndpoint: { verify: 0, campaigns: 0, jobs: 0, report: 0 },
     reportRequestsByJob: new Map(),
     okTimes: [],
+    throttledTimes: [],
     windowStarts: [],
   };
 }
@@ -23,6 +24,7 @@ export function clearStats(stats: SimulatorStats): void {
   stats.byEndpoint = fresh.byEndpoint;
   stats.reportRequestsByJob.clear();
   stats.okTimes.length = 0;
+  stats.throttledTimes.length = 0;
   stats.windowStarts.length = 0;
 }
 
@@ -44,6 +46,7 @@ export function countOutcome(
   const key = String(outcome);
   stats.byStatus[key] = (stats.byStatus[key] ?? 0) + 1;
   if (outcome === 200) stats.okTimes.push(performance.now());
+  if (outcome === 429) stats.throttledTimes.push(performance.now());
 }
 
 /** Notes that a request opened a fixed rate-limit window. */

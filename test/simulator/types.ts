@@ -107,6 +107,8 @@ export interface SimulatorStats {
   reportRequestsByJob: Map<number, number>;
   /** Timestamps (ms, performance.now()) of requests that got a whole 200, for rate measurements. */
   okTimes: number[];
+  /** performance.now() of each 429 answered. */
+  throttledTimes: number[];
   /** Timestamps (ms, performance.now()) of the first request of each fixed window, of any key. */
   windowStarts: number[];
 }

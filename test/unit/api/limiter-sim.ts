@@ -27,6 +27,8 @@ export type ApiLimit = { ratePerSecond: number; burst: number } | WindowLimit;
 export interface SimulationOptions {
   /** The API's limit, unknown to the limiter unless its headers tell. */
   limit: ApiLimit;
+  /** A limit the API changes to at a virtual time. */
+  change?: { atMs: number; limit: ApiLimit };
   items: number;
   workers: number;
   /** Round trip, ms (each request takes 50-100% of it), or a function of virtual time. */
@@ -159,10 +161,14 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const latency = options.latencyMs ?? 4;
   const roundTrip = () => (typeof latency === 'number' ? latency : latency(clock.now()));
   const windowStarts: number[] = [];
-  const verdictAt =
-    'ratePerSecond' in options.limit
-      ? tokenBucket(options.limit, options.retryAfter ?? false)
-      : fixedWindow(options.limit, windowStarts);
+  const apiFor = (limit: ApiLimit) =>
+    'ratePerSecond' in limit
+      ? tokenBucket(limit, options.retryAfter ?? false)
+      : fixedWindow(limit, windowStarts);
+  const before = apiFor(options.limit);
+  const after = options.change === undefined ? before : apiFor(options.change.limit);
+  const verdictAt = (now: number) =>
+    (now < (options.change?.atMs ?? Number.POSITIVE_INFINITY) ? before : after)(now);
   const okTimes: number[] = [];
   const throttledTimes: number[] = [];
   let next = 0;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
 import { FakeClock } from './fake-clock.js';
-import { simulate } from './limiter-sim.js';
+import { afterWindows, simulate, type WindowLimit } from './limiter-sim.js';
 
 /** Acquires `n` slots and records the virtual time of each grant (slots released at once). */
 async function grantTimes(limiter: AdaptiveRateLimiter, clock: FakeClock, n: number, onGrant?: () => void) {
@@ -313,4 +313,77 @@ describe('AdaptiveRateLimiter and fixed windows', () => {
       });
     }
   }
+});
+
+describe('AdaptiveRateLimiter and windows that turn after the reset they name (Laravel on Redis)', () => {
+  // Laravel names the reset in whole seconds; a Redis window turns up to a second later. Slow
+  // start does not spend the first window, so the learning takes the turns into windows 2 to 4
+  // (a named reset scanned every 100 ms, then its bracket in eighths); measured from window 4.
+  for (const [windowRequests, windowMs, windows] of [
+    [50, 1_000, 30],
+    [200, 5_000, 20],
+    [3_000, 60_000, 7],
+  ] as const) {
+    it(`${windowRequests} per ${windowMs / 1000} s: the turn is learnt, then met with no probe`, async () => {
+      const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn: 'exact' };
+      for (const seed of windowMs >= 60_000 ? [1] : [1, 2, 3]) {
+        const result = await simulate({
+          limit,
+          items: windowRequests * windows,
+          workers: 128,
+          latencyMs: 100,
+          seed,
+          limiter: { concurrency: 128 },
+        });
+        const learnt = afterWindows(result, limit, 4);
+
+        expect(result.ok).toBe(windowRequests * windows);
+        // Before: one probe 429 per window and up to a second lost at each turn (0.85 at 5 s).
+        expect(learnt.utilisation, `seed ${seed}`).toBeGreaterThanOrEqual(windowMs === 1_000 ? 0.965 : 0.98);
+        // At most one per ten windows; 5 s, seed 3: 3 in 15 (the latency spread learnt at the cost of a 429).
+        expect(learnt.refusalsPerWindow, `seed ${seed}`).toBeLessThanOrEqual(windowMs === 5_000 ? 0.2 : 0.1);
+        // The learning itself: the probe, the scans of two turns.
+        expect(result.throttled, `seed ${seed}`).toBeLessThanOrEqual(12);
+      }
+    });
+  }
+
+  it('whole-second windows (Laravel on a file store): named resets proved exact, then met with no probe', async () => {
+    const limit: WindowLimit = { windowRequests: 200, windowMs: 5_000, headers: 'laravel', turn: 'second' };
+    const result = await simulate({
+      limit,
+      items: 200 * 14,
+      workers: 128,
+      latencyMs: 100,
+      limiter: { concurrency: 128 },
+    });
+    const learnt = afterWindows(result, limit, 4);
+
+    expect(learnt.utilisation).toBeGreaterThanOrEqual(0.98);
+    expect(learnt.refusalsPerWindow).toBe(0);
+    expect(result.throttled).toBeLessThanOrEqual(3);
+  });
+
+  it('learns afresh when the API changes its window', async () => {
+    // 200 per 5 s, then 100 per 2 s from 40 s on: a new Limit, and a new turn to learn.
+    const first: WindowLimit = { windowRequests: 200, windowMs: 5_000, headers: 'laravel', turn: 'exact' };
+    const result = await simulate({
+      limit: first,
+      change: {
+        atMs: 40_000,
+        limit: { windowRequests: 100, windowMs: 2_000, headers: 'laravel', turn: 'exact' },
+      },
+      items: 200 * 8 + 100 * 25,
+      workers: 128,
+      latencyMs: 100,
+      limiter: { concurrency: 128 },
+    });
+    const late = result.windowStarts.filter((t) => t >= 40_000);
+    const from = late[4] ?? Number.NaN;
+    const to = late.at(-1) ?? Number.NaN;
+    const ok = result.okTimes.filter((t) => t >= from && t < to).length;
+
+    expect(ok / ((to - from) / 1000) / 50).toBeGreaterThanOrEqual(0.95);
+    expect(result.throttledTimes.filter((t) => t >= from).length).toBeLessThanOrEqual(2);
+  });
 });

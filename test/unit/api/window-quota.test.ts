@@ -49,12 +49,15 @@ describe('WindowQuota', () => {
     const quota = new WindowQuota();
     quota.observe({ limit: 3, remaining: 0 }, 0, 0);
     expect(quota.heldUntil(0, 1)).toBe(Number.POSITIVE_INFINITY); // one is out: wait for its answer
-    expect(quota.heldUntil(0, 0)).toBeLessThanOrEqual(0); // none out: the probe may go
-    quota.spend(0);
-    expect(quota.heldUntil(10, 0)).toBe(1_000); // the next probe a second later
-    // The probe's 429 names the reset: everybody waits for it.
-    quota.refused({ limit: 3, remaining: 0, resetInMs: 7_000 }, 50, undefined, 0);
-    expect(quota.heldUntil(60, 0)).toBe(7_050);
+    expect(quota.heldUntil(0, 0)).toBeLessThan(1); // none out: the probe may go (now)
+    quota.spend(1);
+    // Its 429 names no reset: the next probe a second later.
+    quota.refused({ limit: 3, remaining: 0 }, 10, undefined, 1);
+    expect(quota.heldUntil(10, 0)).toBe(1_001);
+    quota.spend(1_001);
+    // That probe's 429 names the reset: everybody waits for it.
+    quota.refused({ limit: 3, remaining: 0, resetInMs: 7_000 }, 1_050, undefined, 1_001);
+    expect(quota.heldUntil(1_060, 0)).toBe(8_050);
   });
 
   it('a probe answered 200 opens a new window', () => {
@@ -76,6 +79,6 @@ describe('WindowQuota', () => {
     expect(quota.heldUntil(0, 0)).toBe(4_000);
     const past = new WindowQuota();
     past.observe({ limit: 100, remaining: 0, resetInMs: 0 }, 0, 0);
-    expect(past.heldUntil(0, 0)).toBeLessThanOrEqual(0); // a probe, not a wait for a reset that is gone
+    expect(past.heldUntil(0, 0)).toBeLessThan(1); // a probe, not a wait for a reset that is gone
   });
 });

@@ -48,6 +48,26 @@ describe('FixedWindows (wall clock given)', () => {
     expect(windows.take('k', 12_000)).toEqual({ ok: true, windowStarted: true, headers: admitted(2) });
   });
 
+  it('laravel on Redis (turn exact): the window ends windowMs after its first request, past the whole-second reset named', () => {
+    const windows = new FixedWindows({
+      windowRequests: 2,
+      windowMs: 2000,
+      headers: 'laravel',
+      turn: 'exact',
+    });
+    const refused = { 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '12' };
+    expect(windows.take('k', 10_700).ok).toBe(true);
+    expect(windows.take('k', 10_800).ok).toBe(true);
+    expect(windows.take('k', 10_900)).toEqual({ ok: false, retryAfterSeconds: 2, headers: refused });
+    // The named reset has come, the window runs on: Retry-After 0, the same reset.
+    expect(windows.take('k', 12_000)).toEqual({ ok: false, retryAfterSeconds: 0, headers: refused });
+    expect(windows.take('k', 12_699)).toEqual({ ok: false, retryAfterSeconds: 0, headers: refused });
+    expect(windows.take('k', 12_700)).toMatchObject({ ok: true, windowStarted: true });
+    expect(
+      () => new FixedWindows({ windowRequests: 2, windowMs: 2000, headers: 'github', turn: 'exact' }),
+    ).toThrow(/only with laravel/);
+  });
+
   it('github: Limit, Remaining, Used and Reset (rounded up) on every answer', () => {
     const windows = new FixedWindows({ windowRequests: 2, windowMs: 1500, headers: 'github' });
     const headers = (remaining: number, used: number, reset: number) => ({
