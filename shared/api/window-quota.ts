@@ -65,7 +65,7 @@ export class WindowQuota {
   private limit: number | undefined;
   /** Requests the client may still send in this window; undefined: nothing said (no constraint). */
   private left: number | undefined;
-  /** The highest `Remaining` an answer of this window carried: a higher one means a new window. */
+  /** The lowest `Remaining` an answer of this window carried: a rise well above it means a new window. */
   private lastRemaining: number | undefined;
   /** When the window resets (the limiter's clock); undefined: not said. */
   private resetAt: number | undefined;
@@ -120,7 +120,7 @@ export class WindowQuota {
   /**
    * Whether `remaining` belongs to a window after the one seen so far. Never before a reset the
    * API named. Otherwise `Remaining` only rises at a reset, but answers overtake one another:
-   * while the window has requests left, only a rise more than reordering explains counts.
+   * except for a probe's answer, only a rise more than reordering explains counts.
    */
   private isNewWindow(remaining: number, now: number, othersInFlight: number, probe: boolean): boolean {
     if (this.lastRemaining === undefined) return true;
