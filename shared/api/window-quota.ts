@@ -27,6 +27,8 @@ const REORDER_SHARE = 0.1;
 const SAME_INSTANT_MS = 0.001;
 /** A scan from a named reset that meets only 429s this long stops: the reset was not near the turn. */
 const NAMED_SCAN_MAX_MS = 2_000;
+/** ...and one from a reset that had passed, this long (the turn was due within a second). */
+const LATE_SCAN_MAX_MS = 1_200;
 
 /** How a turn was planned. */
 type TurnKind =
@@ -58,6 +60,8 @@ interface Turn {
   seenAt?: number;
   /** A turn with step 0 let all go (the window is taken as open). */
   opened?: boolean;
+  /** A named turn scanned from when a 429 said its reset had passed: it cannot prove the reset exact. */
+  late?: boolean;
 }
 
 export class WindowQuota {
@@ -71,6 +75,10 @@ export class WindowQuota {
   private resetAt: number | undefined;
   /** Whether `resetAt` was named by a 429 (Laravel) rather than by answers that let the request through. */
   private resetNamedByRefusal = false;
+  /** Whether the reset a 429 named had passed already (`resetAt` is then when the 429 came). */
+  private namedResetPassed = false;
+  /** Whether a 429 whose reset has passed means a turn within the second (not once such a scan found none). */
+  private passedResetsHelp = true;
   /** Send of the current window's first request. */
   private openedAt: number | undefined;
   /** The turn that opened the current window, or the one under way. */
@@ -148,11 +156,26 @@ export class WindowQuota {
     this.lastRemaining = 0;
     // Once the turn is learnt, a whole-second reset named by a 429 is no better than what was learnt.
     if (this.learner.plan() !== undefined) return;
-    const resetInMs = info.resetInMs !== undefined && info.resetInMs > 0 ? info.resetInMs : retryInMs;
+    const resetInMs = info.resetInMs ?? retryInMs;
     if (resetInMs !== undefined && resetInMs > 0) {
       this.resetAt = Math.max(this.resetAt ?? 0, now + resetInMs);
       this.resetNamedByRefusal = true;
+      this.namedResetPassed = false;
+    } else if (resetInMs !== undefined && this.passedResetsHelp && this.probing()) {
+      // The reset it names has come and the window runs on (Laravel on Redis): the turn comes
+      // within a second of that whole second. Scanned from now.
+      this.resetAt = now;
+      this.resetNamedByRefusal = true;
+      this.namedResetPassed = true;
     }
+  }
+
+  /** Whether the window is spent and probed for its reset (no reset known, no scan under way). */
+  private probing(): boolean {
+    const turn = this.turn;
+    return (
+      this.resetAt === undefined && (turn === undefined || turn.seenAt !== undefined || turn.kind === 'probe')
+    );
   }
 
   /** A request of a turn under way was refused: the turn had not come when it arrived. */
@@ -164,8 +187,13 @@ export class WindowQuota {
       // Far past the learnt turn: the window changed. Learnt afresh from the next named reset.
       this.learner.forget();
       this.turn = undefined;
-    } else if (turn.kind === 'named' && sentAt - turn.from > NAMED_SCAN_MAX_MS) {
-      this.turn = undefined; // probes, as when nothing is known
+    } else if (
+      turn.kind === 'named' &&
+      sentAt - turn.from > (turn.late ? LATE_SCAN_MAX_MS : NAMED_SCAN_MAX_MS)
+    ) {
+      // Probes, as when nothing is known.
+      this.turn = undefined;
+      if (turn.late) this.passedResetsHelp = false;
     } else if (turn.step === 0) {
       // All went too early: scan from here rather than send the rest into more 429s.
       turn.step = turn.kind === 'learnt' ? this.learner.fineStepMs : COARSE_STEP_MS;
@@ -224,7 +252,7 @@ export class WindowQuota {
       early: turn.early === undefined ? undefined : turn.early - turn.after,
       admitted: turn.admitted - turn.after,
     };
-    if (turn.kind === 'named') this.learner.afterNamedReset(seen, turn.early === undefined);
+    if (turn.kind === 'named') this.learner.afterNamedReset(seen, turn.early === undefined && !turn.late);
     else if (turn.kind === 'learnt') this.learner.afterPlanned(seen);
   }
 
@@ -236,6 +264,7 @@ export class WindowQuota {
       // The turn planned or seen under the old limit, and where its window opened, teach nothing now.
       this.turn = undefined;
       this.openedAt = undefined;
+      this.passedResetsHelp = true;
     }
     this.limit = limit;
   }
@@ -268,8 +297,9 @@ export class WindowQuota {
       return;
     }
     this.learnFrom(turn?.seenAt === undefined ? undefined : turn);
-    const exact = this.learner.namedResetsExact === true;
+    const exact = this.learner.namedResetsExact === true && !this.namedResetPassed;
     const named = this.startTurn('named', at, exact ? 0 : COARSE_STEP_MS);
+    named.late = this.namedResetPassed;
     if (exact) {
       named.opened = true;
       this.open();

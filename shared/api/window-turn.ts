@@ -28,6 +28,8 @@ export const COARSE_STEP_MS = 100;
 const FINE_DIVISIONS = 8;
 /** ...of at least this long (timers are not more precise). */
 const MIN_STEP_MS = 4;
+/** The room left above a learnt turn is at most this share of the window. */
+const MARGIN_SHARE = 0.002;
 /** A request refused this much after the learnt turn means the window changed. */
 export const RELEARN_MS = 100;
 
@@ -100,13 +102,23 @@ export class TurnLearner {
    */
   afterPlanned(seen: TurnSeen): void {
     if (this.offset === undefined) {
-      this.offset = seen.admitted;
+      this.offset = seen.admitted + this.margin(this.step, seen.admitted);
       return;
     }
     if (seen.admitted > this.offset + RELEARN_MS) this.forget();
     else if (seen.early === undefined) return;
     else if (this.refusedTooLate(seen.early)) this.forget();
-    else this.offset = Math.max(this.offset, seen.admitted);
+    else if (seen.admitted > this.offset) {
+      this.offset = seen.admitted + this.margin(seen.admitted - this.offset, seen.admitted);
+    }
+  }
+
+  /**
+   * Room left above a turn found by one sample of the latency: as much again as the sample was
+   * off (`by`), at most a small share of the window's length (about the offset).
+   */
+  private margin(by: number, offset: number): number {
+    return Math.min(by, MARGIN_SHARE * offset);
   }
 
   /** The API changed its limit: learnt afresh from the next named reset. */

@@ -60,6 +60,23 @@ describe('WindowQuota', () => {
     expect(quota.heldUntil(1_060, 0)).toBe(8_050);
   });
 
+  it("a probe's 429 whose reset has passed (Laravel on Redis) scans for the turn every 100 ms, not a second apart", () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 3, remaining: 0 }, 0, 0);
+    expect(quota.heldUntil(0, 0)).toBeLessThan(1);
+    quota.spend(1);
+    // The named second has come (Reset in the past, Retry-After 0) and the window runs on.
+    quota.refused({ limit: 3, remaining: 0, resetInMs: 0 }, 50, undefined, 1);
+    expect(quota.heldUntil(50, 0)).toBe(50);
+    quota.spend(50);
+    expect(quota.heldUntil(60, 1)).toBe(150); // the next of the scan, its first still out
+    quota.refused({ limit: 3, remaining: 0, resetInMs: 0 }, 100, undefined, 50);
+    expect(quota.heldUntil(100, 0)).toBe(150); // a refusal of the scan does not start it again
+    quota.spend(150);
+    quota.observe({ limit: 3, remaining: 2 }, 200, 0, 150); // let through: the new window
+    expect(quota.heldUntil(200, 0)).toBe(Number.NEGATIVE_INFINITY);
+  });
+
   it('a probe answered 200 opens a new window', () => {
     const quota = new WindowQuota();
     quota.observe({ limit: 60, remaining: 0 }, 0, 0);
@@ -75,7 +92,7 @@ describe('WindowQuota', () => {
   it('believes a 429 over a Remaining that says there is room, and a reset in the past means none known', () => {
     const quota = new WindowQuota();
     quota.observe({ limit: 100, remaining: 80, resetInMs: 0 }, 0, 0);
-    quota.refused({ limit: 100, remaining: 0, resetInMs: 0 }, 0, 4_000);
+    quota.refused({ limit: 100, remaining: 0 }, 0, 4_000);
     expect(quota.heldUntil(0, 0)).toBe(4_000);
     const past = new WindowQuota();
     past.observe({ limit: 100, remaining: 0, resetInMs: 0 }, 0, 0);

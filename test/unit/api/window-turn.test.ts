@@ -11,11 +11,14 @@ describe('TurnLearner', () => {
     learner.afterNamedReset({ early: 4_900, admitted: 5_000 }, false);
     expect(learner.plan()).toEqual({ from: 4_912.5, step: 12.5 });
     learner.afterPlanned({ early: 4_937.5, admitted: 4_950 });
-    expect(learner.plan()).toEqual({ from: 4_950, step: 0 });
-    // Met at the first request: nothing new. Refused there: the offset moves to the first let through.
-    learner.afterPlanned({ early: undefined, admitted: 4_950 });
-    learner.afterPlanned({ early: 4_951, admitted: 4_960 });
-    expect(learner.plan()).toEqual({ from: 4_960, step: 0 });
+    // Some room above the one sample: the step, at most 0.2% of the window.
+    expect(learner.plan()).toEqual({ from: 4_950 + 9.9, step: 0 });
+    // Met at the first request: nothing new. Refused there: past the first let through, by as
+    // much again as the plan was off (at most 0.2%).
+    learner.afterPlanned({ early: undefined, admitted: 4_959.9 });
+    expect(learner.plan()?.from).toBeCloseTo(4_959.9);
+    learner.afterPlanned({ early: 4_961, admitted: 4_963.9 });
+    expect(learner.plan()?.from).toBeCloseTo(4_963.9 + 4);
   });
 
   it('exact named resets: two in a row give the offset', () => {
@@ -30,15 +33,17 @@ describe('TurnLearner', () => {
     const learner = new TurnLearner();
     learner.afterNamedReset({ early: 900, admitted: 1_000 }, false);
     learner.afterPlanned({ early: 960, admitted: 970 });
-    expect(learner.refusedTooLate(970 + RELEARN_MS + 1)).toBe(true);
-    learner.afterPlanned({ early: 970 + RELEARN_MS + 1, admitted: 2_000 });
+    const at = learner.plan()?.from ?? Number.NaN;
+    expect(learner.refusedTooLate(at + RELEARN_MS)).toBe(false);
+    expect(learner.refusedTooLate(at + RELEARN_MS + 1)).toBe(true);
+    learner.afterPlanned({ early: at + RELEARN_MS + 1, admitted: at + RELEARN_MS + 5 });
     expect(learner.plan()).toBeUndefined();
     expect(learner.fineStepMs).toBe(COARSE_STEP_MS);
 
     const idle = new TurnLearner();
     idle.afterNamedReset({ early: 900, admitted: 1_000 }, false);
     idle.afterPlanned({ early: 960, admitted: 970 });
-    idle.afterPlanned({ early: undefined, admitted: 970 + RELEARN_MS + 1 });
+    idle.afterPlanned({ early: undefined, admitted: (idle.plan()?.from ?? Number.NaN) + RELEARN_MS + 1 });
     expect(idle.plan()).toBeUndefined();
   });
 });
