@@ -6,8 +6,9 @@
  * Every window after the first opens with a turn: the requests that go once the old window is
  * spent. A reset the answers name (GitHub, the IETF draft) is followed as said. Laravel's
  * `throttle` says `Remaining` on every answer but when the window resets only on a 429: a spent
- * window whose reset is unknown lets one probe out at a time (a second apart), and its 429 names
- * the reset. That reset is in whole seconds and may come up to a second before the turn, so the
+ * window whose reset is unknown lets one probe out at a time, and its 429 names the reset (a
+ * second apart when a 429 names none). That reset is in whole seconds and may come up to a
+ * second before the turn (a 429 may even say it has passed, with the window running on), so the
  * turn is scanned and then learnt (window-turn.ts): once learnt, the next window's first request
  * goes just after the turn, with no probe.
  *

@@ -17,9 +17,14 @@
  * 2. The next turn is scanned across that bracket in eighths (12.5 ms): the first request let
  *    through gives the offset to within a step.
  * 3. From then on the window's first request goes at that offset after the previous window's
- *    first request, with the rest behind it and no probe. A request refused there moves the
- *    offset to the first one let through (the latency spread, learnt at the cost of a 429); one
- *    refused more than 100 ms later, or a new limit, means the API changed: learnt afresh.
+ *    first request, with the rest behind it and no probe. The offset keeps some room above the
+ *    one latency sample it came from: as much again as the sample was off, at most 0.2% of the
+ *    window. A request refused there moves the offset past the first one let through the same
+ *    way (the latency's spread, learnt at the cost of a 429). One refused more than 100 ms
+ *    later, a first request sent more than 100 ms later than planned, or a new limit: the
+ *    windows are not where they were, learnt afresh.
+ * Whole-second windows (the named resets proved exact) take their offset from two exact turns
+ * in a row, and are met the same way.
  */
 
 /** The first turn after a named reset is scanned a request this often. */
