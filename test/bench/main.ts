@@ -1,7 +1,8 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
- * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current.
+ * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
+ * windows.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
  * REGROUP_TIME_REPORTS (default 100,000).
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
@@ -19,6 +20,7 @@ import { benchPublish } from './publish.js';
 import { benchRegroup } from './regroup.js';
 import { benchTopology } from './topology.js';
 import { benchUnitMemory } from './unit-memory.js';
+import { benchWindows } from './windows.js';
 
 const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   client: benchClient,
@@ -38,6 +40,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   'cli-startup': benchCliStartup,
   'iceberg-metadata': benchIcebergMetadata,
   'iceberg-current': benchIcebergCurrent,
+  windows: benchWindows,
 };
 
 function print(name: string, figures: Record<string, number>): void {

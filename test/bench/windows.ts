@@ -1,0 +1,55 @@
+/**
+ * Fixed windows on virtual time (test/unit/api/limiter-sim.ts): Laravel's whole-second headers
+ * over windows of 1 s, 5 s and 60 s that turn on the second named (file stores) or where a Redis
+ * key expires (up to a second later), 100 ms of latency (each one-way delay 25-50 ms), 128
+ * callers, seeds 1-5. Figures from window 4 on (the turns before it are the limiter's to learn):
+ * utilisation (answered requests over the allowed rate), 429s per window; and the 429s of the
+ * whole run (the learning's cost). Deterministic: the same figures on any machine.
+ *
+ *     npx tsx test/bench/windows.ts
+ */
+import { pathToFileURL } from 'node:url';
+import { afterWindows, simulate, type WindowLimit } from '../unit/api/limiter-sim.js';
+
+const SEEDS = [1, 2, 3, 4, 5];
+const WINDOWS = [
+  { windowRequests: 50, windowMs: 1_000, windows: 40 },
+  { windowRequests: 200, windowMs: 5_000, windows: 20 },
+  { windowRequests: 3_000, windowMs: 60_000, windows: 10 },
+];
+const LEARNING_WINDOWS = 4;
+
+/** Every variant's figures over the seeds: worst and median utilisation, worst 429s per window. */
+export async function benchWindows(): Promise<Record<string, number>> {
+  const figures: Record<string, number> = {};
+  for (const turn of ['exact', 'second'] as const) {
+    for (const { windowRequests, windowMs, windows } of WINDOWS) {
+      const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn };
+      const runs = [];
+      for (const seed of SEEDS) {
+        const result = await simulate({
+          limit,
+          items: windowRequests * windows,
+          workers: 128,
+          latencyMs: 100,
+          seed,
+          limiter: { concurrency: 128 },
+        });
+        runs.push({ ...afterWindows(result, limit, LEARNING_WINDOWS), all429: result.throttled });
+      }
+      const utilisation = runs.map((r) => r.utilisation).sort((a, b) => a - b);
+      const name = `${windowRequests}/${windowMs / 1000} s, ${turn === 'exact' ? 'Redis' : 'whole-second'} turn`;
+      figures[`${name}: utilisation min`] = utilisation[0] ?? Number.NaN;
+      figures[`${name}: utilisation median`] = utilisation[Math.floor(utilisation.length / 2)] ?? Number.NaN;
+      figures[`${name}: 429 per window max`] = Math.max(...runs.map((r) => r.refusalsPerWindow));
+      figures[`${name}: 429s of the run max`] = Math.max(...runs.map((r) => r.all429));
+    }
+  }
+  return figures;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  console.table(
+    Object.entries(await benchWindows()).map(([name, value]) => ({ name, value: Number(value.toFixed(3)) })),
+  );
+}
