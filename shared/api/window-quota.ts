@@ -103,7 +103,9 @@ export class WindowQuota {
     if (info.remaining === undefined) return;
     const turn = this.turn;
     const ofTurn = turn !== undefined && sentAt >= turn.from;
-    if (turn?.seenAt !== undefined && !ofTurn) return; // the window before the turn's
+    // The window before the turn's, once the turn is seen or has let all go at a named reset.
+    if (turn !== undefined && !ofTurn && (turn.seenAt !== undefined || this.lastRemaining === undefined))
+      return;
     const newWindow = this.isNewWindow(info.remaining, now, othersInFlight, ofTurn && turn.kind === 'probe');
     if (turn === undefined) this.openedAt = Math.min(this.openedAt ?? sentAt, sentAt);
     else if (!ofTurn) {

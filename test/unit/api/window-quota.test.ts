@@ -77,6 +77,20 @@ describe('WindowQuota', () => {
     expect(quota.heldUntil(200, 0)).toBe(Number.NEGATIVE_INFINITY);
   });
 
+  it('after a reset the answers named, a late answer of the window before does not spend the new one', () => {
+    const quota = new WindowQuota();
+    quota.observe({ limit: 10, remaining: 0, resetInMs: 1_000 }, 0, 1, 0);
+    expect(quota.heldUntil(0, 1)).toBe(1_000);
+    expect(quota.heldUntil(1_000, 1)).toBe(OPEN); // the whole limit again
+    // The request still out was sent at 0: its answer speaks of the window before.
+    quota.spend(1_000);
+    quota.observe({ limit: 10, remaining: 0 }, 1_050, 1, 0);
+    expect(quota.heldUntil(1_050, 1)).toBe(OPEN);
+    quota.observe({ limit: 10, remaining: 9 }, 1_100, 0, 1_000);
+    send(quota, 1_100, 8);
+    expect(quota.heldUntil(1_100, 0)).toBe(OPEN);
+  });
+
   it('a probe answered 200 opens a new window', () => {
     const quota = new WindowQuota();
     quota.observe({ limit: 60, remaining: 0 }, 0, 0);
