@@ -11,9 +11,8 @@
  * that request was sent (its length, give or take the spread of the latency). The learner finds
  * that offset from what the API shows:
  * 1. The first turn after a named reset is scanned from the reset, a request every 100 ms. If
- *    the first was let through, the named resets are exact and are followed from then on, as
- *    they come. Otherwise the latest request refused and the first let through bracket the
- *    offset to within 100 ms.
+ *    the first was let through, the named resets are exact (see the end). Otherwise the latest
+ *    request refused and the first let through bracket the offset to within 100 ms.
  * 2. The next turn is scanned across that bracket in eighths (12.5 ms): the first request let
  *    through gives the offset to within a step.
  * 3. From then on the window's first request goes at that offset after the previous window's
