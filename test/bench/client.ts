@@ -6,7 +6,8 @@
  * Redis key expires, up to a second after the whole-second reset named. A fresh client fetches
  * reports with 128 callers, the CLI's default ceiling. Figures: utilisation (answered requests
  * per second over the allowed rate; for windows, from the first window's start to the last
- * one's, and `learnt_` from window 4 on), share of 429s, the most requests in flight at once.
+ * one's, and `learnt_` once the turn is learnt: limiter-sim's LEARNING_WINDOWS), share of 429s,
+ * the most requests in flight at once.
  *
  *     npx tsx test/bench/client.ts ["part of a variant's name"]
  */
@@ -21,6 +22,7 @@ import {
   type SimulatorStats,
   startSimulator,
 } from '../simulator/index.js';
+import { afterWindows } from '../unit/api/limiter-sim.js';
 
 const CALLERS = RUN_DEFAULTS.concurrency.value;
 
@@ -59,9 +61,6 @@ const VARIANTS: Variant[] = [
     reports: windowRequests * windows,
   })),
 ];
-
-/** Windows measured from this one on: the turns before it are the limiter's to learn. */
-const LEARNING_WINDOWS = 4;
 
 async function runVariant(variant: Variant): Promise<Record<string, number>> {
   const sim = await startSimulator({
@@ -124,21 +123,10 @@ function utilisation(
   return counted / ((last - first) / 1000) / allowed;
 }
 
-/**
- * A window's figures from window LEARNING_WINDOWS on: utilisation (answered requests over the
- * allowed rate) and 429s per window.
- */
+/** A window's figures once the limiter learnt where it turns (limiter-sim's afterWindows). */
 function afterLearning(stats: SimulatorStats, limit: FixedWindowLimit): Record<string, number> {
-  const from = stats.windowStarts[LEARNING_WINDOWS];
-  const to = stats.windowStarts.at(-1);
-  if (from === undefined || to === undefined || to <= from) return {};
-  const within = (t: number) => t >= from && t < to;
-  const windows = stats.windowStarts.length - 1 - LEARNING_WINDOWS;
-  const allowed = (limit.windowRequests * 1000) / limit.windowMs;
-  return {
-    learnt_utilisation: stats.okTimes.filter(within).length / ((to - from) / 1000) / allowed,
-    learnt_429_per_window: stats.throttledTimes.filter(within).length / windows,
-  };
+  const learnt = afterWindows(stats, limit);
+  return { learnt_utilisation: learnt.utilisation, learnt_429_per_window: learnt.refusalsPerWindow };
 }
 
 /** Every variant's figures, flattened as `variant: figure` for the bench's report. */

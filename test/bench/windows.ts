@@ -10,7 +10,7 @@
  *     npx tsx test/bench/windows.ts
  */
 import { pathToFileURL } from 'node:url';
-import { afterWindows, simulate, type WindowLimit } from '../unit/api/limiter-sim.js';
+import { afterWindows, simulateWindows, type WindowLimit } from '../unit/api/limiter-sim.js';
 
 const SEEDS = [1, 2, 3, 4, 5];
 const WINDOWS = [
@@ -18,7 +18,6 @@ const WINDOWS = [
   { windowRequests: 200, windowMs: 5_000, windows: 20 },
   { windowRequests: 3_000, windowMs: 60_000, windows: 10 },
 ];
-const LEARNING_WINDOWS = 4;
 
 /** Every variant's figures over the seeds: worst and median utilisation, worst 429s per window. */
 export async function benchWindows(): Promise<Record<string, number>> {
@@ -28,17 +27,10 @@ export async function benchWindows(): Promise<Record<string, number>> {
       const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn };
       const runs = [];
       for (const seed of SEEDS) {
-        const result = await simulate({
-          limit,
-          items: windowRequests * windows,
-          workers: 128,
-          latencyMs: 100,
-          seed,
-          limiter: { concurrency: 128 },
-        });
+        const result = await simulateWindows(limit, windows, seed);
         const early = afterWindows(result, limit, 2);
         runs.push({
-          ...afterWindows(result, limit, LEARNING_WINDOWS),
+          ...afterWindows(result, limit),
           all429: result.throttled,
           fromWindow2: early.refusalsPerWindow,
           utilisationFrom2: early.utilisation,

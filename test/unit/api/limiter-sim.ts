@@ -7,19 +7,17 @@
  */
 import { AdaptiveRateLimiter, type AdaptiveRateLimiterOptions } from '../../../shared/api/limiter.js';
 import type { RateLimitInfo } from '../../../shared/api/rate-limit-headers.js';
+import type { WindowTurn } from '../../simulator/types.js';
 import { FakeClock } from './fake-clock.js';
 
 export type HeaderStyle = 'none' | 'laravel' | 'github' | 'ietf';
 
-/**
- * A fixed window: `turn` 'exact' ends a Laravel window `windowMs` after its first request (Redis),
- * 'second' (the default) on the whole second its headers name.
- */
+/** A fixed window; `turn` as the simulator's (default 'second'). */
 export interface WindowLimit {
   windowRequests: number;
   windowMs: number;
   headers: HeaderStyle;
-  turn?: 'second' | 'exact';
+  turn?: WindowTurn;
 }
 
 export type ApiLimit = { ratePerSecond: number; burst: number } | WindowLimit;
@@ -218,25 +216,48 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
 }
 
 /**
+ * Windows a client takes to learn where Laravel's windows turn: slow start does not spend the
+ * first (0), a probe meets the first named reset at the end of window 1, and the turns into
+ * windows 2 and 3 are scanned.
+ */
+export const LEARNING_WINDOWS = 4;
+
+/** What a window run recorded: this simulation's result, or the HTTP simulator's stats. */
+type WindowRecord = Pick<SimulationResult, 'okTimes' | 'throttledTimes' | 'windowStarts'>;
+
+/**
  * A fixed window's figures once the client had `skip` windows to learn in: utilisation from the
- * start of window `skip + 1` to the start of the last, and the 429s per window over that span.
+ * start of window `skip` (counted from 0) to the start of the last, and the 429s per window over
+ * that span.
  */
 export function afterWindows(
-  result: SimulationResult,
-  limit: WindowLimit,
-  skip: number,
+  record: WindowRecord,
+  limit: Pick<WindowLimit, 'windowRequests' | 'windowMs'>,
+  skip = LEARNING_WINDOWS,
 ): { utilisation: number; refusalsPerWindow: number; windows: number } {
-  const from = result.windowStarts[skip];
-  const to = result.windowStarts.at(-1);
+  const from = record.windowStarts[skip];
+  const to = record.windowStarts.at(-1);
   if (from === undefined || to === undefined || to <= from) throw new Error('too few windows to measure');
   const within = (t: number) => t >= from && t < to;
-  const windows = result.windowStarts.length - 1 - skip;
+  const windows = record.windowStarts.length - 1 - skip;
   const allowed = (limit.windowRequests * 1000) / limit.windowMs;
   return {
-    utilisation: result.okTimes.filter(within).length / ((to - from) / 1000) / allowed,
-    refusalsPerWindow: result.throttledTimes.filter(within).length / windows,
+    utilisation: record.okTimes.filter(within).length / ((to - from) / 1000) / allowed,
+    refusalsPerWindow: record.throttledTimes.filter(within).length / windows,
     windows,
   };
+}
+
+/** `windows` windows' worth of reports through `limit`, 128 callers, 100 ms of latency. */
+export function simulateWindows(limit: WindowLimit, windows: number, seed = 1): Promise<SimulationResult> {
+  return simulate({
+    limit,
+    items: limit.windowRequests * windows,
+    workers: 128,
+    latencyMs: 100,
+    seed,
+    limiter: { concurrency: 128 },
+  });
 }
 
 function utilisation(okTimes: number[], windowStarts: number[], allowed: number, durationS: number): number {

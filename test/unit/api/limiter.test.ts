@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
 import { FakeClock } from './fake-clock.js';
-import { afterWindows, simulate, type WindowLimit } from './limiter-sim.js';
+import { afterWindows, simulate, simulateWindows, type WindowLimit } from './limiter-sim.js';
 
 /** Acquires `n` slots and records the virtual time of each grant (slots released at once). */
 async function grantTimes(limiter: AdaptiveRateLimiter, clock: FakeClock, n: number, onGrant?: () => void) {
@@ -327,15 +327,8 @@ describe('AdaptiveRateLimiter and windows that turn after the reset they name (L
     it(`${windowRequests} per ${windowMs / 1000} s: the turn is learnt, then met with no probe`, async () => {
       const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn: 'exact' };
       for (const seed of windowMs >= 60_000 ? [1] : [1, 2, 3]) {
-        const result = await simulate({
-          limit,
-          items: windowRequests * windows,
-          workers: 128,
-          latencyMs: 100,
-          seed,
-          limiter: { concurrency: 128 },
-        });
-        const learnt = afterWindows(result, limit, 4);
+        const result = await simulateWindows(limit, windows, seed);
+        const learnt = afterWindows(result, limit);
 
         expect(result.ok).toBe(windowRequests * windows);
         // Before: one probe 429 per window and up to a second lost at each turn (0.85 at 5 s).
@@ -350,14 +343,8 @@ describe('AdaptiveRateLimiter and windows that turn after the reset they name (L
 
   it('whole-second windows (Laravel on a file store): named resets proved exact, then met with no probe', async () => {
     const limit: WindowLimit = { windowRequests: 200, windowMs: 5_000, headers: 'laravel', turn: 'second' };
-    const result = await simulate({
-      limit,
-      items: 200 * 14,
-      workers: 128,
-      latencyMs: 100,
-      limiter: { concurrency: 128 },
-    });
-    const learnt = afterWindows(result, limit, 4);
+    const result = await simulateWindows(limit, 14);
+    const learnt = afterWindows(result, limit);
 
     expect(learnt.utilisation).toBeGreaterThanOrEqual(0.98);
     expect(learnt.refusalsPerWindow).toBe(0);
