@@ -31,7 +31,7 @@ export type CampaignReportExporterProps = { readonly apiBaseUrl: string } & Read
   Partial<Omit<ExporterConfig, 'apiBaseUrl'>>
 >;
 
-/** One stack output: its plain name (the README's), value and description. */
+/** One stack output: its plain name (the docs'), value and description. */
 export interface ExporterOutput {
   readonly name: string;
   readonly value: string;
@@ -159,7 +159,7 @@ export class CampaignReportExporter extends Construct {
   }
 
   /**
-   * What a person needs after deploying, under the names the README uses. `ExporterStack`
+   * What a person needs after deploying, under the names the docs use. `ExporterStack`
    * makes each a stack output; a stack holding several exporters prefixes the names.
    */
   get outputs(): readonly ExporterOutput[] {

@@ -1,8 +1,8 @@
 /**
  * The run settings that the CLI, the Lambda environment and the CDK context all carry: each
  * one's default, allowed range and why, in one place. The edges derive their defaults, bounds,
- * usage text and documentation from here; test/unit/docs/run-defaults.test.ts holds the README
- * to the same values.
+ * usage text and documentation from here; test/unit/docs/run-defaults.test.ts holds the tables
+ * of docs/cli.md and docs/deploy.md to the same values.
  */
 
 export interface RunDefault {

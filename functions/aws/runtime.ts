@@ -105,7 +105,7 @@ let secrets: SecretsProvider | undefined;
 /** Says what to do when the secret has no usable key; counted as an auth failure (a person must act). */
 function noKey(secretId: string, what: string, cause?: unknown): ConfigError {
   metrics.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
-  const fix = `put the key with \`aws secretsmanager put-secret-value --secret-id ${secretId} --secret-string file://key.txt\` (README: "Put the API key")`;
+  const fix = `put the key with \`aws secretsmanager put-secret-value --secret-id ${secretId} --secret-string file://key.txt\` (docs/deploy.md#put-the-api-key)`;
   return new ConfigError(`the secret ${secretId} ${what}: ${fix}`, {
     hint: 'the secret holds the key as plain text, or as JSON {"apiKey": "..."}',
     cause,

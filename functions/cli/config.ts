@@ -18,7 +18,7 @@ const DEFAULT_S3_REGION = 'us-east-1';
 /** --wait-lock's ceiling: a day; a run that holds --out longer is stuck, not busy. */
 const MAX_WAIT_LOCK_SECONDS = 86_400;
 
-/** Exit codes of the export command (USAGE and README say the same). */
+/** Exit codes of the export command (USAGE and docs/cli.md say the same). */
 export const EXIT = {
   /** The run finished: succeeded, or partial without --fail-on-partial. */
   ok: 0,
@@ -37,7 +37,7 @@ export const USAGE = `Usage: campaign-report-exporter export --out <DIR | s3://b
        npm run --silent export -- --out <DIR | s3://bucket/prefix> [options]   (in a checkout)
 
 Copies campaigns, jobs and job reports from the Integration API into dated JSON Lines and
-Parquet under --out (see README: "Output layout").
+Parquet under --out (docs/ingest.md#output-layout).
 
 Options:
   --out <DIR|s3://bucket/prefix>  where to write (required); a relative DIR is taken from the

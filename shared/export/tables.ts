@@ -1,7 +1,7 @@
 /**
  * The Parquet tables of the outside contract (CONTRACT.md): names, columns, logical types and
  * nullability. The single source of truth: the Parquet writer, the Glue tables in CDK, the
- * README's table reference and the tests all derive from this module.
+ * column reference in docs/query.md and the tests all derive from this module.
  */
 
 import type { ColumnType, ParquetColumn, ParquetTable } from '../parquet/schema.js';

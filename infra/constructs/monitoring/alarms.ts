@@ -24,6 +24,9 @@ const HEARTBEAT_PERIOD = Duration.hours(1);
  */
 const NO_FINISHED_RUN_PERIODS = 1;
 
+/** Where an alarm's runbook is: its section of docs/operate.md (the docs test resolves each link). */
+const runbook = (section: string): string => ` Runbook: docs/operate.md#${section}`;
+
 export interface ExporterAlarmsProps {
   readonly functions: { readonly byName: Readonly<Record<FunctionName, lambda.IFunction>> };
   readonly queues: ExporterQueues;
@@ -78,42 +81,42 @@ export function addAlarms(scope: Construct, props: ExporterAlarmsProps): cw.Alar
     notEmpty(
       `${label}DlqNotEmpty`,
       work.deadLetterQueue,
-      `Messages in the ${label.toLowerCase()} dead-letter queue: inspect them, fix the cause, redrive them to the source queue.`,
+      `Messages in the ${label.toLowerCase()} dead-letter queue: the run has closed with their jobs counted failed. Read them and the function's log, fix the cause, then purge the queue (do not redrive: a message of a closed run is dropped); the next run fetches those jobs again.${runbook('plandlqnotempty-reportdlqnotempty')}`,
     );
   }
   for (const queue of props.scheduleDeadLetterQueues) {
     notEmpty(
       `Schedule${queue.node.id}NotEmpty`,
       queue,
-      `A scheduled start-run or finish-run could not be delivered (a message in ${queue.queueName}): read the message's attributes for the error (ERROR_CODE, ERROR_MESSAGE, SCHEDULE_ARN). A missed start-run: start the run by hand, invoking the function of the StartRunFunctionName output with {"mode":"incremental"}; a missed finish-run needs nothing, the next one runs within ${FINISH_RUN_RATE.toMinutes()} minutes. Then delete the message.`,
+      `A scheduled start-run or finish-run could not be delivered (a message in ${queue.queueName}): read the message's attributes: which schedule and time (SCHEDULE_ARN, SCHEDULED_TIME) and why (ERROR_CODE, ERROR_MESSAGE). A missed start-run: start it by hand, invoking the function of the StartRunFunctionName output with {"mode":"incremental","scheduled_time":"<SCHEDULED_TIME>"} (it still starts at most once); a missed finish-run needs nothing, the next one runs within ${FINISH_RUN_RATE.toMinutes()} minutes. Then delete the message.${runbook('scheduledeadlettersnotempty')}`,
     );
   }
   for (const name of FUNCTION_NAMES) {
     atLeastOne(
       `${FUNCTION_SETTINGS[name].id}Errors`,
       functions.byName[name].metricErrors({ period: EVENT_PERIOD, statistic: cw.Stats.SUM }),
-      `${name} failed (an invocation error, not a partial batch failure): read its log group.`,
+      `${name} failed (an invocation error, not a partial batch failure): read its log group.${runbook('functionerrors')}`,
     );
   }
   atLeastOne(
     'AuthFailures',
     metric(METRIC.authFailures),
-    'The API answered 401/403 to the key: put a valid key into the secret, or allow the egress IP for the key.',
+    `The API answered 401/403 to the key, or the secret holds no key: put a valid key into the secret, or allow the egress IP for the key.${runbook('authfailures')}`,
   );
   atLeastOne(
     'RunsFailed',
     metric(METRIC.runsFailed),
-    'An export run failed: read its manifest and start-run logs.',
+    `An export run failed: read its manifest's error and start-run's log.${runbook('runsfailed')}`,
   );
   atLeastOne(
     'RunsUnfinished',
     metric(METRIC.runsUnfinished),
-    'An export run did not finish within its deadline: look at the queues and the dead-letter queues.',
+    `An export run did not finish within its deadline and was closed with what it had: look at the queues, the dead-letter queues and the function errors.${runbook('runsunfinished')}`,
   );
 
   const hours = props.missedRunAlarmHours;
   const noFinishedRun = add('NoFinishedRun', {
-    alarmDescription: `ALARM: no export run succeeded or ended partial within ${hours} h: check the schedule, start-run and the other alarms. INSUFFICIENT_DATA: finish-run stopped putting ${METRIC.hoursSinceFinishedRun} (every ${FINISH_RUN_RATE.toMinutes()} minutes): check the FinishRuns schedule, its dead-letter queue and finish-run's log group.`,
+    alarmDescription: `ALARM: no export run succeeded or ended partial within ${hours} h: check the schedule, start-run and the other alarms. INSUFFICIENT_DATA: finish-run stopped putting ${METRIC.hoursSinceFinishedRun} (every ${FINISH_RUN_RATE.toMinutes()} minutes): check the FinishRuns schedule, its dead-letter queue and finish-run's log group.${runbook('nofinishedrun')}`,
     metric: metric(METRIC.hoursSinceFinishedRun, HEARTBEAT_PERIOD, cw.Stats.MAXIMUM),
     threshold: hours,
     comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -127,7 +130,7 @@ export function addAlarms(scope: Construct, props: ExporterAlarmsProps): cw.Alar
   noFinishedRun.addInsufficientDataAction(action);
 
   add('HighThrottleShare', {
-    alarmDescription: `More than ${props.throttleShareThreshold * 100}% of API requests got 429 in a run: lower reportMaxConcurrency or rateCeiling.`,
+    alarmDescription: `More than ${props.throttleShareThreshold * 100}% of API requests got 429 in a run: the shared budget learns the limit from 429s, so the limit changes or another client uses the key; lower rateCeiling.${runbook('highthrottleshare')}`,
     metric: props.throttleShare,
     threshold: props.throttleShareThreshold,
     comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,

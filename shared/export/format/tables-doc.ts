@@ -1,6 +1,6 @@
 /**
- * The README's table reference, generated from the table definitions (`npm run docs` writes
- * it between the markers; a test fails when the README and the definitions disagree).
+ * The column reference of docs/query.md, generated from the table definitions (`npm run docs`
+ * writes it between the markers; a test fails when the page and the definitions disagree).
  */
 import { ExporterError } from '../../errors.js';
 import { TABLE_NAMES, TABLES } from '../tables.js';
@@ -15,7 +15,7 @@ export function tablesMarkdown(): string {
   const parts: string[] = [];
   for (const name of TABLE_NAMES) {
     const table = TABLES[name];
-    parts.push(`#### \`${name}\`\n\n${table.doc}\n`);
+    parts.push(`### \`${name}\`\n\n${table.doc}\n`);
     parts.push('| column | type | null | meaning |\n|---|---|---|---|');
     for (const c of table.columns) {
       parts.push(`| \`${c.name}\` | ${c.type} | ${c.nullable ? 'yes' : 'no'} | ${escapePipes(c.doc)} |`);
@@ -25,10 +25,10 @@ export function tablesMarkdown(): string {
   return `${DOC_START}\n${parts.join('\n')}${DOC_END}`;
 }
 
-/** The README with its table reference replaced by the generated one. */
-export function withTablesDoc(readme: string): string {
-  const start = readme.indexOf(DOC_START);
-  const end = readme.indexOf(DOC_END);
-  if (start < 0 || end < start) throw new ExporterError('README has no tables markers');
-  return `${readme.slice(0, start)}${tablesMarkdown()}${readme.slice(end + DOC_END.length)}`;
+/** The page `markdown` with its table reference replaced by the generated one. */
+export function withTablesDoc(markdown: string): string {
+  const start = markdown.indexOf(DOC_START);
+  const end = markdown.indexOf(DOC_END);
+  if (start < 0 || end < start) throw new ExporterError('the page has no tables markers');
+  return `${markdown.slice(0, start)}${tablesMarkdown()}${markdown.slice(end + DOC_END.length)}`;
 }
