@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../../shared/run-defaults.js';
 
-const page = (name: string): string => readFileSync(new URL(`../../../docs/${name}`, import.meta.url), 'utf8');
+const page = (name: string): string =>
+  readFileSync(new URL(`../../../docs/${name}`, import.meta.url), 'utf8');
 
 /** The cells of a Markdown table row (`\|` inside a cell is text, not a border). */
 const cellsOf = (line: string): string[] =>
@@ -49,11 +50,14 @@ describe('documented run defaults', () => {
     expect(meaning).toContain(describeRange(entry));
   });
 
-  it.each(ENTRIES.filter(([, e]) => e.context !== undefined))('docs/deploy.md context table: %s', (_name, entry) => {
-    const [, def, meaning] = rowOf(CONTEXT_ROWS, entry.context!);
-    expect(def).toBe(String(entry.value));
-    expect(meaning).toContain(describeRange(entry));
-  });
+  it.each(ENTRIES.filter(([, e]) => e.context !== undefined))(
+    'docs/deploy.md context table: %s',
+    (_name, entry) => {
+      const [, def, meaning] = rowOf(CONTEXT_ROWS, entry.context!);
+      expect(def).toBe(String(entry.value));
+      expect(meaning).toContain(describeRange(entry));
+    },
+  );
 
   it('explains that --concurrency is a ceiling and the in-flight count follows rate x latency', () => {
     expect(rowOf(FLAG_ROWS, '--concurrency')[2]).toContain('the number used follows rate x latency');
