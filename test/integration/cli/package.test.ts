@@ -85,6 +85,16 @@ describe('the packed CLI', () => {
     expect(packed.map((f) => f.path).sort()).toEqual(['README.md', 'dist/cli.mjs', 'package.json']);
   });
 
+  it('installs nothing beside itself: its package.json lists no dependencies of any kind', async () => {
+    // dist/cli.mjs bundles what it uses; a listed dependency would be fetched by `npm install -g`.
+    const manifest = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    for (const field of ['dependencies', 'optionalDependencies', 'peerDependencies', 'bundleDependencies'])
+      expect(manifest[field], field).toBeUndefined();
+  });
+
   it('is one file that needs only Node: a node shebang, Node built-ins, no TypeScript or tsx', async () => {
     const bundle = await readFile(bin, 'utf8');
     expect(bundle.startsWith('#!/usr/bin/env node\n')).toBe(true);
