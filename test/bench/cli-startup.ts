@@ -22,7 +22,7 @@ interface Variant {
 
 function variants(bundle: string): Variant[] {
   return [
-    // What a user types from a checkout (README), preexport's dependency check included.
+    // What a user types from a checkout (docs/cli.md), preexport's dependency check included.
     { name: 'npm_run_export_help', command: 'npm', args: ['run', '--silent', 'export', '--', '--help'] },
     // What `npm run export -- --help` runs after that check.
     { name: 'npx_tsx_export_help', command: 'npx', args: ['tsx', 'functions/cli/export.ts', '--help'] },

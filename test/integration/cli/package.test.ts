@@ -81,8 +81,12 @@ afterAll(async () => {
 });
 
 describe('the packed CLI', () => {
-  it('ships the bundle, the README and package.json, and none of the sources', () => {
-    expect(packed.map((f) => f.path).sort()).toEqual(['README.md', 'dist/cli.mjs', 'package.json']);
+  it('ships the bundle, the README, the docs it links and package.json, and none of the sources', async () => {
+    const docs = (await readdir(new URL('../../../docs/', import.meta.url))).map((f) => `docs/${f}`);
+    expect(docs.length).toBeGreaterThan(0);
+    expect(packed.map((f) => f.path).sort()).toEqual(
+      ['README.md', 'dist/cli.mjs', ...docs, 'package.json'].sort(),
+    );
   });
 
   it('installs nothing beside itself: its package.json lists no dependencies of any kind', async () => {
