@@ -25,6 +25,12 @@ const KEY_LINES = 20;
 /** Lines of stdout and of stderr shown for a failing block. */
 const TAIL_LINES = 30;
 
+/**
+ * Set in a docs script's environment: a doc that runs `npm test` would run this test again,
+ * which must not run the docs' scripts once more (it would never end).
+ */
+export const NESTED_RUN_VARIABLE = 'DOCS_EXAMPLES_RUNNING';
+
 /** What a docs script runs with. */
 export interface ShellContext {
   /** The repository root: the scripts' working folder. */
@@ -75,6 +81,7 @@ export async function userShell(): Promise<{ env: NodeJS.ProcessEnv; dispose(): 
     ...(await npmSettings()),
     HOME: home,
     npm_config_prefix: prefix,
+    [NESTED_RUN_VARIABLE]: '1',
     // The Node running the tests (the engines' >= 22.15) stands for the user's: this machine's
     // own `node` may be older, and the packaged CLI needs a recent one.
     PATH: [join(prefix, 'bin'), dirname(process.execPath), userPath(process.env.PATH ?? '')].join(delimiter),
