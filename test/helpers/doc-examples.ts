@@ -240,12 +240,20 @@ export async function shellSyntaxProblems(file: MarkdownFile): Promise<Problem[]
 const firstLine = (error: unknown): string =>
   (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
 
-/** Runs every statement of the file's runnable `sql` blocks, in order; each error names its line. */
-export async function runSqlExamples(file: MarkdownFile, lake: LakeSql): Promise<Problem[]> {
+/** The export folder the docs' SQL names, as a user's own `--out` (cli.md's examples write it). */
+export const DOCS_OUT = 'out/acme/';
+
+/**
+ * Runs every statement of the file's runnable `sql` blocks, in order, on `lake` (DuckDB over the
+ * export folder `root`; a path under `out/acme/` in a statement is read from there); each error
+ * names its line.
+ */
+export async function runSqlExamples(file: MarkdownFile, lake: LakeSql, root: string): Promise<Problem[]> {
   const problems: Problem[] = [];
   for (const block of codeBlocks(file).filter((b) => isRunnable(b, 'sql'))) {
     for (const statement of sqlStatements(block.value)) {
-      const message = await lake.query(statement.text).then(
+      const text = statement.text.replaceAll(`'${DOCS_OUT}`, `'${root}/`);
+      const message = await lake.query(text).then(
         () => undefined,
         (error: unknown) => `sql statement failed on DuckDB: ${firstLine(error)}`,
       );

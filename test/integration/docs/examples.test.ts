@@ -7,7 +7,8 @@
  * - Every code block is fenced and names a language: sh, sql, mermaid, ts, json or text. An
  *   indented block, a bare fence or another language fails, naming file and line.
  * - Markers after the language: `sh aws` (needs an AWS account: only `bash -n`), `sql athena`
- *   (Athena-only: not run). Any other marker fails. mermaid, ts, json and text are not run.
+ *   (Athena-only) and `sql internet` (needs a DuckDB extension from the internet): not run. Any
+ *   other marker fails. mermaid, ts, json and text are not run.
  * - The runnable `sh` blocks of a file run in document order as ONE bash script (`set -euo
  *   pipefail`, so an `export` holds for later blocks) from the repository root, with:
  *   `https://api.acme.com` replaced by the API simulator's URL (small dataset, seed 1); the
@@ -20,7 +21,8 @@
  * - The runnable `sql` blocks run statement by statement (split on `;` outside strings and
  *   comments) on DuckDB over an export folder from two runs against the simulator (full on
  *   2026-11-22, incremental on 2026-11-23), through `openLakeSql`: the tables, `runs` and the
- *   `*_latest` views, as in the demo and Athena. An error names the statement's line.
+ *   `*_latest` views, as in the demo and Athena; a path `'out/acme/…'` in a statement reads that
+ *   folder. An error names the statement's line.
  * - Links, images and definitions whose target is not http(s) or mailto name an existing file or
  *   folder (from the Markdown file; `/…` from the repository root; a trailing `/` only on a
  *   folder), inside the repository; a `#anchor` names a heading of that Markdown file (or of this
@@ -176,7 +178,7 @@ describe('the examples run', () => {
     );
 
     it('runs its sql statements on DuckDB over an export', async () => {
-      expect(shown(await withLake((sql) => runSqlExamples(read(name), sql)))).toEqual([]);
+      expect(shown(await withLake((sql) => runSqlExamples(read(name), sql, lake)))).toEqual([]);
     });
   });
 
@@ -288,7 +290,7 @@ describe('the examples run', () => {
           '```',
         ].join('\n'),
       );
-      const problems = await withLake((sql) => runSqlExamples(file, sql));
+      const problems = await withLake((sql) => runSqlExamples(file, sql, lake));
       expect(problems).toHaveLength(1);
       expect(problems[0]).toMatchObject({ file: file.name, line: 7 });
       expect(problems[0]?.message).toMatch(/^sql statement failed on DuckDB: .*nope/);
