@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -20,6 +21,7 @@ import {
 import { ExporterMonitoring, type ExporterMonitoringProps } from '../../infra/constructs/monitoring.js';
 import { ExporterQueues } from '../../infra/constructs/queues.js';
 import { METRIC, METRICS_NAMESPACE } from '../../shared/metrics.js';
+import { TargetResolver } from '../helpers/doc-checks.js';
 import { logicalIdOf, type Resources, resourcesOf } from './helpers.js';
 
 const outdirs: string[] = [];
@@ -300,5 +302,23 @@ describe('service dimension', () => {
   it("defaults to functions.ts's SERVICE_NAME", () => {
     const { alarms, dashboard } = serviceValues(synthMonitoring().template);
     expect(new Set([...alarms, ...dashboard])).toEqual(new Set([SERVICE_NAME]));
+  });
+});
+
+describe('runbooks', () => {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+
+  it('every alarm links its own section of docs/operate.md, and the section exists', () => {
+    const alarms = alarmsOf(synthMonitoring({ scheduleDlqs: ['IncrementalRunDlq'] }).template);
+    const resolver = new TargetResolver(root);
+    const links = alarms.map((alarm) => {
+      const description = JSON.stringify(alarm.Properties.AlarmDescription);
+      const link = /Runbook: (docs\/operate\.md#[a-z0-9-]+)/.exec(description)?.[1];
+      expect(link, description).toBeDefined();
+      expect(resolver.problem(link!, root), link).toBeUndefined();
+      return link;
+    });
+    // Each kind of alarm has its section: the function errors share one, the two work DLQs another.
+    expect(new Set(links).size).toBe(8);
   });
 });
