@@ -3,7 +3,7 @@
  * dependencies into one ESM file, dist/cli.mjs by default, run by `node` alone: no TypeScript
  * compiler and no node_modules at run time. `npm pack` runs it first (prepack).
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, renameSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -42,9 +42,12 @@ export async function buildCli(outfile: string = CLI_BUNDLE): Promise<CliBuild> 
   const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as {
     engines?: { node?: string };
   };
+  // Written beside, then renamed over the bundle: two builds at once (`npm pack` in two test
+  // files) never let a reader see a half-written file.
+  const partial = `${outfile}.${process.pid}.partial`;
   await build({
     entryPoints: [CLI_ENTRY],
-    outfile,
+    outfile: partial,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -57,6 +60,7 @@ export async function buildCli(outfile: string = CLI_BUNDLE): Promise<CliBuild> 
     banner: { js: BANNER },
     logLevel: 'warning',
   });
+  renameSync(partial, outfile);
   return { outfile, bytes: statSync(outfile).size };
 }
 
