@@ -3,8 +3,8 @@
  * blocks, links, inline code spans and heading anchors of a file, each with its line, for the
  * docs tests (test/integration/docs/examples.test.ts).
  */
-import { readFileSync } from 'node:fs';
-import { relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import GithubSlugger from 'github-slugger';
 import type { Code, Nodes, Root } from 'mdast';
 import { fromMarkdown } from 'mdast-util-from-markdown';
@@ -41,6 +41,17 @@ export interface Located {
 
 export function parseMarkdown(source: string): Root {
   return fromMarkdown(source, { extensions: [gfm()], mdastExtensions: [gfmFromMarkdown()] });
+}
+
+/** The files whose examples run and whose diagrams are checked: README.md, then docs/**\/*.md in order. */
+export function docsFiles(root: string): string[] {
+  const docs = existsSync(join(root, 'docs'))
+    ? readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => join('docs', name))
+        .sort()
+    : [];
+  return ['README.md', ...docs];
 }
 
 /** Reads and parses `path`; `root` only makes the name shown in messages. */

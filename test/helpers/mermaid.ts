@@ -40,7 +40,6 @@ export interface ParsedDiagram {
   readonly problems: readonly string[];
 }
 
-const FENCE_OPEN = /^\s*(`{3,}|~{3,})\s*mermaid\s*$/;
 const MARKER = /^%%\s*checked:\s*(.*?)\s*$/;
 const HEADER = /^(flowchart|graph)(\s+(TB|TD|BT|LR|RL))?\s*;?$/;
 /** Lines that declare no node: layout, styling, interaction, the end of a subgraph. */
@@ -62,22 +61,6 @@ const SHAPES: readonly (readonly [string, string])[] = [
 ];
 /** A resource name: a word of letters, digits, `_` and `-`, starting with a letter. */
 const NAME = /^[A-Za-z][\w-]*$/;
-
-/** Every ```mermaid block of a Markdown file, with where it opens. */
-export function mermaidBlocks(markdown: string, file: string): MermaidBlock[] {
-  const lines = markdown.split('\n');
-  const blocks: MermaidBlock[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const fence = FENCE_OPEN.exec(lines[i]!)?.[1];
-    if (fence === undefined) continue;
-    const close = new RegExp(`^\\s*${fence[0]}{${fence.length},}\\s*$`);
-    const end = lines.findIndex((line, j) => j > i && close.test(line));
-    const stop = end === -1 ? lines.length : end;
-    blocks.push({ where: `${file}:${i + 1}`, source: lines.slice(i + 1, stop).join('\n') });
-    i = stop;
-  }
-  return blocks;
-}
 
 /** The names a label gives: its first line, less a leading mark (`λ `), split on `·` or `,`. */
 export function namesOf(label: string): string[] {

@@ -23,14 +23,16 @@
  * auto-delete, bucket notifications) are singletons at the stack's root, outside the exporter
  * construct: they are not the exporter's functions and are left out.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { CfnResource } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTION_NAMES } from '../../infra/constructs/functions.js';
+import { codeBlocks, docsFiles, readMarkdown } from '../helpers/markdown.js';
 import {
   type Catalogue,
   diagramProblems,
-  mermaidBlocks,
+  type MermaidBlock,
   type NodeKind,
   namesOf,
   parseDiagram,
@@ -38,15 +40,18 @@ import {
 import { removeSynthOutputs, resourcesOf, type Synthesized, synthExporter } from './helpers.js';
 
 const ROOT = new URL('../../', import.meta.url);
-const DOC_FILES = [
-  'README.md',
-  ...readdirSync(new URL('docs/', ROOT))
-    .filter((f) => f.endsWith('.md'))
-    .sort()
-    .map((f) => `docs/${f}`),
-];
 const read = (file: string) => readFileSync(new URL(file, ROOT), 'utf8');
-const BLOCKS = DOC_FILES.flatMap((file) => mermaidBlocks(read(file), file));
+
+/** Every ```mermaid block of README.md and docs/, with the file and the line of its fence. */
+function mermaidBlocks(): MermaidBlock[] {
+  const root = fileURLToPath(ROOT);
+  return docsFiles(root).flatMap((name) =>
+    codeBlocks(readMarkdown(fileURLToPath(new URL(name, ROOT)), root))
+      .filter((block) => block.lang === 'mermaid')
+      .map((block) => ({ where: `${name}:${block.line}`, source: block.value })),
+  );
+}
+const BLOCKS = mermaidBlocks();
 /** Any valid cron: the schedule only has to exist. */
 const FULL_REFRESH_CRON = '0 3 ? * SUN *';
 
@@ -160,23 +165,7 @@ describe('the diagram reader', () => {
     ]);
   });
 
-  it('finds each mermaid block of a Markdown file with the line it opens on', () => {
-    const markdown = [
-      '# t',
-      '```mermaid',
-      '%% checked: subset',
-      '```',
-      '',
-      '```ts',
-      'x',
-      '```',
-      '```mermaid',
-      'a',
-    ];
-    expect(mermaidBlocks(markdown.join('\n'), 'doc.md')).toEqual([
-      { where: 'doc.md:2', source: '%% checked: subset' },
-      { where: 'doc.md:9', source: 'a' },
-    ]);
+  it('reads the names of a label: its first line, less a leading mark, split on · or ,', () => {
     expect(namesOf('⏰ IncrementalRun, FinishRuns<br/>cron')).toEqual(['IncrementalRun', 'FinishRuns']);
   });
 });

@@ -32,7 +32,7 @@
  * - `docs/<file>.md` and `docs/<file>.md#anchor` in `*.ts` under functions/, infra/ and shared/
  *   (error messages, comments) resolve from the repository root.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,21 +57,12 @@ import {
   userShell,
 } from '../../helpers/doc-examples.js';
 import { exporter, tempDir } from '../../helpers/export.js';
-import { type MarkdownFile, readMarkdown } from '../../helpers/markdown.js';
+import { docsFiles as listDocs, type MarkdownFile, readMarkdown } from '../../helpers/markdown.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** Files whose examples run: README.md, then docs/**\/*.md in order. */
-function docsFiles(): string[] {
-  const docs = existsSync(join(ROOT, 'docs'))
-    ? readdirSync(join(ROOT, 'docs'), { recursive: true, encoding: 'utf8' })
-        .filter((name) => name.endsWith('.md'))
-        .map((name) => join('docs', name))
-        .sort()
-    : [];
-  return ['README.md', ...docs];
-}
+const docsFiles = (): string[] => listDocs(ROOT);
 
 /** Files whose links and inline paths are checked: the docs, and the READMEs beside the code. */
 const LINKED_ONLY = ['BENCHMARKS.md', 'test/sim/README.md', 'test/simulator/README.md'];
