@@ -70,6 +70,8 @@ describe('IntegrationApiClient.getReport', () => {
     const tryLater = notReady(NOT_READY_REASONS.try_later);
     const { client, server, clock } = await harness(
       (req): Reply => (req.nth <= 2 ? tryLater : { body: { data: reportData(2) } }),
+      // Mid-range jitter: Math.random could draw a backoff under 1 ms, which is no sleep at all.
+      { random: () => 0.5 },
     );
 
     const outcome = await client.getReport(1, 2);
