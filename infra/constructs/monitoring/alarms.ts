@@ -81,7 +81,7 @@ export function addAlarms(scope: Construct, props: ExporterAlarmsProps): cw.Alar
     notEmpty(
       `${label}DlqNotEmpty`,
       work.deadLetterQueue,
-      `Messages in the ${label.toLowerCase()} dead-letter queue: the run has closed with their jobs counted failed. Read them and the function's log, fix the cause, then purge the queue (do not redrive: a message of a closed run is dropped); the next run fetches those jobs again.${runbook('plandlqnotempty-reportdlqnotempty')}`,
+      `Messages in the ${label.toLowerCase()} dead-letter queue: their run closes without them, their jobs counted failed. Read them and the function's log, fix the cause, then purge the queue (do not redrive: a message of a closed run is dropped); the next run fetches those jobs again.${runbook('plandlqnotempty-reportdlqnotempty')}`,
     );
   }
   for (const queue of props.scheduleDeadLetterQueues) {
