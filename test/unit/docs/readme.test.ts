@@ -1,7 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tablesMarkdown } from '../../../shared/export/format/tables-doc.js';
 import { TABLE_NAMES, TABLES } from '../../../shared/export/tables.js';
+import { docsFiles } from '../../helpers/markdown.js';
 
 const read = (path: string): string => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 const readme = read('README.md');
@@ -18,9 +20,11 @@ describe('README', () => {
   });
 
   it('links every page of docs/', () => {
-    const pages = readdirSync(new URL('../../../docs/', import.meta.url)).filter((f) => f.endsWith('.md'));
+    const pages = docsFiles(fileURLToPath(new URL('../../../', import.meta.url))).filter(
+      (f) => f !== 'README.md',
+    );
     expect(pages.length).toBeGreaterThan(0);
-    for (const page of pages) expect(readme, page).toContain(`](docs/${page})`);
+    for (const page of pages) expect(readme, page).toContain(`](${page})`);
   });
 });
 
