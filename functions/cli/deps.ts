@@ -45,6 +45,7 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
         baseUrl: options.baseUrl,
         apiKey: options.apiKey,
         keySource: 'INTEGRATION_API_KEY',
+        baseUrlSource: 'INTEGRATION_API_BASE_URL',
         limiter,
         ...(options.maxBodyMiB !== undefined && { maxBodyBytes: bodyLimitBytes(options.maxBodyMiB) }),
         ...(options.onRequest && { onEvent: options.onRequest }),

@@ -27,6 +27,7 @@ import {
   VerifyResponseSchema,
 } from './schemas.js';
 import { commonStep, done, redactAnswer, refusalFields, type Step, tooLarge } from './steps.js';
+import { unreachableHint } from './unreachable.js';
 
 export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
 export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
@@ -40,6 +41,8 @@ export interface ClientOptions {
   refreshApiKey?: () => Promise<string>;
   /** Where the key comes from, named in the hints of auth errors (default "the configured API key"). */
   keySource?: string;
+  /** Where the base URL comes from, named in the hint of an API that cannot be reached (default "the API base URL"). */
+  baseUrlSource?: string;
   /** Shared by every request of the process; default: a new AdaptiveRateLimiter(). */
   limiter?: RateLimiter;
   retry?: Partial<RetryPolicy>;
@@ -279,6 +282,15 @@ export class IntegrationApiClient {
           path,
           retryAfterMs: step.retryAfterMs,
           cause: step.cause,
+          // No answer at all: what to check (the URL, DNS, the port, the network).
+          ...(status === 'error' && {
+            hint: unreachableHint(
+              this.base,
+              this.options.baseUrlSource ?? 'the API base URL',
+              step.cause,
+              step.detail,
+            ),
+          }),
         });
         if (step.giveUp) return step.giveUp(error);
         throw error;
