@@ -19,6 +19,13 @@ const FIELD_GAP = '  ';
 const BAR_WIDTH = 28;
 /** The narrowest bar worth showing; narrower, it goes (in {@link DROP_ORDER}'s turn). */
 const MIN_BAR_WIDTH = 10;
+/**
+ * Columns left free at the end of the bar's line: the terminal echoes Ctrl-C as `^C` after it,
+ * and a line that then reached the last column would wrap, leaving a stale bar above the
+ * interrupted line (seen in tmux at 70 columns); writing into the last column also makes some
+ * terminals wrap at once.
+ */
+const SPARE_COLUMNS = 3;
 /** A terminal's width when it does not say (stderr.columns undefined). */
 const DEFAULT_COLUMNS = 80;
 
@@ -147,12 +154,11 @@ export class Progress {
   }
 
   /**
-   * The bar and the line as they fit in `columns` columns, the last one left free (writing into
-   * it makes some terminals wrap at once): the bar shrinks, then fields go in
-   * {@link DROP_ORDER}, then the line is cut.
+   * The bar and the line as they fit in `columns` columns, the last {@link SPARE_COLUMNS} left
+   * free: the bar shrinks, then fields go in {@link DROP_ORDER}, then the line is cut.
    */
   frame(columns: number): string {
-    const width = Math.max(1, columns - 1);
+    const width = Math.max(1, columns - SPARE_COLUMNS);
     let fields = this.fields(this.clock.now());
     let withBar = true;
     const render = (): string => {
@@ -258,7 +264,9 @@ export class Progress {
     this.lastDraw = this.clock.now();
     const columns = this.stream.columns ?? DEFAULT_COLUMNS;
     const text =
-      this.note === undefined ? this.frame(columns) : truncate(this.note, Math.max(1, columns - 1));
+      this.note === undefined
+        ? this.frame(columns)
+        : truncate(this.note, Math.max(1, columns - SPARE_COLUMNS));
     this.stream.write(`\r${text}\x1b[K`);
   }
 }
