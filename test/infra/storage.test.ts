@@ -98,7 +98,7 @@ describe('data lake bucket', () => {
     });
     // The earlier rules stay as they were.
     expect(Object.keys(byId)).toEqual(
-      expect.arrayContaining(['expire-raw', 'expire-athena-results', 'expire-noncurrent-versions']),
+      expect.arrayContaining(['archive-raw', 'expire-athena-results', 'expire-noncurrent-versions']),
     );
   });
 
