@@ -224,7 +224,9 @@ export class CampaignReportExporter extends Construct {
         value: this.egress.allocationId,
       });
     }
-    return [...out, ...this.settingOutputs()];
+    // A setting that is already an output under its name (egressEipAllocationId) is not repeated.
+    const taken = new Set(out.map((o) => o.name));
+    return [...out, ...this.settingOutputs().filter((o) => !taken.has(o.name))];
   }
 
   /**
