@@ -1,5 +1,5 @@
 /** Configuration from CDK context: defaults, `-c` strings, and errors that name the key. */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
@@ -262,6 +262,15 @@ describe('readConfig', () => {
         'rawRetentionDays',
       ].sort(),
     );
+  });
+
+  it('every key is a row of the context table of docs/deploy.md', () => {
+    const page = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+    const rows = page.split('\n').filter((line) => line.startsWith('| `'));
+    const documented = new Set(
+      rows.flatMap((row) => [...row.split('|')[1]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!)),
+    );
+    expect(CONTEXT_KEYS.filter((key) => !documented.has(key))).toEqual([]);
   });
 
   it('refuses a stack without its own base URL, naming where it goes', () => {
