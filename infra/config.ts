@@ -416,10 +416,14 @@ export function readSettingsFile(path: string, file: string): Record<string, unk
 /**
  * Reads the configuration of the app: the stage's settings file (`deploy/<stage>.json` under
  * `root`, the directory `cdk` runs in) overlaid by every key of {@link CONTEXT_KEYS} the
- * context gives (cdk.json or -c), then validates it and checks the base URL.
+ * context gives (cdk.json or -c), then validates it and checks the base URL. A context value
+ * that overrides the file's is reported through `warn` (default: stderr, which `cdk` shows).
  * @throws InfraConfigError naming the key and where it was read.
  */
-export function readConfig(scope: Construct, options: { root?: string } = {}): ExporterConfig {
+export function readConfig(
+  scope: Construct,
+  options: { root?: string; warn?: (message: string) => void } = {},
+): ExporterConfig {
   const context: Record<string, unknown> = {};
   for (const key of CONTEXT_KEYS) {
     const value = scope.node.tryGetContext(key);
@@ -437,5 +441,14 @@ export function readConfig(scope: Construct, options: { root?: string } = {}): E
   checkApiBaseUrl(raw.apiBaseUrl ?? '', where);
   const config = parseConfig(raw, 'context', file === undefined ? undefined : { file, keys: fromFile });
   checkApiBaseUrl(config.apiBaseUrl, where);
+  const warn = options.warn ?? ((message: string) => console.warn(message));
+  for (const key of Object.keys(settings)) {
+    if (context[key] === undefined || String(context[key]).trim() === String(settings[key]).trim()) continue;
+    // A one-off -c is how settings silently reverted: say so while it is still this deploy.
+    warn(
+      `context ${key}=${String(context[key])} (cdk.json or -c) overrides ${file}'s ${JSON.stringify(settings[key])} ` +
+        `for this deploy only: a deploy without it goes back to the file's; to keep it, put it in ${file}`,
+    );
+  }
   return config;
 }

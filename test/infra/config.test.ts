@@ -326,6 +326,21 @@ describe('the settings file deploy/<stage>.json', () => {
     expect(staging.alarmEmail).toBeUndefined();
   });
 
+  it('warns when a context value overrides the file’s, and not when it repeats it', () => {
+    write(
+      'prod',
+      JSON.stringify({ apiBaseUrl: 'https://api.acme.test', unitSize: 50, alarmEmail: 'ops@acme.test' }),
+    );
+    const warnings: string[] = [];
+    readConfig(new App({ context: { unitSize: '20', alarmEmail: 'ops@acme.test' } }), {
+      root,
+      warn: (message) => warnings.push(message),
+    });
+    expect(warnings).toEqual([
+      "context unitSize=20 (cdk.json or -c) overrides deploy/prod.json's 50 for this deploy only: a deploy without it goes back to the file's; to keep it, put it in deploy/prod.json",
+    ]);
+  });
+
   it('names the file for a bad value read from it, and the context for one given there', () => {
     write('prod', JSON.stringify({ apiBaseUrl: 'https://api.acme.test', unitSize: 'many' }));
     expect(() => read({ logLevel: 'LOUD' })).toThrow(/deploy\/prod\.json "unitSize": expected an integer/);
