@@ -4,11 +4,10 @@
  * (infra/naming.ts); construct ids are scoped to the construct, and it creates no outputs
  * (see {@link CampaignReportExporter.outputs}).
  */
-
 import { Stack } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { CONTEXT_KEYS, checkApiBaseUrl, type ExporterConfig, parseConfig } from './config.js';
+import { CONTEXT_KEYS, type ExporterConfig, parseConfig } from './config.js';
 import { AnalystPolicy } from './constructs/analysts.js';
 import { ApiKeySecret } from './constructs/api-key-secret.js';
 import { ExporterAthena } from './constructs/athena.js';
@@ -23,6 +22,7 @@ import { ExporterQueues } from './constructs/queues.js';
 import { RequestBudget } from './constructs/request-budget.js';
 import { ExporterSchedules } from './constructs/schedule.js';
 import { type ExporterNames, namesFor } from './naming.js';
+import { checkApiBaseUrl } from './settings.js';
 
 /**
  * The construct's props: the deployment configuration (the context keys of the app, typed),

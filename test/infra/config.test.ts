@@ -4,14 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  CONTEXT_KEYS,
-  EXAMPLE_API_BASE_URL,
-  InfraConfigError,
-  parseConfig,
-  readConfig,
-} from '../../infra/config.js';
+import { CONTEXT_KEYS, EXAMPLE_API_BASE_URL, InfraConfigError, parseConfig } from '../../infra/config.js';
 import { CampaignReportExporter } from '../../infra/exporter.js';
+import { readConfig } from '../../infra/settings.js';
 import { RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 import { cdkJsonContext } from './helpers.js';
 

@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { parseConfig, readConfig } from '../../infra/config.js';
+import { parseConfig } from '../../infra/config.js';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
 import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
+import { readConfig } from '../../infra/settings.js';
 import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/export/layout.js';
 
 const CDK_JSON = new URL('../../cdk.json', import.meta.url);

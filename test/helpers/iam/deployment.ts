@@ -243,7 +243,7 @@ async function synthesize(context: Record<string, unknown>): Promise<TemplateJso
   const [{ App }, { ExporterStack }, { readConfig }] = await Promise.all([
     import('aws-cdk-lib'),
     import('../../../infra/exporter-stack.js'),
-    import('../../../infra/config.js'),
+    import('../../../infra/settings.js'),
   ]);
   const cdkJson = JSON.parse(readFileSync(new URL('cdk.json', ROOT), 'utf8')) as {
     context?: Record<string, unknown>;
