@@ -1,7 +1,8 @@
 /**
  * start-run (EventBridge Scheduler, or by hand): a new run — verify, list campaigns, one plan
  * message per campaign. Input: shared/aws/payloads.ts `StartRunEventSchema`. A schedule's
- * invocation carries its `scheduled_time`, and each scheduled time starts at most one run.
+ * invocation carries its `scheduled_time`, and each scheduled time starts at most one run. A
+ * backfill `date` before the partition projection's start (PROJECTION_START_DATE) is refused.
  */
 import { randomBytes } from 'node:crypto';
 import { StartRunEventSchema } from '../../shared/aws/payloads.js';
