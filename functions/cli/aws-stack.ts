@@ -59,6 +59,9 @@ const noStack = (stackName: string, cause?: unknown) =>
     hint: 'pass --stage (or --stack) and --region as deployed, or AWS_PROFILE for its account',
   });
 
+/** Errno codes and SDK error names of a request that got no answer. */
+const NETWORK_FAILURE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|TimeoutError/;
+
 /** An SDK error as one line with what to do: no credentials, no stack, access denied. */
 function awsError(error: unknown, what: string): ExporterError {
   const name = error instanceof Error ? error.name : '';
@@ -72,6 +75,12 @@ function awsError(error: unknown, what: string): ExporterError {
     const stack = /Stack with id (\S+) does not exist/.exec(message)?.[1] ?? 'named';
     return noStack(stack, error);
   }
+  const network = NETWORK_FAILURE.exec(`${(error as { code?: unknown }).code ?? ''} ${name} ${message}`);
+  if (network)
+    return new ExporterError(`${what}: AWS cannot be reached (${network[0]})`, {
+      cause: error,
+      hint: 'check the network, --region and any AWS_ENDPOINT_URL set',
+    });
   if (/AccessDenied|UnauthorizedOperation|NotAuthorized/.test(name))
     return new ExporterError(`${what}: access denied (${name})`, {
       cause: error,
