@@ -315,11 +315,11 @@ function formatState(state: RunState, location: string, now: Date): string {
     case 'open':
       return formatProgress(state.progress, now);
     case 'closing':
-      return `  state  closing: publishing and writing the manifest; the counts are final\n${formatSummary(state.manifest, location, '(being written)')}`;
+      return `closing: publishing its files and writing its manifest; these counts are final\n${formatSummary(state.manifest, location, '(being written)')}`;
     case 'closed':
-      return `  state  closed\n${formatSummary(state.manifest, location, state.key)}`;
+      return `closed:\n${formatSummary(state.manifest, location, state.key)}`;
     case 'unknown':
-      return '  state  unknown';
+      return 'unknown';
   }
 }
 

@@ -331,6 +331,29 @@ describe('aws command', () => {
     await runToTheEnd(holder);
   });
 
+  it('shows a run whose closing was cut short as closing, with the counts its manifest keeps', async () => {
+    stackHas();
+    invokeRunsStartRun();
+    const runId = await start('--date', DT);
+    for (const message of planMessages(runId)) await plan(message);
+    for (const unit of unitMessages(runId)) await exportUnit(unit);
+    // The announcement fails: the closing record stays, the tombstone is not written.
+    events.on(PutEventsCommand).rejects(new Error('EventBridge is down'));
+    await finishRun({}, context('finish-run')).catch(() => undefined);
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-2' }] });
+
+    const closing = await json('status', runId);
+    const text = await aws('status', runId);
+
+    expect(closing.state).toBe('closing');
+    expect(text.stdout).toMatch(/^closing: publishing its files and writing its manifest/);
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [runId] });
+    const manifest = await readManifest(runId);
+    expect(closing.manifest.counts).toEqual(manifest.counts);
+    expect(closing.manifest.run_id).toBe(runId);
+    expect(await json('status', runId)).toEqual({ state: 'closed', manifest });
+  });
+
   it("prints start-run's error as one line, exit 1, when the function fails", async () => {
     stackHas();
     lambda.on(InvokeCommand).resolves({
