@@ -3,7 +3,7 @@
  * progress from its records under `state/runs/<run_id>/` (the readers finish-run uses), the
  * output's lock, and the run manifests under `runs/`. Nothing here writes.
  */
-import { manifestKey, RUNS_PREFIX, STATE_KEYS } from '../../shared/export/layout.js';
+import { RUNS_PREFIX, STATE_KEYS } from '../../shared/export/layout.js';
 import {
   type ClosingRecord,
   isComplete,
@@ -223,7 +223,3 @@ export async function lastRuns(
   });
   return read.filter((entry) => entry !== undefined);
 }
-
-/** The manifest key of a run (for messages). */
-export const manifestKeyOf = (manifest: Pick<Manifest, 'dt' | 'run_id'>): string =>
-  manifestKey(manifest.dt, manifest.run_id);
