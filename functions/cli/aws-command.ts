@@ -20,6 +20,7 @@ import { heldLock, lastRuns, openRunStates, type RunProgress, type RunState, run
 import {
   invokeStartRun,
   OUTPUT,
+  projectionStartOutput,
   requiredOutput,
   type StartOutcome,
   stackNameOf,
@@ -198,7 +199,7 @@ export async function awsCommand(
     const outputs = await stackOutputs(cloudFormation, parsed.stackName);
     const output = (key: string) => requiredOutput(outputs, key, parsed.stackName);
     if (parsed.sub === 'start') {
-      const refused = beforeProjection(parsed.event.date, outputs.get(OUTPUT.projectionStart));
+      const refused = beforeProjection(parsed.event.date, projectionStartOutput(outputs));
       if (refused) {
         stderr.write(`error: ${refused}\n`);
         return AWS_EXIT.usage;
@@ -225,12 +226,18 @@ interface Out {
 }
 
 /** Why a backfill date is refused: before the partition projection's start, Athena never sees it. */
-function beforeProjection(date: string | undefined, projectionStart: string | undefined): string | undefined {
-  if (date === undefined || projectionStart === undefined || date >= projectionStart) return undefined;
+function beforeProjection(
+  date: string | undefined,
+  output: { key: string; value: string } | undefined,
+): string | undefined {
+  // A value that is no date (an output of another meaning) checks nothing.
+  if (date === undefined || output === undefined || !DtSchema.safeParse(output.value).success)
+    return undefined;
+  if (date >= output.value) return undefined;
   return (
-    `--date ${date} is before the partition projection's start ${projectionStart} (stack output ` +
-    `${OUTPUT.projectionStart}): Athena would not see that partition. Pick a date from ` +
-    `${projectionStart} on, or deploy with -c projectionStartDate=${date} first`
+    `--date ${date} is before the partition projection's start ${output.value} (stack output ` +
+    `${output.key}): Athena would not see that partition. Pick a date from ` +
+    `${output.value} on, or deploy with -c projectionStartDate=${date} first`
   );
 }
 

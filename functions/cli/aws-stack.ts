@@ -17,9 +17,18 @@ import { RunIdSchema } from '../../shared/export/state/records.js';
 export const OUTPUT = {
   startRunFunction: 'StartRunFunctionName',
   dataLocation: 'DataLocation',
-  /** Added with the backfill refusal: used when the deployed stack has it. */
-  projectionStart: 'ProjectionStartDate',
 } as const;
+
+/**
+ * The output holding the partition projection's first `dt` (`ProjectionStartDate`, or a name
+ * like it): added to the stack with the backfill refusal, so an older stack has none.
+ */
+export function projectionStartOutput(
+  outputs: ReadonlyMap<string, string>,
+): { key: string; value: string } | undefined {
+  for (const [key, value] of outputs) if (/projection\w*start/i.test(key)) return { key, value };
+  return undefined;
+}
 
 /** The CloudFormation stack of a stage (`CampaignReportExporter`, `CampaignReportExporter-<stage>`). */
 export const stackNameOf = (stage: string): string => namesFor(stage).stackName;

@@ -398,6 +398,12 @@ describe('aws command', () => {
     expect(code).toBe(AWS_EXIT.usage);
     expect(stderr).toMatch(/^error: --date 2024-12-31 is before the partition projection's start 2025-01-01/);
     expect(lambda.commandCalls(InvokeCommand)).toEqual([]);
+    // From the projection start on, the date goes to start-run.
+    lambda
+      .on(InvokeCommand)
+      .resolves({ StatusCode: 200, Payload: lambdaPayload({ status: 'skipped', reason: 'locked' }) });
+    expect((await aws('start', '--full', '--date', '2025-01-01')).code).toBe(AWS_EXIT.notStarted);
+    expect(lambda.commandCalls(InvokeCommand)).toHaveLength(1);
   });
 
   it("finds another stage's stack by its name, and says so when it is not deployed", async () => {
