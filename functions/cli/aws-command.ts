@@ -12,11 +12,11 @@ import * as z from 'zod';
 import { DEFAULT_STAGE } from '../../infra/naming.js';
 import type { StartRunEvent } from '../../shared/aws/payloads.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
-import type { Manifest } from '../../shared/export/state/manifest.js';
 import { DtSchema, RunIdSchema } from '../../shared/export/state/records.js';
 import { type OpenStorageOptions, openStorage } from '../../shared/storage/open.js';
 import type { Storage } from '../../shared/storage/storage.js';
-import { heldLock, lastRuns, openRunStates, type RunProgress, type RunState, runState } from './aws-runs.js';
+import { formatState, runJson, runsTable, stateJson } from './aws-format.js';
+import { heldLock, lastRuns, openRunStates, runState } from './aws-runs.js';
 import {
   invokeStartRun,
   OUTPUT,
@@ -26,8 +26,8 @@ import {
   stackNameOf,
   stackOutputs,
 } from './aws-stack.js';
-import { displayWidth, padEnd, truncate } from './columns.js';
-import { formatDuration, formatSummary, formatTable, type ProgressStream } from './progress.js';
+import { truncate } from './columns.js';
+import { formatTable, type ProgressStream } from './progress.js';
 
 /** Exit codes of the aws command (USAGE and docs/cli.md say the same). */
 export const AWS_EXIT = {
@@ -55,8 +55,9 @@ Commands:
         invokes start-run and waits for its answer; prints the run id on stdout. --date names
         the run's dt= partition (default: today, UTC): a backfill is --full with a --date,
         and lands today's state of the API under that date (the API keeps no history). A
-        date before the stack's partition projection start (ProjectionStartDate, 2025-01-01
-        by default) is refused: Athena would not see it
+        date before the stack's partition projection start (output ProjectionStartDate,
+        2025-01-01 by default) is refused when the stack has that output: Athena would not
+        see the partition
   status [RUN_ID]
         a run's progress from its records in the bucket: campaigns planned, units done,
         jobs by outcome, requests, errors; a closed run's manifest. Without RUN_ID, the
@@ -311,67 +312,12 @@ async function showStatus(storage: Storage, runId: string | undefined, out: Out)
   return AWS_EXIT.ok;
 }
 
-const stateJson = (state: RunState) => {
-  if (state.state === 'open') return { state: state.state, ...state.progress };
-  if (state.state === 'unknown') return state;
-  return { state: state.state, manifest: state.manifest };
-};
-
-function formatState(state: RunState, location: string, now: Date): string {
-  switch (state.state) {
-    case 'open':
-      return formatProgress(state.progress, now);
-    case 'closing':
-      return `closing: publishing its files and writing its manifest; these counts are final\n${formatSummary(state.manifest, location, '(being written)')}`;
-    case 'closed':
-      return `closed:\n${formatSummary(state.manifest, location, state.key)}`;
-    case 'unknown':
-      return 'unknown';
-  }
-}
-
-/** What each phase means, for people. */
-const PHASE_TEXT: Record<RunProgress['phase'], string> = {
-  starting: 'starting: listing campaigns',
-  planning: 'planning: listing the jobs of each campaign',
-  exporting: 'exporting: fetching reports',
-  complete: 'complete: finish-run closes it at its next look (every 5 minutes)',
-  closing: 'closing',
-};
-
-function formatProgress(p: RunProgress, now: Date): string {
-  const c = p.counts;
-  const statuses = Object.entries(p.requests.by_status)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([s, n]) => `${s}: ${n}`)
-    .join(', ');
-  const rows: [string, string][] = [
-    ['run', `${p.run_id} (${p.mode}, dt=${p.dt}, ${p.driver === 'queues' ? 'AWS' : 'a CLI'})`],
-    ['state', PHASE_TEXT[p.phase]],
-    ['started', `${p.started_at} (${formatDuration(now.getTime() - Date.parse(p.started_at))} ago)`],
-    ['campaigns', `${p.campaigns.planned} of ${p.campaigns.total} planned`],
-    ['units', `${p.units.done} of ${p.units.total} done`],
-    ['jobs listed', String(c.jobs)],
-    ['  exported', String(c.reports_exported)],
-    ['  unchanged', String(c.reports_unchanged)],
-    ['  not ready', String(c.reports_not_ready)],
-    ['  not found', String(c.reports_not_found)],
-    ['  invalid', String(c.reports_invalid)],
-    ['  failed', String(c.reports_failed)],
-    ['  retrying', String(p.retrying)],
-    ['  waiting', String(p.waiting)],
-    ['requests', `${p.requests.total} (${statuses || 'none'})`],
-    ...p.errors.map((e, i): [string, string] => [i === 0 ? 'errors' : '', e]),
-  ];
-  return formatTable(rows);
-}
-
 /** `runs [--limit N]`. */
 async function showRuns(storage: Storage, limit: number, out: Out): Promise<number> {
   const runs = await lastRuns(storage, limit);
   if (out.json) {
     out.stdout.write(
-      `${JSON.stringify(runs.map(({ manifest, key }) => ({ ...runSummary(manifest), manifest: key })))}\n`,
+      `${JSON.stringify(runs.map(({ manifest, key }) => ({ ...runJson(manifest), manifest: key })))}\n`,
     );
     return AWS_EXIT.ok;
   }
@@ -379,56 +325,9 @@ async function showRuns(storage: Storage, limit: number, out: Out): Promise<numb
     out.stdout.write(`no runs yet in ${storage.location}\n`);
     return AWS_EXIT.ok;
   }
-  const table = formatColumns(
-    ['run', 'status', 'mode', 'dt', 'jobs', 'exported', 'unchanged', 'not ready', 'failed', 'duration'],
-    runs.map(({ manifest: m }) => [
-      m.run_id,
-      m.status,
-      m.mode,
-      m.dt,
-      String(m.counts.jobs),
-      String(m.counts.reports_exported),
-      String(m.counts.reports_unchanged),
-      String(m.counts.reports_not_ready),
-      String(m.counts.reports_failed),
-      formatDuration(durationMs(m)),
-    ]),
-    4,
-  );
+  const table = runsTable(runs.map(({ manifest }) => manifest));
   // On a terminal a row never wraps: the columns past its width are cut (--json has them all).
   const width = out.stdout.isTTY ? out.stdout.columns : undefined;
   out.stdout.write(`${table.map((line) => (width ? truncate(line, width) : line)).join('\n')}\n`);
   return AWS_EXIT.ok;
-}
-
-const durationMs = (m: Manifest): number => Date.parse(m.finished_at) - Date.parse(m.started_at);
-
-/** The fields `runs --json` gives per run. */
-const runSummary = (m: Manifest) => ({
-  run_id: m.run_id,
-  status: m.status,
-  mode: m.mode,
-  dt: m.dt,
-  started_at: m.started_at,
-  finished_at: m.finished_at,
-  duration_s: Math.round(durationMs(m) / 1000),
-  counts: m.counts,
-  ...(m.error && { error: m.error.message }),
-});
-
-/** Rows under a header, columns from `rightFrom` on aligned right (numbers). */
-function formatColumns(header: readonly string[], rows: readonly string[][], rightFrom: number): string[] {
-  const widths = header.map((h, i) =>
-    Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i] ?? ''))),
-  );
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, i) =>
-        i >= rightFrom
-          ? ' '.repeat((widths[i] ?? 0) - displayWidth(cell)) + cell
-          : padEnd(cell, widths[i] ?? 0),
-      )
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)];
 }
