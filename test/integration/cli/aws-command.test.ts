@@ -111,9 +111,11 @@ describe('aws command', () => {
     planCampaign(sqsEvent([{ body: message }], QUEUE_URLS.plan), context('plan-campaign'));
   const exportUnit = (unit: Unit) => exportReports(sqsEvent([{ body: unit }]), context('export-reports'));
 
-  /** Runs the command; its exit code and what it wrote. */
+  /** Runs the command; its exit code and what it wrote (stdout a terminal of `columns`, if given). */
   async function aws(...argv: string[]) {
-    const stdout = new Captured();
+    return awsOn(new Captured(), ...argv);
+  }
+  async function awsOn(stdout: Captured & { columns?: number }, ...argv: string[]) {
     const stderr = new Captured();
     const code = await awsCommand(
       argv,
@@ -301,6 +303,10 @@ describe('aws command', () => {
     expect((await json('runs', '--limit', '1')).map((r: { run_id: string }) => r.run_id)).toEqual([
       newest.run_id,
     ]);
+    const terminal = Object.assign(new Captured(true), { columns: 60 });
+    await awsOn(terminal, 'runs');
+    expect(terminal.lines().map((line) => line.length)).toEqual([60, 60, 60]);
+    expect(terminal.lines()[1]).toMatch(new RegExp(`^${newest.run_id} +${newest.status} .*…$`));
     const table = (await aws('runs')).stdout.split('\n');
     expect(table[0]).toMatch(
       /^run +status +mode +dt +jobs +exported +unchanged +not ready +failed +duration$/,
