@@ -9,8 +9,8 @@ import { parseArgs } from 'node:util';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import * as z from 'zod';
-import { DEFAULT_STAGE } from '../../infra/naming.js';
 import type { StartRunEvent } from '../../shared/aws/payloads.js';
+import { DEFAULT_STAGE, stackNameOf } from '../../shared/aws/stack-name.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
 import { DtSchema, RunIdSchema } from '../../shared/export/state/records.js';
 import { type OpenStorageOptions, openStorage } from '../../shared/storage/open.js';
@@ -23,7 +23,6 @@ import {
   projectionStartOutput,
   requiredOutput,
   type StartOutcome,
-  stackNameOf,
   stackOutputs,
 } from './aws-stack.js';
 import { truncate } from './columns.js';

@@ -6,9 +6,6 @@
 import { type CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import * as z from 'zod';
-// infra/naming.ts is plain TypeScript with no imports: the CLI takes the stack name of a stage
-// from the one module that names the stack, rather than spelling the rule a second time.
-import { namesFor } from '../../infra/naming.js';
 import type { StartRunEvent } from '../../shared/aws/payloads.js';
 import { ExporterError } from '../../shared/errors.js';
 import { RunIdSchema } from '../../shared/export/state/records.js';
@@ -29,9 +26,6 @@ export function projectionStartOutput(
   for (const [key, value] of outputs) if (/projection\w*start/i.test(key)) return { key, value };
   return undefined;
 }
-
-/** The CloudFormation stack of a stage (`CampaignReportExporter`, `CampaignReportExporter-<stage>`). */
-export const stackNameOf = (stage: string): string => namesFor(stage).stackName;
 
 /** The outputs of a deployed stack, by key. */
 export async function stackOutputs(
