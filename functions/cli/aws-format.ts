@@ -34,7 +34,6 @@ const PHASE_TEXT: Record<RunProgress['phase'], string> = {
   planning: 'planning: listing the jobs of each campaign',
   exporting: 'exporting: fetching reports',
   complete: 'complete: finish-run closes it at its next look (every 5 minutes)',
-  closing: 'closing',
 };
 
 function formatProgress(p: RunProgress, now: Date): string {

@@ -36,10 +36,10 @@ const READ_CONCURRENCY = 8;
 /**
  * Where an open run is: `starting` (start-run has not written its whole record), `planning`
  * (campaigns whose jobs are not listed yet), `exporting` (units without an outcome for every
- * job), `complete` (every job has one: finish-run closes it at its next look), `closing` (its
- * closing record is frozen: publishing, the manifest, the state).
+ * job), `complete` (every job has one: finish-run closes it at its next look). A run whose
+ * closing has started is no longer read from its records (`RunState` `closing`).
  */
-export type RunPhase = 'starting' | 'planning' | 'exporting' | 'complete' | 'closing';
+export type RunPhase = 'starting' | 'planning' | 'exporting' | 'complete';
 
 /** An open run's progress, from its records: what finish-run would count, and what is left. */
 export interface RunProgress {
