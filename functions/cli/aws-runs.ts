@@ -74,7 +74,8 @@ export function progressOf(records: RunRecords): RunProgress {
   counts.duplicates = record.duplicates;
   let requests = addRequestCounts(record.requests, records.unrecorded);
   const errors: string[] = [];
-  if (record.fatal) errors.push(`run: ${record.fatal.message}`);
+  // A run still starting carries the fatal error it would close with if its start died: not one yet.
+  if (record.fatal && !record.starting) errors.push(`run: ${record.fatal.message}`);
   let unitsTotal = 0;
   let unitsDone = 0;
   let retrying = 0;
