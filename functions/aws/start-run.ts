@@ -1,7 +1,8 @@
 /**
  * start-run (EventBridge Scheduler, or by hand): a new run — verify, list campaigns, one plan
  * message per campaign. Input: shared/aws/payloads.ts `StartRunEventSchema`. A schedule's
- * invocation carries its `scheduled_time`, and each scheduled time starts at most one run.
+ * invocation carries its `scheduled_time`, and each scheduled time starts at most one run. A
+ * backfill `date` before the partition projection's start (PROJECTION_START_DATE) is refused.
  */
 import { randomBytes } from 'node:crypto';
 import { StartRunEventSchema } from '../../shared/aws/payloads.js';
@@ -29,6 +30,14 @@ const LOCK_OWNER = 'aws-lambda';
 
 export async function startRunHandler(event: unknown) {
   const input = StartRunEventSchema.parse(event ?? {});
+  const refused = backfillOutsideProjection(input.date, env.PROJECTION_START_DATE);
+  if (refused !== undefined) {
+    // Before any lock, claim or API request: nothing to release.
+    logger.error('run not started: the backfill date is outside the partition projection', {
+      reason: refused,
+    });
+    return { status: 'refused', reason: refused };
+  }
   const deps = await withCatalog(await apiDeps());
   // A start that starts no run gives its scheduled time back: a later delivery may start one.
   let release = async () => {};
@@ -101,6 +110,21 @@ export async function startRunHandler(event: unknown) {
   }
   logger.info('run started', { campaigns: messages.length, mode: input.mode });
   return { run_id: runId, status: 'started', campaigns: messages.length };
+}
+
+/**
+ * Why a backfill dated `date` must not start, or undefined: Athena's partition projection starts
+ * at `projectionStart`, so a `dt` before it would be written and never seen.
+ */
+export function backfillOutsideProjection(
+  date: string | undefined,
+  projectionStart: string | undefined,
+): string | undefined {
+  if (date === undefined || projectionStart === undefined || date >= projectionStart) return undefined;
+  return (
+    `date ${date} is before the partition projection's start ${projectionStart}, so Athena would not see ` +
+    `the run: redeploy with projectionStartDate ${date} or earlier (deploy/<stage>.json), then start it again`
+  );
 }
 
 export const handler = lambdaHandler(startRunHandler);
