@@ -5,7 +5,7 @@
  * backfill `date` before the partition projection's start (PROJECTION_START_DATE) is refused.
  */
 import { randomBytes } from 'node:crypto';
-import { StartRunEventSchema } from '../../shared/aws/payloads.js';
+import { backfillBeforeProjection, StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
@@ -30,7 +30,7 @@ const LOCK_OWNER = 'aws-lambda';
 
 export async function startRunHandler(event: unknown) {
   const input = StartRunEventSchema.parse(event ?? {});
-  const refused = backfillOutsideProjection(input.date, env.PROJECTION_START_DATE);
+  const refused = backfillBeforeProjection(input.date, env.PROJECTION_START_DATE);
   if (refused !== undefined) {
     // Before any lock, claim or API request: nothing to release.
     logger.error('run not started: the backfill date is outside the partition projection', {
@@ -110,21 +110,6 @@ export async function startRunHandler(event: unknown) {
   }
   logger.info('run started', { campaigns: messages.length, mode: input.mode });
   return { run_id: runId, status: 'started', campaigns: messages.length };
-}
-
-/**
- * Why a backfill dated `date` must not start, or undefined: Athena's partition projection starts
- * at `projectionStart`, so a `dt` before it would be written and never seen.
- */
-export function backfillOutsideProjection(
-  date: string | undefined,
-  projectionStart: string | undefined,
-): string | undefined {
-  if (date === undefined || projectionStart === undefined || date >= projectionStart) return undefined;
-  return (
-    `date ${date} is before the partition projection's start ${projectionStart}, so Athena would not see ` +
-    `the run: redeploy with projectionStartDate ${date} or earlier (deploy/<stage>.json), then start it again`
-  );
 }
 
 export const handler = lambdaHandler(startRunHandler);
