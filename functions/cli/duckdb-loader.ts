@@ -68,16 +68,12 @@ export interface LoadDuckDbOptions {
   env: NodeJS.ProcessEnv;
   /** Where the install is announced. */
   stderr: { write(text: string): unknown };
-  /** Try the program's own resolution (step 2) first; default true. */
-  own?: boolean;
-  /** What `npm install` is given; default `@duckdb/node-api@<version>`. */
-  packages?: readonly string[];
 }
 
 /** The DuckDB module, installed first when it is nowhere (see the file's comment). */
 export async function loadDuckDb(options: LoadDuckDbOptions): Promise<DuckDbModule> {
   const { env, stderr } = options;
-  if (!env[DUCKDB_DIR_VARIABLE]?.trim() && options.own !== false) {
+  if (!env[DUCKDB_DIR_VARIABLE]?.trim()) {
     try {
       return (await import(DUCKDB_PACKAGE)) as DuckDbModule;
     } catch (error) {
@@ -89,18 +85,17 @@ export async function loadDuckDb(options: LoadDuckDbOptions): Promise<DuckDbModu
   const found = await importFrom(dir);
   if (found) return found;
 
-  const packages = options.packages ?? [`${DUCKDB_PACKAGE}@${version}`];
-  const args = ['install', '--prefix', dir, '--no-audit', '--no-fund', '--loglevel=error', ...packages];
-  const byHand = `npm ${args.map((a) => (/^[\w@./:=-]+$/.test(a) ? a : `'${a}'`)).join(' ')}`;
+  const packages = [`${DUCKDB_PACKAGE}@${version}`];
+  const byHand = `npm install --prefix ${shellWord(dir)} ${packages.map(shellWord).join(' ')}`;
   stderr.write(`DuckDB is needed once: installing ${packages.join(' ')} into ${dir} (npm, about 25 MB)…\n`);
   try {
-    await promisify(execFile)('npm', args, { env, maxBuffer: 16 << 20 });
+    await promisify(execFile)(
+      'npm',
+      ['install', '--prefix', dir, '--no-audit', '--no-fund', '--loglevel=error', ...packages],
+      { env, maxBuffer: 16 << 20 },
+    );
   } catch (error) {
-    const output = (error as { stderr?: string }).stderr ?? '';
-    const reason =
-      output.split('\n').find((line) => /\berror\b/i.test(line) && !/A complete log/.test(line)) ??
-      (error as Error).message.split('\n')[0];
-    throw new ExporterError(`DuckDB could not be installed into ${dir} (${reason?.trim()})`, {
+    throw new ExporterError(`DuckDB could not be installed into ${dir} (${npmFailure(error)})`, {
       cause: error,
       hint: `install it by hand with \`${byHand}\`, or set ${DUCKDB_DIR_VARIABLE} to a folder where it is installed`,
     });
@@ -112,4 +107,24 @@ export async function loadDuckDb(options: LoadDuckDbOptions): Promise<DuckDbModu
     });
   }
   return installed;
+}
+
+/** A word as a POSIX shell reads it: quoted only when it must be. */
+const shellWord = (word: string): string =>
+  /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * npm's reason, one line: its first error line other than the `code`, `errno` and `syscall`
+ * fields (`FetchError: request to … failed, reason: connect ECONNREFUSED …`), else the first.
+ */
+function npmFailure(error: unknown): string {
+  const lines = ((error as { stderr?: string }).stderr ?? '')
+    .split('\n')
+    .map((line) => line.replace(/^npm (?:error|ERR!)\s*/, '').trim())
+    .filter((line) => line !== '' && !line.startsWith('A complete log'));
+  return (
+    lines.find((line) => !/^(?:code|errno|syscall) \S+$/.test(line)) ??
+    lines[0] ??
+    String((error as Error).message).split('\n')[0]!
+  );
 }
