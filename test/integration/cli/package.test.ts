@@ -132,7 +132,7 @@ describe('the packed CLI', () => {
     const unknown = await cli(['exprot']);
     expect(unknown.code).toBe(2);
     expect(unknown.stdout).toBe('');
-    expect(unknown.stderr).toContain('unknown command "exprot"; the commands are export, simulator');
+    expect(unknown.stderr).toContain('unknown command "exprot"; the commands are export, sql, simulator');
     const inherited = await cli(['toString']);
     expect(inherited.code).toBe(2);
     const none = await cli([]);
