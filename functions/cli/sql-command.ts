@@ -310,7 +310,13 @@ async function prompt(
 ): Promise<void> {
   const rl = createInterface({ input: io.stdin, output: io.stdout as NodeJS.WritableStream, terminal: true });
   let buffer = '';
+  // Input may end (Ctrl-D, a closed pipe) while lines typed before are still being run.
+  let closed = false;
+  rl.on('close', () => {
+    closed = true;
+  });
   const ask = () => {
+    if (closed) return;
     rl.setPrompt(buffer === '' ? 'sql> ' : '...> ');
     rl.prompt();
   };

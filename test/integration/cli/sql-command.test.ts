@@ -203,6 +203,45 @@ describe('sql over an export folder', () => {
   });
 });
 
+describe('the prompt on a terminal', () => {
+  /** Runs the prompt on a stdin and stdout that say they are a terminal; stdout as plain text. */
+  async function atPrompt(lines: string[], end = true) {
+    const stdin = Object.assign(new PassThrough(), { isTTY: true });
+    const stdout = Object.assign(new PassThrough(), { isTTY: true, columns: 100 });
+    let text = '';
+    stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+    const ran = sql(['--out', hive, '--format', 'csv'], { stdin, stdout });
+    for (const line of lines) stdin.write(`${line}\n`);
+    if (end) stdin.end();
+    const r = await ran;
+    // Without the prompt's cursor moves and line clears.
+    return { ...r, stdout: text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '') };
+  }
+
+  it('runs a statement once a line ends with ;, over several lines, goes on after an error, stops at .quit', async () => {
+    const r = await atPrompt([
+      'SELECT 1',
+      '  AS a;',
+      'SELECT * FROM nope;',
+      'SELECT 2 AS b;',
+      '.quit',
+      'SELECT 3 AS c;',
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('\na\r\n1\r\nb\r\n2\r\n');
+    expect(r.stdout).not.toContain('\nc\r\n');
+    expect(r.stderr).toMatch(/^error: Catalog Error: Table with name nope does not exist![^\n]*\n$/);
+  });
+
+  it('lists the views on .tables, refuses an unknown dot command, and leaves on Ctrl-D with 0', async () => {
+    const r = await atPrompt(['.tables', '.nope']);
+    expect(r.code).toBe(0);
+    for (const view of ['campaigns', 'reports_latest', 'runs'])
+      expect(r.stdout).toMatch(new RegExp(`\\n${view}\\r\\n`));
+    expect(r.stderr).toBe('error: unknown command .nope: the commands are .tables and .quit\n');
+  });
+});
+
 describe('sql over an Iceberg folder', () => {
   it('reads the tables at their current snapshot, with the *_current tables and dt a VARCHAR', async () => {
     const r = await sql([
