@@ -6,6 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { PassThrough } from 'node:stream';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type SqlIo, sqlCommand } from '../../../functions/cli/sql-command.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
@@ -215,7 +216,7 @@ describe('the prompt on a terminal', () => {
     if (end) stdin.end();
     const r = await ran;
     // Without the prompt's cursor moves and line clears.
-    return { ...r, stdout: text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '') };
+    return { ...r, stdout: stripVTControlCharacters(text) };
   }
 
   it('runs a statement once a line ends with ;, over several lines, goes on after an error, stops at .quit', async () => {
