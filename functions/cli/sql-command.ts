@@ -165,8 +165,18 @@ export async function sqlCommand(
     fail(error);
     return SQL_EXIT.failed;
   }
+  // A reader that stops early (`| head`) closes the pipe: the command stops there, quietly, as
+  // commands in a pipe do, instead of dying of an unhandled EPIPE. The listener stays: the
+  // error can come after the last write, when the command has returned.
+  let stdoutClosed = false;
+  const onStdoutError = () => {
+    stdoutClosed = true;
+  };
+  const events = stdout as Partial<NodeJS.EventEmitter>;
+  events.on?.('error', onStdoutError);
   try {
     const print = (result: StatementResult) => {
+      if (stdoutClosed) throw new StdoutClosedError();
       if (result.returnsRows) stdout.write(formatStatementResult(result, config.format));
     };
     if (config.commands.length > 0 || !stdin.isTTY) {
@@ -179,10 +189,19 @@ export async function sqlCommand(
     await prompt(lake.sql, { stdin, stdout, stderr }, print, config.out);
     return SQL_EXIT.ok;
   } catch (error) {
+    if (stdoutClosed) return SQL_EXIT.ok;
     stderr.write(`error: ${sqlErrorLine(error)}\n`);
     return SQL_EXIT.failed;
   } finally {
     await lake.close();
+  }
+}
+
+/** stdout was closed by its reader: nothing more to print. */
+class StdoutClosedError extends Error {
+  constructor() {
+    super('stdout was closed');
+    this.name = 'StdoutClosedError';
   }
 }
 

@@ -3,8 +3,11 @@
  * simulator's data made: a Hive folder with two runs, an Iceberg folder, and the same Hive
  * export on S3 (fauxqs on 127.0.0.1), read through a temporary copy.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -14,6 +17,10 @@ import { Captured } from '../../helpers/cli.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+const TSX = join(ROOT, 'node_modules/tsx/dist/cli.mjs');
+const SQL_MAIN = join(ROOT, 'functions/cli/sql-main.ts');
 
 const DATASET: SimulatorOptions = { seed: 5, campaigns: 2, jobsPerCampaign: 6, reportSize: 'tiny' };
 
@@ -201,6 +208,24 @@ describe('sql over an export folder', () => {
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(r.stdout).toBe('');
+  });
+});
+
+describe('npm run sql (functions/cli/sql-main.ts) in a pipe', () => {
+  it('stops quietly with 0 when its reader closes the pipe early, as `| head` does', async () => {
+    const child = spawn(
+      process.execPath,
+      [TSX, SQL_MAIN, '--out', hive, '--format', 'csv', '-c', 'SELECT * FROM range(500000)'],
+      { env: { ...process.env, INIT_CWD: undefined }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const [first] = (await once(child.stdout, 'data')) as [Buffer];
+    child.stdout.destroy();
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(first.toString('utf8')).toMatch(/^range\r\n0\r\n/);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
 
