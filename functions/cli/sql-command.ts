@@ -159,8 +159,7 @@ export async function sqlCommand(
 
   let lake: OpenedLake;
   try {
-    const duckdb = await (io.duckdb ?? (() => loadDuckDb({ env, stderr })))();
-    lake = await openExport(config, duckdb, stderr);
+    lake = await openExport(config, io.duckdb ?? (() => loadDuckDb({ env, stderr })), stderr);
   } catch (error) {
     fail(error);
     return SQL_EXIT.failed;
@@ -210,13 +209,15 @@ interface OpenedLake {
   close(): Promise<void>;
 }
 
-/** Opens the export --out names: a folder as it is, S3 through a temporary local copy. */
+/**
+ * Opens the export --out names: a folder as it is, S3 through a temporary local copy. DuckDB is
+ * loaded (maybe installed) only once --out is known to hold an export.
+ */
 async function openExport(
   config: SqlConfig,
-  duckdb: DuckDbModule,
+  duckdbOf: () => Promise<DuckDbModule>,
   stderr: SqlIo['stderr'],
 ): Promise<OpenedLake> {
-  const storage = openOut(config);
   if (!isS3Out(config.out)) {
     const found = await stat(config.out).catch(() => undefined);
     if (!found?.isDirectory()) {
@@ -227,19 +228,32 @@ async function openExport(
     const entries = await readdir(config.out);
     if (![PARQUET_ROOT, ICEBERG_ROOT, RUNS_ROOT].some((name) => entries.includes(name)))
       throw new NoExportError(config.out);
-    const sql = await openLakeSql(config.out, duckdb);
+    const sql = await openLakeSql(config.out, await duckdbOf());
     return { sql, close: async () => sql.close() };
   }
 
+  const storage = openOut(config);
+  /** An S3 failure, as one line naming --out and what to check. */
+  const unreadable = (error: unknown) =>
+    new ExporterError(`--out ${storage.location} cannot be read: ${describeError(error)}`, {
+      cause: error,
+      hint: 'check the credentials (they need s3:GetObject and s3:ListBucket on the prefix), --s3-region and --s3-endpoint',
+    });
+  let holdsRuns = false;
+  try {
+    for await (const _ of storage.list(`${RUNS_ROOT}/`)) {
+      holdsRuns = true;
+      break;
+    }
+  } catch (error) {
+    throw unreadable(error);
+  }
+  if (!holdsRuns) throw new NoExportError(storage.location);
+
+  const duckdb = await duckdbOf();
   const folder = await mkdtemp(join(tmpdir(), 'campaign-report-sql-'));
   const removeCopy = () => rm(folder, { recursive: true, force: true });
   try {
-    let any = false;
-    for await (const _ of storage.list(`${RUNS_ROOT}/`)) {
-      any = true;
-      break;
-    }
-    if (!any) throw new NoExportError(storage.location);
     const files = await mirrorLake(storage, folder);
     const sql = await openLake(files, duckdb);
     const { files: count, bytes } = files.stats;
@@ -255,11 +269,7 @@ async function openExport(
     };
   } catch (error) {
     await removeCopy();
-    if (error instanceof NoExportError) throw error;
-    throw new ExporterError(`--out ${storage.location} cannot be read: ${describeError(error)}`, {
-      cause: error,
-      hint: 'check the credentials (they need s3:GetObject and s3:ListBucket on the prefix), --s3-region and --s3-endpoint',
-    });
+    throw unreadable(error);
   }
 }
 

@@ -187,9 +187,11 @@ describe('sql over an export folder', () => {
     expect(r.stderr).toMatch(/^error: Parser Error: syntax error at or near "SELEC"\n$/);
   });
 
-  it('exits 1 for a folder that holds no export, and for one that does not exist', async () => {
+  it('exits 1 for a folder that holds no export, and for one that does not exist, before loading DuckDB', async () => {
+    // The packaged CLI would install DuckDB there: not for a wrong --out.
+    const duckdb = () => Promise.reject(new Error('DuckDB was asked for'));
     for (const out of [await tempDir('empty'), '/nonexistent/out']) {
-      const r = await sql(['--out', out, '-c', 'SELECT 1']);
+      const r = await sql(['--out', out, '-c', 'SELECT 1'], { duckdb });
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(
         /^error: --out \S+ (holds no export|is not a folder)[^\n]*pass the --out[^\n]*\n$/,
@@ -358,7 +360,7 @@ describe('sql over an export on S3', () => {
   it('exits 1 with one line naming --out for a prefix that holds no export', async () => {
     const r = await sql(
       ['--out', 's3://lake/nothing-here', '--s3-endpoint', aws.endpoint, '-c', 'SELECT 1'],
-      {},
+      { duckdb: () => Promise.reject(new Error('DuckDB was asked for')) },
       env(),
     );
     expect(r.code).toBe(1);
