@@ -112,7 +112,10 @@ export interface RunRecords {
 }
 
 /** Reads a run's records; `undefined` when the run has none (finished already, or unknown). */
-export async function readRunRecords(deps: ExportDeps, runId: string): Promise<RunRecords | undefined> {
+export async function readRunRecords(
+  deps: Pick<ExportDeps, 'storage'>,
+  runId: string,
+): Promise<RunRecords | undefined> {
   const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
   const runKey = STATE_KEYS.runRecord(runId);
   if (!keys.includes(runKey)) return undefined;
@@ -165,13 +168,13 @@ export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, 
 }
 
 /** Ids of the runs that have records under `state/runs/` and no tombstone: not closed yet. */
-export async function openRuns(deps: ExportDeps): Promise<string[]> {
+export async function openRuns(deps: Pick<ExportDeps, 'storage'>): Promise<string[]> {
   const runs = await runFolders(deps);
   return [...runs].filter(([id, keys]) => !keys.includes(STATE_KEYS.closed(id))).map(([id]) => id);
 }
 
 /** Every run's keys under `state/runs/`, by run id, in run id order. */
-export async function runFolders(deps: ExportDeps): Promise<Map<string, string[]>> {
+export async function runFolders(deps: Pick<ExportDeps, 'storage'>): Promise<Map<string, string[]>> {
   const runs = new Map<string, string[]>();
   for await (const key of deps.storage.list(STATE_KEYS.runsPrefix)) {
     const id = runIdOfStateKey(key);
@@ -306,7 +309,10 @@ export function closingOf(records: RunRecords, finishedAt: Date): ClosingRecord 
 }
 
 /** The closing record of a run, if its closing has started. */
-export async function readClosing(deps: ExportDeps, runId: string): Promise<ClosingRecord | undefined> {
+export async function readClosing(
+  deps: Pick<ExportDeps, 'storage'>,
+  runId: string,
+): Promise<ClosingRecord | undefined> {
   const key = STATE_KEYS.closing(runId);
   const found = await deps.storage.get(key);
   if (!found) return undefined;
