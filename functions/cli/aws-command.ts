@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import * as z from 'zod';
-import type { StartRunEvent } from '../../shared/aws/payloads.js';
+import { backfillBeforeProjection, type StartRunEvent } from '../../shared/aws/payloads.js';
 import { DEFAULT_STAGE, stackNameOf } from '../../shared/aws/stack-name.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
 import { DtSchema, RunIdSchema } from '../../shared/export/state/records.js';
@@ -17,14 +17,7 @@ import { type OpenStorageOptions, openStorage } from '../../shared/storage/open.
 import type { Storage } from '../../shared/storage/storage.js';
 import { formatState, runJson, runsTable, stateJson } from './aws-format.js';
 import { heldLock, lastRuns, openRunStates, runState } from './aws-runs.js';
-import {
-  invokeStartRun,
-  OUTPUT,
-  projectionStartOutput,
-  requiredOutput,
-  type StartOutcome,
-  stackOutputs,
-} from './aws-stack.js';
+import { invokeStartRun, OUTPUT, requiredOutput, type StartOutcome, stackOutputs } from './aws-stack.js';
 import { truncate } from './columns.js';
 import { formatTable, type ProgressStream } from './progress.js';
 
@@ -34,7 +27,7 @@ export const AWS_EXIT = {
   ok: 0,
   /** The run failed at start or start-run failed; the stack, the bucket or a run id not found; AWS refused. */
   failed: 1,
-  /** A flag or argument is wrong; nothing was sent. */
+  /** A flag or argument is wrong, or a backfill date is before the projection start; no run started. */
   usage: 2,
   /** No run started: another run holds the output (start-run answered `skipped`). */
   notStarted: 3,
@@ -55,8 +48,8 @@ Commands:
         the run's dt= partition (default: today, UTC): a backfill is --full with a --date,
         and lands today's state of the API under that date (the API keeps no history). A
         date before the stack's partition projection start (output ProjectionStartDate,
-        2025-01-01 by default) is refused when the stack has that output: Athena would not
-        see the partition
+        2025-01-01 by default) is refused, here and by start-run: Athena would not see the
+        partition (exit 2)
   status [RUN_ID]
         a run's progress from its records in the bucket: campaigns planned, units done,
         jobs by outcome, requests, errors; a closed run's manifest. Without RUN_ID, the
@@ -199,9 +192,10 @@ export async function awsCommand(
     const outputs = await stackOutputs(cloudFormation, parsed.stackName);
     const output = (key: string) => requiredOutput(outputs, key, parsed.stackName);
     if (parsed.sub === 'start') {
-      const refused = beforeProjection(parsed.event.date, projectionStartOutput(outputs));
+      // A stack deployed before the output existed has none: start-run then checks alone.
+      const refused = backfillBeforeProjection(parsed.event.date, outputs.get(OUTPUT.projectionStart));
       if (refused) {
-        stderr.write(`error: ${refused}\n`);
+        stderr.write(`error: ${refused}; nothing was started\n`);
         return AWS_EXIT.usage;
       }
       // No retries: an invocation lost on the way back may have started a run (aws-stack.ts).
@@ -223,22 +217,6 @@ interface Out {
   stderr: ProgressStream;
   json: boolean;
   now: () => Date;
-}
-
-/** Why a backfill date is refused: before the partition projection's start, Athena never sees it. */
-function beforeProjection(
-  date: string | undefined,
-  output: { key: string; value: string } | undefined,
-): string | undefined {
-  // A value that is no date (an output of another meaning) checks nothing.
-  if (date === undefined || output === undefined || !DtSchema.safeParse(output.value).success)
-    return undefined;
-  if (date >= output.value) return undefined;
-  return (
-    `--date ${date} is before the partition projection's start ${output.value} (stack output ` +
-    `${output.key}): Athena would not see that partition. Pick a date from ` +
-    `${output.value} on, or deploy with -c projectionStartDate=${date} first`
-  );
 }
 
 /** start-run's answer as the run id (stdout) and one line (stderr); the exit code. */
@@ -264,6 +242,9 @@ function reportStart(outcome: StartOutcome, { stdout, stderr, json }: Out): numb
     case 'skipped':
       stderr.write(`error: no run started: ${answer.reason}\n`);
       return AWS_EXIT.notStarted;
+    case 'refused':
+      stderr.write(`error: no run started: ${answer.reason}\n`);
+      return AWS_EXIT.usage;
     case 'duplicate':
       stderr.write(`error: no run started: the scheduled time ${answer.scheduled_time} has had its start\n`);
       return AWS_EXIT.notStarted;

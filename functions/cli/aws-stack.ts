@@ -14,18 +14,9 @@ import { RunIdSchema } from '../../shared/export/state/records.js';
 export const OUTPUT = {
   startRunFunction: 'StartRunFunctionName',
   dataLocation: 'DataLocation',
+  /** The partition projection's first `dt`: a stack deployed before it existed has none. */
+  projectionStart: 'ProjectionStartDate',
 } as const;
-
-/**
- * The output holding the partition projection's first `dt` (`ProjectionStartDate`, or a name
- * like it): added to the stack with the backfill refusal, so an older stack has none.
- */
-export function projectionStartOutput(
-  outputs: ReadonlyMap<string, string>,
-): { key: string; value: string } | undefined {
-  for (const [key, value] of outputs) if (/projection\w*start/i.test(key)) return { key, value };
-  return undefined;
-}
 
 /** The outputs of a deployed stack, by key. */
 export async function stackOutputs(
@@ -97,6 +88,7 @@ export const StartAnswerSchema = z.union([
   z.object({ status: z.literal('started'), run_id: RunIdSchema, campaigns: z.number().int() }),
   z.object({ status: z.literal('failed'), run_id: RunIdSchema, error: z.string() }),
   z.object({ status: z.literal('skipped'), reason: z.string() }),
+  z.object({ status: z.literal('refused'), reason: z.string() }),
   z.object({ status: z.literal('duplicate'), scheduled_time: z.string(), claimed_at: z.string().optional() }),
 ]);
 export type StartAnswer = z.infer<typeof StartAnswerSchema>;

@@ -402,13 +402,31 @@ describe('aws command', () => {
     const { code, stderr } = await aws('start', '--full', '--date', '2024-12-31');
 
     expect(code).toBe(AWS_EXIT.usage);
-    expect(stderr).toMatch(/^error: --date 2024-12-31 is before the partition projection's start 2025-01-01/);
+    expect(stderr).toMatch(
+      /^error: date 2024-12-31 is before the partition projection's start 2025-01-01, .*; nothing was started\n$/,
+    );
     expect(lambda.commandCalls(InvokeCommand)).toEqual([]);
     // From the projection start on, the date goes to start-run.
     lambda
       .on(InvokeCommand)
       .resolves({ StatusCode: 200, Payload: lambdaPayload({ status: 'skipped', reason: 'locked' }) });
     expect((await aws('start', '--full', '--date', '2025-01-01')).code).toBe(AWS_EXIT.notStarted);
+    expect(lambda.commandCalls(InvokeCommand)).toHaveLength(1);
+  });
+
+  it('says no run started when start-run refuses a backfill (a stack without the ProjectionStartDate output)', async () => {
+    stackHas();
+    const reason =
+      "date 2024-12-31 is before the partition projection's start 2025-01-01, so Athena would not see the run";
+    lambda
+      .on(InvokeCommand)
+      .resolves({ StatusCode: 200, Payload: lambdaPayload({ status: 'refused', reason }) });
+
+    const { code, stdout, stderr } = await aws('start', '--full', '--date', '2024-12-31');
+
+    expect(code).toBe(AWS_EXIT.usage);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(`error: no run started: ${reason}\n`);
     expect(lambda.commandCalls(InvokeCommand)).toHaveLength(1);
   });
 
