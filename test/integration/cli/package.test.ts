@@ -133,7 +133,9 @@ describe('the packed CLI', () => {
     const unknown = await cli(['exprot']);
     expect(unknown.code).toBe(2);
     expect(unknown.stdout).toBe('');
-    expect(unknown.stderr).toContain('unknown command "exprot"; the commands are export, sql, aws, simulator');
+    expect(unknown.stderr).toContain(
+      'unknown command "exprot"; the commands are export, sql, aws, simulator',
+    );
     const inherited = await cli(['toString']);
     expect(inherited.code).toBe(2);
     const none = await cli([]);
