@@ -19,6 +19,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'copy the Integration API into a folder or s3://bucket/prefix',
     load: async () => (await import('./export-command.js')).exportCommand,
   },
+  sql: {
+    summary: 'SQL over an export (folder or S3) with DuckDB: the views as in Athena',
+    load: async () => (await import('./sql-command.js')).sqlCommand,
+  },
   aws: {
     summary: "the deployed stack's runs: start one, see its progress, list the last ones",
     load: async () => (await import('./aws-command.js')).awsCommand,
