@@ -197,19 +197,24 @@ function selectList(columns: readonly SqlColumn[]): string {
 /*
  * What "latest" means (docs/query.md, "Snapshots, reports and the latest views", says the same):
  * - Only published runs count: status succeeded or partial.
- * - A campaign listing is complete in a run when no campaign item failed validation
+ * - A run's campaign listing is complete when no campaign item failed validation
  *   (counts.campaigns_invalid = 0). campaigns_latest: each campaign's row from the newest run
  *   that listed it, unless a newer complete campaign listing left it out (the campaign is gone).
- * - A campaign's job listing is complete in a run that listed the campaign when its jobs were
- *   listed to the end (not in unlisted_campaigns) and every item was valid (not in
- *   partially_listed_campaigns); a campaign that answered 404 for its jobs listed none, which is
- *   complete. jobs_latest: each job's row from the newest run that listed it, unless its
- *   campaign is not in campaigns_latest, or a newer complete listing of its campaign left it
- *   out, or its report answered 404 in that run or a newer one (not_found_jobs).
- * - <report table>_latest: the rows of each job's newest report, for the jobs of jobs_latest,
- *   unless its report answered 404 in a newer run.
- * An incomplete listing adds what it holds and deletes nothing. The text is the same on both
- * engines: CROSS JOIN UNNEST, contains() and struct field access are shared by Trino and DuckDB.
+ * - A run's listing of a campaign's jobs is complete when the run listed the campaign, listed
+ *   its jobs to the end (not in unlisted_campaigns) and found every item valid (not in
+ *   partially_listed_campaigns); a campaign that answered 404 for its jobs listed none, which
+ *   is complete. An incomplete listing adds what it holds and deletes nothing.
+ * - A job is deleted in a run whose complete listing of its campaign leaves it out, or in which
+ *   its report answered 404 (not_found_jobs). A campaign that leaves the campaign listing gets
+ *   no listing of its jobs, so its jobs stay as last listed.
+ * - jobs_latest: each job's row from the newest run that listed it, unless it was deleted in
+ *   that run or since.
+ * - <report table>_latest: the rows of each job's newest report, unless the job was deleted
+ *   since that report's run (a job listed again after a deletion shows a report again once one
+ *   is exported: a job no longer listed is fetched again when it comes back).
+ * The Iceberg `_current` tables apply the same deletions at each commit (commit-iceberg.ts). The
+ * text is the same on both engines: CROSS JOIN UNNEST, contains(), max_by() and struct field
+ * access are shared by Trino and DuckDB.
  */
 const PUBLISHED_CTE = `published AS (
   SELECT p.run_id, p.counts, p.unlisted_campaigns, p.partially_listed_campaigns, p.not_found_jobs
@@ -217,35 +222,13 @@ const PUBLISHED_CTE = `published AS (
   WHERE p.status IN (${PUBLISHED_STATUSES.map((s) => `'${s}'`).join(', ')})
 )`;
 
-/** `live_campaigns` (campaign_id, run_id): the campaigns of campaigns_latest and their run. */
-const LIVE_CAMPAIGNS_CTES = `campaign_newest AS (
-  SELECT c.campaign_id, max(c.run_id) AS run_id
-  FROM campaigns c
-  JOIN published p ON p.run_id = c.run_id
-  GROUP BY c.campaign_id
-),
-live_campaigns AS (
-  SELECT n.campaign_id, n.run_id
-  FROM campaign_newest n
-  WHERE n.run_id >= (
-    SELECT coalesce(max(p.run_id), '') FROM published p WHERE coalesce(p.counts.campaigns_invalid, 0) = 0
-  )
-)`;
-
-/** `job_listed` (per campaign, its newest complete job listing) and `not_found` (per job, its newest 404). */
-const LISTING_CTES = `job_listed AS (
-  SELECT c.campaign_id, max(c.run_id) AS run_id
+/** `complete_listing` (campaign_id, run_id): every complete listing of a campaign's jobs; `not_found` (job_id, run_id): each job's newest 404. */
+const DELETION_CTES = `complete_listing AS (
+  SELECT c.campaign_id, c.run_id
   FROM campaigns c
   JOIN published p ON p.run_id = c.run_id
   WHERE NOT coalesce(contains(p.unlisted_campaigns, c.campaign_id), false)
     AND NOT coalesce(contains(p.partially_listed_campaigns, c.campaign_id), false)
-  GROUP BY c.campaign_id
-),
-job_newest AS (
-  SELECT j.job_id, max(j.run_id) AS run_id
-  FROM jobs j
-  JOIN published p ON p.run_id = j.run_id
-  GROUP BY j.job_id
 ),
 not_found AS (
   SELECT u.job_id, max(p.run_id) AS run_id
@@ -254,65 +237,85 @@ not_found AS (
   GROUP BY u.job_id
 )`;
 
-/** The joins and conditions that keep a row `t` of `jobs` in jobs_latest. */
-const LIVE_JOB_ROW = `JOIN job_newest n ON n.job_id = t.job_id AND n.run_id = t.run_id
-JOIN live_campaigns c ON c.campaign_id = t.campaign_id
-LEFT JOIN job_listed l ON l.campaign_id = t.campaign_id
-LEFT JOIN not_found f ON f.job_id = t.job_id
-WHERE (l.run_id IS NULL OR t.run_id >= l.run_id)
-  AND (f.run_id IS NULL OR f.run_id < t.run_id)`;
-
 /** The SQL of `campaigns_latest` (see the definition above). */
 export function campaignsLatestSql(): string {
   return `WITH ${PUBLISHED_CTE},
-${LIVE_CAMPAIGNS_CTES}
+campaign_newest AS (
+  SELECT c.campaign_id, max(c.run_id) AS run_id
+  FROM campaigns c
+  JOIN published p ON p.run_id = c.run_id
+  GROUP BY c.campaign_id
+)
 SELECT ${selectList(tableColumns('campaigns'))}
 FROM campaigns t
-JOIN live_campaigns k ON k.campaign_id = t.campaign_id AND k.run_id = t.run_id`;
-}
-
-/** The SQL of `jobs_latest` (see the definition above). */
-export function jobsLatestSql(): string {
-  return `WITH ${PUBLISHED_CTE},
-${LIVE_CAMPAIGNS_CTES},
-${LISTING_CTES}
-SELECT ${selectList(tableColumns('jobs'))}
-FROM jobs t
-${LIVE_JOB_ROW}`;
+JOIN campaign_newest n ON n.campaign_id = t.campaign_id AND n.run_id = t.run_id
+WHERE t.run_id >= (
+  SELECT coalesce(max(p.run_id), '') FROM published p WHERE coalesce(p.counts.campaigns_invalid, 0) = 0
+)`;
 }
 
 /**
- * The SQL of `<table>_latest` (see the definition above): per job of jobs_latest, the rows of
- * its newest report, unless a newer run got a 404 for it; child tables take the rows of that
- * same (job_id, run_id).
+ * The SQL of `jobs_latest` (see the definition above). A job left out of a complete listing
+ * newer than its own newest listing was deleted then: the newest complete listing of its
+ * campaign is enough to tell.
+ */
+export function jobsLatestSql(): string {
+  return `WITH ${PUBLISHED_CTE},
+${DELETION_CTES},
+job_newest AS (
+  SELECT j.job_id, max(j.run_id) AS run_id
+  FROM jobs j
+  JOIN published p ON p.run_id = j.run_id
+  GROUP BY j.job_id
+),
+campaign_listed AS (
+  SELECT l.campaign_id, max(l.run_id) AS run_id
+  FROM complete_listing l
+  GROUP BY l.campaign_id
+)
+SELECT ${selectList(tableColumns('jobs'))}
+FROM jobs t
+JOIN job_newest n ON n.job_id = t.job_id AND n.run_id = t.run_id
+LEFT JOIN campaign_listed l ON l.campaign_id = t.campaign_id
+LEFT JOIN not_found f ON f.job_id = t.job_id
+WHERE (l.run_id IS NULL OR t.run_id >= l.run_id)
+  AND (f.run_id IS NULL OR f.run_id < t.run_id)`;
+}
+
+/**
+ * The SQL of `<table>_latest` (see the definition above): per job, the rows of its newest
+ * report, unless a complete listing of its campaign since left the job out (fewer of those
+ * listings hold it than there are) or its report answered 404 since; child tables take the
+ * rows of that same (job_id, run_id).
  */
 export function latestViewSql(table: ReportTableName): string {
   return `WITH ${PUBLISHED_CTE},
-${LIVE_CAMPAIGNS_CTES},
-${LISTING_CTES},
-live_jobs AS (
-  SELECT t.job_id
-  FROM jobs t
-  ${LIVE_JOB_ROW.replaceAll('\n', '\n  ')}
-),
+${DELETION_CTES},
 report_newest AS (
-  SELECT r.job_id, max(r.run_id) AS run_id
+  SELECT r.job_id, max_by(r.campaign_id, r.run_id) AS campaign_id, max(r.run_id) AS run_id
   FROM reports r
   JOIN published p ON p.run_id = r.run_id
   GROUP BY r.job_id
 ),
+unlisted_since AS (
+  SELECT n.job_id
+  FROM report_newest n
+  JOIN complete_listing l ON l.campaign_id = n.campaign_id AND l.run_id > n.run_id
+  LEFT JOIN jobs j ON j.run_id = l.run_id AND j.campaign_id = l.campaign_id AND j.job_id = n.job_id
+  GROUP BY n.job_id
+  HAVING count(j.job_id) < count(*)
+),
 latest AS (
-  SELECT r.job_id, r.run_id
-  FROM report_newest r
-  JOIN live_jobs k ON k.job_id = r.job_id
-  LEFT JOIN not_found f ON f.job_id = r.job_id
-  WHERE f.run_id IS NULL OR f.run_id < r.run_id
+  SELECT n.job_id, n.run_id
+  FROM report_newest n
+  LEFT JOIN unlisted_since u ON u.job_id = n.job_id
+  LEFT JOIN not_found f ON f.job_id = n.job_id
+  WHERE u.job_id IS NULL AND (f.run_id IS NULL OR f.run_id < n.run_id)
 )
 SELECT ${selectList(tableColumns(table))}
 FROM ${table} t
 JOIN latest l ON l.job_id = t.job_id AND l.run_id = t.run_id`;
 }
-
 /** The views of the newest listings: `campaigns_latest`, `jobs_latest` (both table formats). */
 export const LISTING_VIEWS: readonly ViewDef[] = [
   {
@@ -323,7 +326,7 @@ export const LISTING_VIEWS: readonly ViewDef[] = [
   },
   {
     name: latestViewName('jobs'),
-    doc: 'The newest listing of each job still listed: gone when a newer complete listing of its campaign leaves it out or its report answers 404.',
+    doc: 'The newest listing of each job still listed: gone once a complete listing of its campaign leaves it out or its report answers 404.',
     columns: tableColumns('jobs'),
     sql: jobsLatestSql(),
   },
@@ -332,7 +335,7 @@ export const LISTING_VIEWS: readonly ViewDef[] = [
 /** One `*_latest` view per report table, in table order (Hive; Iceberg has the `_current` tables). */
 export const REPORT_LATEST_VIEWS: readonly ViewDef[] = REPORT_TABLES.map((table) => ({
   name: latestViewName(table),
-  doc: `${TABLES[table].doc} Only each job's newest report from a succeeded or partial run, for the jobs of jobs_latest.`,
+  doc: `${TABLES[table].doc} Only each job's newest report from a succeeded or partial run, unless the job was deleted since.`,
   columns: tableColumns(table),
   sql: latestViewSql(table),
 }));

@@ -271,7 +271,9 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
 function stateUpdates({ plans, units }: RunRecords): ClosingRecord['outcomes'] {
   const updates: ClosingRecord['outcomes'] = [];
   for (const plan of plans.values()) {
-    if (plan.fatal || plan.campaign_gone || plan.unlisted !== undefined) continue;
+    // A campaign that answered 404 for its jobs listed none: its state forgets them all, as the
+    // latest views and current tables do, so that they are fetched again should it come back.
+    if (plan.fatal || plan.unlisted !== undefined) continue;
     const outcomes: ClosingRecord['outcomes'][number]['jobs'] = plan.unchanged.map((j) => ({
       ...j,
       outcome: 'unchanged',
