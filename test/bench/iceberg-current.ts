@@ -69,7 +69,7 @@ async function run(
       runId,
       files: [files[table]],
       now: new Date(`${dt}T10:00:00Z`),
-      changeBase: supersedeJobs(storage, catalog, new Set(jobs)),
+      changeBase: supersedeJobs(storage, catalog, { jobs: new Set(jobs), listings: new Map() }),
     });
   }
   const wall = performance.now() - start;
