@@ -335,7 +335,7 @@ export const LISTING_VIEWS: readonly ViewDef[] = [
 /** One `*_latest` view per report table, in table order (Hive; Iceberg has the `_current` tables). */
 export const REPORT_LATEST_VIEWS: readonly ViewDef[] = REPORT_TABLES.map((table) => ({
   name: latestViewName(table),
-  doc: `${TABLES[table].doc} Only each job's newest report from a succeeded or partial run, unless the job was deleted since.`,
+  doc: `The ${table} rows of each job's newest report from a succeeded or partial run, unless the job was deleted since.`,
   columns: tableColumns(table),
   sql: latestViewSql(table),
 }));
