@@ -25,6 +25,8 @@ interface Step {
   /** Job items per campaign; a campaign named in `failing` answers a contradictory page. */
   readonly jobs: Readonly<Record<number, readonly Record<string, unknown>[]>>;
   readonly failing?: readonly number[];
+  /** Campaigns whose job listing answers 404 (gone while the run lists them). */
+  readonly gone?: readonly number[];
   /** Jobs whose report answers 404 / 409 in this run. */
   readonly notFound?: readonly number[];
   readonly notReady?: readonly number[];
@@ -96,6 +98,23 @@ const STEPS: readonly Step[] = [
       reports: ['11@0', '12@3', '13@3', '21@0'],
     },
   },
+  {
+    name: 'campaign 2 is listed again but its jobs answer 404: it listed none, its jobs are deleted',
+    campaigns: [1, 2],
+    jobs: { 1: [job(11), job(12, 3), job(13)] },
+    gone: [2],
+    expected: { campaigns: [1, 2], jobs: ['1:11', '1:12', '1:13'], reports: ['11@0', '12@3', '13@3'] },
+  },
+  {
+    name: 'job 21 is listed again and fetched again',
+    campaigns: [1, 2],
+    jobs: { 1: [job(11), job(12, 3), job(13)], 2: [job(21)] },
+    expected: {
+      campaigns: [1, 2],
+      jobs: ['1:11', '1:12', '1:13', '2:21'],
+      reports: ['11@0', '12@3', '13@3', '21@7'],
+    },
+  },
 ];
 
 /** The scripted API answering as `steps[at()]` says. */
@@ -112,7 +131,9 @@ function apiOf(at: () => number) {
     jobs: (campaignId, page): Reply =>
       step().failing?.includes(campaignId)
         ? { body: listPage([job(campaignId * 10 + 1)], page + 1, page + 1) }
-        : { body: listPage([...(step().jobs[campaignId] ?? [])], 1, 1) },
+        : step().gone?.includes(campaignId)
+          ? errorReply(404, 'NOT_FOUND', 'Resource not found.')
+          : { body: listPage([...(step().jobs[campaignId] ?? [])], 1, 1) },
     report: (_campaignId, jobId): Reply =>
       step().notFound?.includes(jobId)
         ? errorReply(404, 'NOT_FOUND', 'Resource not found.')
@@ -140,6 +161,8 @@ describe.each<TableFormat>(['hive', 'iceberg'])('current state over runs with de
 
   it.each(STEPS.map((s, i) => [i, s.name] as const))('run %i: %s', async (index) => {
     step = index;
+    // Run ids order runs by their start second: each run starts in a second of its own.
+    await new Promise((resolve) => setTimeout(resolve, 1005 - (Date.now() % 1000)));
     const expected = STEPS[index]!.expected;
     const { manifest } = await runAgainst(server, { out, run: { tableFormat: format } });
     manifests[index] = manifest;
@@ -180,10 +203,7 @@ describe.each<TableFormat>(['hive', 'iceberg'])('current state over runs with de
     expect(manifests.map((m) => m.not_found_jobs)).toEqual([
       undefined,
       [12],
-      undefined,
-      undefined,
-      undefined,
-      undefined,
+      ...Array.from({ length: STEPS.length - 2 }, () => undefined),
     ]);
     expect(manifests[2]?.unlisted_campaigns).toEqual([1]);
     expect(manifests[2]?.partially_listed_campaigns).toEqual([2]);
