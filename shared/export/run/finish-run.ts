@@ -219,11 +219,14 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
         const plan = plans.get(id);
         return plan === undefined || plan.unlisted !== undefined;
       });
+  const partlyListed: number[] = [];
+  const notFound: number[] = [];
   for (const plan of plans.values()) {
     requests = addRequestCounts(requests, plan.requests);
     counts.duplicates += plan.duplicates;
     if (plan.unlisted !== undefined) continue;
     fatal ??= plan.fatal;
+    if (plan.jobs_invalid > 0) partlyListed.push(plan.campaign_id);
     counts.jobs += plan.jobs;
     counts.reports_unchanged += plan.unchanged.length;
     counts.reports_invalid += plan.jobs_invalid;
@@ -239,6 +242,7 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
         if (result.outcome === 'pending' || counted.has(jobId)) continue;
         counted.add(jobId);
         counts[OUTCOME_COUNTER[result.outcome]]++;
+        if (result.outcome === 'not_found') notFound.push(Number(jobId));
         accounted++;
       }
     }
@@ -258,6 +262,8 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
     ...(record.table_format !== undefined ? { table_format: record.table_format } : {}),
     ...(unlisted.length > 0 ? { unlisted_campaigns: unlisted } : {}),
+    ...(partlyListed.length > 0 ? { partially_listed_campaigns: partlyListed.sort((a, b) => a - b) } : {}),
+    ...(notFound.length > 0 ? { not_found_jobs: notFound.sort((a, b) => a - b) } : {}),
     ...(fatal
       ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
       : {}),
@@ -268,7 +274,9 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
 function stateUpdates({ plans, units }: RunRecords): ClosingRecord['outcomes'] {
   const updates: ClosingRecord['outcomes'] = [];
   for (const plan of plans.values()) {
-    if (plan.fatal || plan.campaign_gone || plan.unlisted !== undefined) continue;
+    // A campaign that answered 404 for its jobs listed none: its state forgets them all, as the
+    // latest views and current tables do, so that they are fetched again should it come back.
+    if (plan.fatal || plan.unlisted !== undefined) continue;
     const outcomes: ClosingRecord['outcomes'][number]['jobs'] = plan.unchanged.map((j) => ({
       ...j,
       outcome: 'unchanged',
