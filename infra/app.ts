@@ -1,7 +1,8 @@
 /**
- * The CDK app (`cdk.json`: `npx tsx infra/app.ts`). Configuration comes from context; a bad
- * value stops synth with a message naming the key. `-c stage=<name>` deploys another stage
- * next to `prod`.
+ * The CDK app (`cdk.json`: `npx tsx infra/app.ts`). Configuration comes from the stage's
+ * settings file `deploy/<stage>.json` and from context (which wins); a bad value stops synth
+ * with a message naming the key and where it was read. `-c stage=<name>` deploys another
+ * stage next to `prod`.
  */
 import { App } from 'aws-cdk-lib';
 import { InfraConfigError } from './config.js';

@@ -1,8 +1,8 @@
 /**
- * The deployment's configuration: typed, validated at synth with zod, read from CDK context
- * (`cdk.json` or `-c key=value`). Every error names the context key and says what is allowed.
+ * The deployment's configuration: typed and validated at synth with zod. The app reads it from
+ * the stage's settings file and CDK context (infra/settings.ts); every error names the key,
+ * where it was read, and says what is allowed.
  */
-import type { Construct } from 'constructs';
 import * as z from 'zod';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
 import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
@@ -39,6 +39,15 @@ const integer = (min: number, max: number, fallback: number) => {
       return typeof t === 'string' && /^-?\d+$/.test(t) ? Number(t) : t;
     }, z.number({ error }).int({ error }).min(min, { error }).max(max, { error }).optional())
     .transform((v) => v ?? fallback);
+};
+
+/** A whole number from `min` to `max`, or unset (`undefined`: the feature is off). */
+const optionalInteger = (min: number, max: number) => {
+  const error = `expected an integer from ${min} to ${max}, or nothing (the default: none)`;
+  return z.preprocess((v) => {
+    const t = emptyToUndefined(v);
+    return typeof t === 'string' && /^-?\d+$/.test(t) ? Number(t) : t;
+  }, z.number({ error }).int({ error }).min(min, { error }).max(max, { error }).optional());
 };
 
 /** A context key whose default and range are a run default's (shared/run-defaults.ts). */
@@ -151,7 +160,28 @@ const glueName = z.string().regex(/^[a-z0-9_]{1,255}$/, {
   message: 'expected lowercase letters, digits and "_" (a Glue database name Athena can query)',
 });
 
-/** Example base URL kept in cdk.json so an offline `cdk synth` works; deploying with it warns. */
+/**
+ * The storage classes `raw/` may move to: those Athena reads (`raw_reports`) without a restore.
+ * Glacier Flexible Retrieval and Deep Archive objects are skipped by Athena, so they are not offered.
+ */
+export const RAW_STORAGE_CLASSES = ['GLACIER_IR', 'STANDARD_IA'] as const;
+export type RawStorageClass = (typeof RAW_STORAGE_CLASSES)[number];
+/**
+ * When `raw/` moves, unless the deployment says otherwise: Glacier Instant Retrieval costs about
+ * a sixth of Standard per GB-month and is read in milliseconds, by Athena too; reading it costs
+ * more per GB than Standard-IA, and raw/ is seldom read (nothing in the exporter reads it back).
+ */
+export const RAW_TRANSITION = { days: 90, storageClass: 'GLACIER_IR' } as const satisfies {
+  days: number;
+  storageClass: RawStorageClass;
+};
+/** S3 moves an object to Standard-IA only after 30 days in Standard (lifecycle rule minimum). */
+export const IA_MIN_TRANSITION_DAYS = 30;
+
+/**
+ * The docs' example base URL: a configuration may hold it (benchmarks, loopback tests), a stack
+ * may not — synth fails with it, as it does without a URL (the app ships none in cdk.json).
+ */
 export const EXAMPLE_API_BASE_URL = 'https://api.example.com';
 
 export const ExporterConfigSchema = z
@@ -164,7 +194,7 @@ export const ExporterConfigSchema = z
       z
         .string()
         .min(1, {
-          message: 'required: the Integration API base URL, e.g. -c apiBaseUrl=https://api.acme.com',
+          message: 'required: the Integration API base URL, e.g. https://api.acme.com',
         })
         .pipe(
           z
@@ -192,7 +222,17 @@ export const ExporterConfigSchema = z
     secretCacheTtlSeconds: runDefault(RUN_DEFAULTS.secretCacheTtlSeconds),
     maxBodyMiB: runDefault(RUN_DEFAULTS.maxBodyMiB),
     runDeadlineMinutes: runDefault(RUN_DEFAULTS.runDeadlineMinutes),
-    rawRetentionDays: integer(1, 36_500, 365),
+    /**
+     * Days after which `raw/` expires; unset (the default), it is kept: the API keeps no
+     * history, so raw/ is the only lossless copy of what it answered.
+     */
+    rawRetentionDays: optionalInteger(1, 36_500),
+    /** Days after which `raw/` moves to `rawStorageClass` (a cheaper class Athena still reads). */
+    rawTransitionDays: integer(0, 36_500, RAW_TRANSITION.days),
+    rawStorageClass: z.preprocess(
+      (v) => (typeof v === 'string' ? v.trim().toUpperCase() : v) || RAW_TRANSITION.storageClass,
+      z.enum(RAW_STORAGE_CLASSES, { message: `expected one of ${RAW_STORAGE_CLASSES.join(', ')}` }),
+    ),
     athenaResultsRetentionDays: integer(1, 3650, 7),
     /**
      * Days a quarantined body is kept: a report that stays invalid is quarantined again by every
@@ -254,6 +294,20 @@ export const ExporterConfigSchema = z
         message: 'only for an imported secret: give existingSecretName or existingSecretArn too',
       });
     }
+    if (c.rawStorageClass === 'STANDARD_IA' && c.rawTransitionDays < IA_MIN_TRANSITION_DAYS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rawTransitionDays'],
+        message: `S3 moves objects to STANDARD_IA after ${IA_MIN_TRANSITION_DAYS} days at the earliest: give at least ${IA_MIN_TRANSITION_DAYS}`,
+      });
+    }
+    if (c.rawRetentionDays !== undefined && c.rawRetentionDays <= c.rawTransitionDays) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rawRetentionDays'],
+        message: `expires raw/ before it moves to ${c.rawStorageClass} after "rawTransitionDays" ${c.rawTransitionDays}: give more days, or lower rawTransitionDays`,
+      });
+    }
     if (c.egressEipAllocationId !== undefined && !c.fixedEgressIp) {
       ctx.addIssue({
         code: 'custom',
@@ -279,28 +333,23 @@ export const CONTEXT_KEYS = Object.keys(ExporterConfigSchema.shape) as readonly 
 export function parseConfig(
   raw: Readonly<Record<string, unknown>>,
   source: 'context' | 'props' = 'context',
+  fromFile: { readonly file: string; readonly keys: ReadonlySet<string> } | undefined = undefined,
 ): ExporterConfig {
   const result = ExporterConfigSchema.safeParse(raw);
   if (result.success) return result.data;
-  const label = source === 'context' ? 'context' : 'prop';
+  const labelOf = (key: string) =>
+    source === 'props' ? 'prop' : fromFile?.keys.has(key) ? fromFile.file : 'context';
   const lines = result.error.issues.map((issue) => {
     const key = String(issue.path[0] ?? '(config)');
     const given = raw[key];
     const shown = given === undefined ? '' : ` (got ${JSON.stringify(given)})`;
-    return `  ${label} "${key}": ${issue.message}${shown}`;
+    return `  ${labelOf(key)} "${key}": ${issue.message}${shown}`;
   });
   const where =
     source === 'context'
-      ? 'fix these context values (cdk.json "context" or -c key=value)'
+      ? `fix these settings (${fromFile?.file ?? 'deploy/<stage>.json'}, cdk.json "context" or -c key=value)`
       : 'fix these props of CampaignReportExporter';
   throw new InfraConfigError(`Invalid configuration; ${where}:\n${lines.join('\n')}`, {
     cause: result.error,
   });
-}
-
-/** Reads every key of {@link CONTEXT_KEYS} from the construct tree's context and validates it. */
-export function readConfig(scope: Construct): ExporterConfig {
-  const raw: Record<string, unknown> = {};
-  for (const key of CONTEXT_KEYS) raw[key] = scope.node.tryGetContext(key);
-  return parseConfig(raw);
 }

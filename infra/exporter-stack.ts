@@ -1,9 +1,10 @@
 import { type App, CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { type ExporterConfig, readConfig } from './config.js';
+import type { ExporterConfig } from './config.js';
 import { CampaignReportExporter } from './exporter.js';
 import { namesFor } from './naming.js';
+import { readConfig } from './settings.js';
 
 /** Apps cdk-nag already checks: two stages in one app are checked once. */
 const checkedApps = new WeakSet<App>();

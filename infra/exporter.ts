@@ -4,10 +4,10 @@
  * (infra/naming.ts); construct ids are scoped to the construct, and it creates no outputs
  * (see {@link CampaignReportExporter.outputs}).
  */
-import { Annotations } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { EXAMPLE_API_BASE_URL, type ExporterConfig, parseConfig } from './config.js';
+import { CONTEXT_KEYS, type ExporterConfig, parseConfig } from './config.js';
 import { AnalystPolicy } from './constructs/analysts.js';
 import { ApiKeySecret } from './constructs/api-key-secret.js';
 import { ExporterAthena } from './constructs/athena.js';
@@ -15,13 +15,14 @@ import { ExporterCatalog } from './constructs/catalog.js';
 import { DataLake } from './constructs/data-lake.js';
 import { ICEBERG_COMMITTERS } from './constructs/data-lake-access.js';
 import { FixedEgress } from './constructs/egress.js';
-import { ExporterFunctions, FUNCTION_SETTINGS } from './constructs/functions.js';
+import { ExporterFunctions, FUNCTION_NAMES, FUNCTION_SETTINGS } from './constructs/functions.js';
 import { IcebergTables } from './constructs/iceberg-tables.js';
 import { ExporterMonitoring } from './constructs/monitoring.js';
 import { ExporterQueues } from './constructs/queues.js';
 import { RequestBudget } from './constructs/request-budget.js';
 import { ExporterSchedules } from './constructs/schedule.js';
 import { type ExporterNames, namesFor } from './naming.js';
+import { checkApiBaseUrl } from './settings.js';
 
 /**
  * The construct's props: the deployment configuration (the context keys of the app, typed),
@@ -67,16 +68,13 @@ export class CampaignReportExporter extends Construct {
     this.config = config;
     this.names = namesFor(config.stage, { databaseName: config.databaseName });
     const names = this.names;
-    if (config.apiBaseUrl === EXAMPLE_API_BASE_URL) {
-      Annotations.of(this).addWarningV2(
-        'campaign-report-exporter:exampleApiBaseUrl',
-        `apiBaseUrl is the example ${EXAMPLE_API_BASE_URL}: deploy with -c apiBaseUrl=<your {base_url}>`,
-      );
-    }
+    checkApiBaseUrl(config.apiBaseUrl, 'the prop apiBaseUrl');
 
     this.dataLake = new DataLake(this, 'DataLake', {
       dataPrefix: config.dataPrefix,
       rawRetentionDays: config.rawRetentionDays,
+      rawTransitionDays: config.rawTransitionDays,
+      rawStorageClass: config.rawStorageClass,
       athenaResultsRetentionDays: config.athenaResultsRetentionDays,
       quarantineRetentionDays: config.quarantineRetentionDays,
     });
@@ -191,6 +189,19 @@ export class CampaignReportExporter extends Construct {
         value: this.monitoring.topic.topicArn,
       },
     ];
+    for (const name of FUNCTION_NAMES) {
+      out.push({
+        name: `${FUNCTION_SETTINGS[name].id}LogGroupName`,
+        description: `Log group of ${name}: aws logs tail <this> --follow`,
+        value: this.functions.logGroups[name].logGroupName,
+      });
+    }
+    const { region } = Stack.of(this);
+    out.push({
+      name: 'DashboardUrl',
+      description: 'CloudWatch dashboard: runs, reports, API load, queues, functions, alarms',
+      value: `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards/dashboard/${this.monitoring.dashboard.dashboardName}`,
+    });
     if (this.apiKey.putKeyCommand !== undefined) {
       out.push({
         name: 'PutKeyCommand',
@@ -213,6 +224,28 @@ export class CampaignReportExporter extends Construct {
         value: this.egress.allocationId,
       });
     }
-    return out;
+    // A setting that is already an output under its name (egressEipAllocationId) is not repeated.
+    const taken = new Set(out.map((o) => o.name));
+    return [...out, ...this.settingOutputs().filter((o) => !taken.has(o.name))];
+  }
+
+  /**
+   * The effective settings, one output each under the key's name capitalised (`ApiBaseUrl`,
+   * `AlarmEmail`, `ProjectionStartDate`, …), so that `cdk diff` shows a deploy that would change
+   * one. Unset keys (and an empty `dataPrefix`) have none. No setting is a secret: the key is
+   * named, never held.
+   */
+  private settingOutputs(): ExporterOutput[] {
+    return CONTEXT_KEYS.flatMap((key) => {
+      const value = this.config[key];
+      if (value === undefined || value === '') return [];
+      return [
+        {
+          name: key.charAt(0).toUpperCase() + key.slice(1),
+          description: `Setting ${key} as deployed (a deploy with another value changes it)`,
+          value: String(value),
+        },
+      ];
+    });
   }
 }

@@ -3,10 +3,9 @@
  * and prod) live side by side in one account and region. Nothing else in infra/ spells a
  * physical name: resources without one here get names CloudFormation makes unique.
  */
+import { stackNameOf, stageSuffix } from '../shared/aws/stack-name.js';
 
-/** What the stage may be: it goes into stack, secret, Glue, Athena and metric names. */
-export const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
-export const DEFAULT_STAGE = 'prod';
+export { DEFAULT_STAGE, STAGE_PATTERN } from '../shared/aws/stack-name.js';
 
 export interface ExporterNames {
   readonly stage: string;
@@ -31,11 +30,9 @@ export const PRODUCT = 'campaign-report-exporter';
  * its stack in place; every other stage appends itself to each name.
  */
 export function namesFor(stage: string, options: { databaseName?: string | undefined } = {}): ExporterNames {
-  if (!STAGE_PATTERN.test(stage)) {
-    throw new Error(`stage "${stage}": expected lowercase letters, digits and "-", starting with a letter`);
-  }
-  const suffix = stage === DEFAULT_STAGE ? '' : `-${stage}`;
-  const stackName = `CampaignReportExporter${suffix}`;
+  // Checks the stage: every name below is built from it.
+  const stackName = stackNameOf(stage);
+  const suffix = stageSuffix(stage);
   return {
     stage,
     stackName,

@@ -6,6 +6,7 @@
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../../shared/export/layout.js';
+import { DtSchema } from '../../shared/export/state/records.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 
 /** A whole number bounded and defaulted as its run default says. */
@@ -51,6 +52,11 @@ export const EnvSchema = z.object({
    * `tableFormat` iceberg only); their bucket and root are DATA_BUCKET and DATA_PREFIX.
    */
   GLUE_DATABASE: z.string().min(1).optional(),
+  /**
+   * The first `dt` of the Glue tables' partition projection (the `projectionStartDate` context
+   * key): start-run refuses a backfill dated before it, which Athena would not see. Unset: no check.
+   */
+  PROJECTION_START_DATE: DtSchema.optional(),
 });
 export type Env = z.infer<typeof EnvSchema>;
 

@@ -1,10 +1,11 @@
 /**
  * start-run (EventBridge Scheduler, or by hand): a new run — verify, list campaigns, one plan
  * message per campaign. Input: shared/aws/payloads.ts `StartRunEventSchema`. A schedule's
- * invocation carries its `scheduled_time`, and each scheduled time starts at most one run.
+ * invocation carries its `scheduled_time`, and each scheduled time starts at most one run. A
+ * backfill `date` before the partition projection's start (PROJECTION_START_DATE) is refused.
  */
 import { randomBytes } from 'node:crypto';
-import { StartRunEventSchema } from '../../shared/aws/payloads.js';
+import { backfillBeforeProjection, StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
@@ -29,6 +30,14 @@ const LOCK_OWNER = 'aws-lambda';
 
 export async function startRunHandler(event: unknown) {
   const input = StartRunEventSchema.parse(event ?? {});
+  const refused = backfillBeforeProjection(input.date, env.PROJECTION_START_DATE);
+  if (refused !== undefined) {
+    // Before any lock, claim or API request: nothing to release.
+    logger.error('run not started: the backfill date is outside the partition projection', {
+      reason: refused,
+    });
+    return { status: 'refused', reason: refused };
+  }
   const deps = await withCatalog(await apiDeps());
   // A start that starts no run gives its scheduled time back: a later delivery may start one.
   let release = async () => {};

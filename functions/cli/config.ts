@@ -14,7 +14,7 @@ import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-d
 import { isS3Out } from '../../shared/storage/open.js';
 
 /** The bucket's region when neither --s3-region nor AWS_REGION says (S3's own default). */
-const DEFAULT_S3_REGION = 'us-east-1';
+export const DEFAULT_S3_REGION = 'us-east-1';
 /** --wait-lock's ceiling: a day; a run that holds --out longer is stuck, not busy. */
 const MAX_WAIT_LOCK_SECONDS = 86_400;
 
@@ -193,7 +193,7 @@ function joinNegativeValues(argv: readonly string[]): string[] {
 }
 
 /** parseArgs' errors, reworded to name the flag and what it takes. */
-function argumentError(cause: unknown): ConfigError {
+export function argumentError(cause: unknown): ConfigError {
   const { code, message } = cause as { code?: string; message: string };
   const flag = /'(-{1,2}[^' ]+)/.exec(message)?.[1] ?? '';
   const reason =
@@ -274,7 +274,7 @@ export function parseCli(
 }
 
 /** An S3 URL as given; a folder as an absolute path, relative ones from where the user is. */
-function resolveOut(out: string, cwd: string): string {
+export function resolveOut(out: string, cwd: string): string {
   return isS3Out(out) ? out : resolve(cwd, out);
 }
 

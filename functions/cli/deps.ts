@@ -8,6 +8,7 @@ import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { bodyLimitBytes } from '../../shared/run-defaults.js';
 import { openStorage } from '../../shared/storage/open.js';
+import type { Storage } from '../../shared/storage/storage.js';
 
 export interface CliDepsOptions {
   baseUrl: string;
@@ -33,12 +34,17 @@ export function limiterOptionsOf(
   return { maxRate: options.maxRate, concurrency: options.concurrency };
 }
 
-export function cliDeps(options: CliDepsOptions): ExportDeps {
-  const limiter = new AdaptiveRateLimiter(limiterOptionsOf(options));
-  const storage = openStorage(options.out, {
+/** The storage --out names, with --s3-region and --s3-endpoint (path-style, as local servers need). */
+export function openOut(options: Pick<CliDepsOptions, 'out' | 's3Region' | 's3Endpoint'>): Storage {
+  return openStorage(options.out, {
     ...(options.s3Region ? { region: options.s3Region } : {}),
     ...(options.s3Endpoint ? { endpoint: options.s3Endpoint, forcePathStyle: true } : {}),
   });
+}
+
+export function cliDeps(options: CliDepsOptions): ExportDeps {
+  const limiter = new AdaptiveRateLimiter(limiterOptionsOf(options));
+  const storage = openOut(options);
   return {
     api: () =>
       new IntegrationApiClient({

@@ -19,6 +19,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: 'copy the Integration API into a folder or s3://bucket/prefix',
     load: async () => (await import('./export-command.js')).exportCommand,
   },
+  sql: {
+    summary: 'SQL over an export (folder or S3) with DuckDB: the views as in Athena',
+    load: async () => (await import('./sql-command.js')).sqlCommand,
+  },
+  aws: {
+    summary: "the deployed stack's runs: start one, see its progress, list the last ones",
+    load: async () => (await import('./aws-command.js')).awsCommand,
+  },
   simulator: {
     summary: "serve the project's Integration API simulator on 127.0.0.1, to try export",
     // The one import from functions/ into test/: the simulator ships so that the CLI can be

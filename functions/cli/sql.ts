@@ -7,7 +7,7 @@
  * own `iceberg` extension would do the same, but it cannot be installed without the internet).
  */
 import { join } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBResultReader } from '@duckdb/node-api';
 import { PARTITION_KEY, RUNS_PREFIX, tablePrefix } from '../../shared/export/layout.js';
 import { outputTableFormat } from '../../shared/export/state/table-format.js';
 import { TABLE_NAMES, type TableName } from '../../shared/export/tables.js';
@@ -23,6 +23,7 @@ import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
 import { baseTableOf, ICEBERG_TABLE_NAMES } from '../../shared/iceberg/schema.js';
 import { snapshotFiles } from '../../shared/iceberg/snapshot-files.js';
 import { LocalStorage } from '../../shared/storage/local.js';
+import type { Storage } from '../../shared/storage/storage.js';
 import { displayWidth, oneLine, padEnd, truncate } from './columns.js';
 
 export interface QueryResult {
@@ -30,9 +31,42 @@ export interface QueryResult {
   rows: unknown[][];
 }
 
+/** One statement's result, as the `sql` command prints it. */
+export interface StatementResult {
+  columns: string[];
+  /** False for a statement that returns no rows by nature (CREATE, SET …): nothing to print. */
+  returnsRows: boolean;
+  /** Each value as DuckDB's own text (`2026-11-22`, `[1, 2]`, `{'a': 1}`), null for NULL. */
+  textRows(): (string | null)[][];
+  /** Each row as a JSON object; BIGINT, HUGEINT and DECIMAL values as strings, exact. */
+  jsonRows(): Record<string, unknown>[];
+}
+
 export interface LakeSql {
   query(sql: string): Promise<QueryResult>;
+  /**
+   * Runs `sql`, one statement or several separated by `;`, in order, yielding each one's result
+   * before the next runs: a failing statement throws after the results of those before it.
+   */
+  run(sql: string): AsyncIterable<StatementResult>;
   close(): void;
+}
+
+/** The DuckDB Node API module: imported where it is installed (see duckdb-loader.ts). */
+export type DuckDbModule = typeof import('@duckdb/node-api');
+
+/**
+ * Where the views read from: an output folder, or a local copy of the files an S3 output's
+ * views need (lake-mirror.ts), DuckDB reading local files only (httpfs cannot be installed
+ * offline).
+ */
+export interface LakeFiles {
+  /** The output itself: its table format and its Iceberg metadata are read from here. */
+  storage: Storage;
+  /** A local folder holding the output's `parquet/` and `runs/` files under their keys. */
+  root: string;
+  /** The local path of a file the output names by its location (an Iceberg data or delete file). */
+  localPath(location: string): Promise<string>;
 }
 
 const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
@@ -55,22 +89,49 @@ async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promi
  * DuckDB's readers fail on a glob that matches nothing, so a table without files is an empty
  * typed view instead: it reads as zero rows with the right columns, and queries still run.
  */
-export async function openLakeSql(root: string): Promise<LakeSql> {
+export async function openLakeSql(root: string, duckdb?: DuckDbModule): Promise<LakeSql> {
+  return openLake({ storage: new LocalStorage(root), root, localPath: async (location) => location }, duckdb);
+}
+
+/**
+ * Opens DuckDB over `files` with the views of {@link openLakeSql}. `duckdb`: the module to use;
+ * default, the one this program resolves (a checkout's node_modules).
+ */
+export async function openLake(files: LakeFiles, duckdb?: DuckDbModule): Promise<LakeSql> {
+  const { DuckDBInstance, ResultReturnType } = duckdb ?? (await import('@duckdb/node-api'));
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
-  const storage = new LocalStorage(root);
-  if ((await outputTableFormat(storage)) === 'iceberg') {
-    await createIcebergViews(connection, storage);
-  } else {
-    await createHiveViews(connection, root);
+  try {
+    if ((await outputTableFormat(files.storage)) === 'iceberg') {
+      await createIcebergViews(connection, files);
+    } else {
+      await createHiveViews(connection, files.root);
+    }
+    await createRunsView(connection, files.root);
+    for (const view of LATEST_VIEWS) await connection.run(`CREATE VIEW ${view.name} AS ${view.sql}`);
+  } catch (error) {
+    connection.closeSync();
+    instance.closeSync();
+    throw error;
   }
-  await createRunsView(connection, root);
-  for (const view of LATEST_VIEWS) await connection.run(`CREATE VIEW ${view.name} AS ${view.sql}`);
+
+  const resultOf = (reader: DuckDBResultReader): StatementResult => ({
+    columns: reader.columnNames(),
+    returnsRows: reader.returnType === ResultReturnType.QUERY_RESULT,
+    textRows: () => reader.getRows().map((row) => row.map((v) => (v === null ? null : String(v)))),
+    jsonRows: () => reader.getRowObjectsJson() as Record<string, unknown>[],
+  });
 
   return {
     async query(sql) {
       const reader = await connection.runAndReadAll(sql);
       return { columns: reader.columnNames(), rows: reader.getRowsJS() as unknown[][] };
+    },
+    async *run(sql) {
+      const statements = await connection.extractStatements(sql);
+      for (let i = 0; i < statements.count; i++) {
+        yield resultOf(await (await statements.prepare(i)).runAndReadAll());
+      }
     },
     close() {
       connection.closeSync();
@@ -83,22 +144,30 @@ export async function openLakeSql(root: string): Promise<LakeSql> {
  * A view per Iceberg table (history and current tables) over its current snapshot: the
  * contract's columns, then `dt`. Position deletes are applied as Iceberg defines them: a
  * data file's row `pos` (from 0) is left out when a delete file names its path and position.
+ * A delete file names the data file by its location in the output; DuckDB reads it at its
+ * local path (the same path for a folder, a copy's for S3), so the two are paired first.
  */
-async function createIcebergViews(connection: DuckDBConnection, storage: LocalStorage): Promise<void> {
-  const catalog = new FileCatalog(storage);
+async function createIcebergViews(connection: DuckDBConnection, lake: LakeFiles): Promise<void> {
+  const catalog = new FileCatalog(lake.storage);
   for (const table of ICEBERG_TABLE_NAMES) {
     const columns = tableColumns(baseTableOf(table) as TableName);
-    const files = await snapshotFiles(storage, catalog, table);
+    const files = await snapshotFiles(lake.storage, catalog, table);
+    const data = await Promise.all(
+      files.data.map(async (location) => [location, await lake.localPath(location)]),
+    );
+    const deletes = await Promise.all(files.positionDeletes.map(lake.localPath));
     const list = (paths: string[]) => `[${paths.map(literal).join(', ')}]`;
     const names = columns.map((c) => `d.${c.name}`).join(', ');
     let source = emptyView(columns);
-    if (files.data.length > 0) {
-      const data = `read_parquet(${list(files.data)}, hive_partitioning = false, filename = true, file_row_number = true)`;
+    if (data.length > 0) {
+      const read = `read_parquet(${list(data.map(([, path]) => path!))}, hive_partitioning = false, filename = true, file_row_number = true)`;
+      const paths = `(VALUES ${data.map(([location, path]) => `(${literal(location!)}, ${literal(path!)})`).join(', ')}) AS p(location, path)`;
       source =
-        files.positionDeletes.length === 0
-          ? `SELECT ${names} FROM ${data} AS d`
-          : `SELECT ${names} FROM ${data} AS d ANTI JOIN read_parquet(${list(files.positionDeletes)}, ` +
-            'hive_partitioning = false) AS x ON d.filename = x.file_path AND d.file_row_number = x.pos';
+        deletes.length === 0
+          ? `SELECT ${names} FROM ${read} AS d`
+          : `SELECT ${names} FROM ${read} AS d ANTI JOIN (SELECT p.path, x.pos FROM read_parquet(${list(deletes)}, ` +
+            `hive_partitioning = false) AS x JOIN ${paths} ON x.file_path = p.location) AS x ` +
+            'ON d.filename = x.path AND d.file_row_number = x.pos';
     }
     await connection.run(`CREATE VIEW ${table} AS ${source}`);
   }

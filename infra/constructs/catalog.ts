@@ -13,7 +13,13 @@ import {
 } from '../../shared/export/layout.js';
 import { RAW_LINE_COLUMNS } from '../../shared/export/raw-lines.js';
 import { glueType, TABLES, type TableDef, type TableName } from '../../shared/export/tables.js';
-import { hiveType, LATEST_VIEWS, RUNS_COLUMNS, RUNS_TABLE } from '../../shared/export/views.js';
+import {
+  hiveType,
+  LATEST_VIEWS,
+  LISTING_VIEWS,
+  RUNS_COLUMNS,
+  RUNS_TABLE,
+} from '../../shared/export/views.js';
 import { athenaViewInput } from './athena-view.js';
 import type { DataLake } from './data-lake.js';
 
@@ -75,7 +81,8 @@ export interface ExporterCatalogProps {
   readonly projectionStartDate: string;
   /**
    * `hive` (default): a Parquet table per contract table and the `*_latest` views. `iceberg`:
-   * neither (the Iceberg tables are IcebergTables', iceberg-tables.ts).
+   * no Parquet table (the Iceberg tables are IcebergTables', iceberg-tables.ts), and of the
+   * views only `campaigns_latest` and `jobs_latest` (the report tables have `_current` tables).
    */
   readonly tableFormat?: TableFormat;
 }
@@ -85,9 +92,11 @@ const PARTITION_KEYS = [{ name: PARTITION_KEY, type: 'string', comment: 'export 
 /**
  * The Glue database and its tables, generated from the table definitions and the key layout:
  * one Parquet table per contract table, `raw_reports` over the raw report lines, `runs` over
- * the run manifests, and the `*_latest` views (Athena views) over the report tables. With
- * `tableFormat` iceberg, only the database, `raw_reports` and `runs`: the contract tables are
- * Iceberg tables then (iceberg-tables.ts), and their `_current` tables take the views' place.
+ * the run manifests, and the `*_latest` views (Athena views): the newest listing of each
+ * campaign and job, and each job's newest report. With `tableFormat` iceberg, the database,
+ * `raw_reports`, `runs`, `campaigns_latest` and `jobs_latest` (over the Iceberg tables of the
+ * same names): the contract tables are Iceberg tables then (iceberg-tables.ts), and the report
+ * tables' `_current` tables take their views' place.
  * Partition projection on `dt` (no crawler, no MSCK REPAIR): a run is queryable once it lands.
  */
 export class ExporterCatalog extends Construct {
@@ -97,7 +106,7 @@ export class ExporterCatalog extends Construct {
   readonly tables: Readonly<Partial<Record<TableName, glue.CfnTable>>>;
   readonly rawReports: glue.CfnTable;
   readonly runs: glue.CfnTable;
-  /** The `*_latest` views, by view name. */
+  /** The `*_latest` views, by view name (`campaigns_latest` and `jobs_latest` only with Iceberg). */
   readonly views: Readonly<Record<string, glue.CfnTable>>;
   readonly #props: ExporterCatalogProps;
 
@@ -169,7 +178,7 @@ export class ExporterCatalog extends Construct {
     });
 
     this.views = Object.fromEntries(
-      (hive ? LATEST_VIEWS : []).map((view) => [
+      (hive ? LATEST_VIEWS : LISTING_VIEWS).map((view) => [
         view.name,
         this.#table(`View-${view.name}`, athenaViewInput(view, props.databaseName)),
       ]),

@@ -11,6 +11,7 @@ import {
   STATE_KEYS,
   STATE_ROOT,
 } from '../../shared/export/layout.js';
+import { RAW_TRANSITION, type RawStorageClass } from '../config.js';
 import type { DataLakeAccess } from './data-lake-access.js';
 
 /** Where Athena writes query results, at the bucket root (outside the data prefix). */
@@ -39,14 +40,23 @@ export const ABORT_MULTIPART_DAYS = 7;
 export const SCHEDULED_START_RETENTION_DAYS = 2;
 /** State objects are rewritten every run: their old versions restore nothing useful. */
 export const NONCURRENT_STATE_DAYS = 1;
+/** The S3 class of each `rawStorageClass` value. */
+const STORAGE_CLASSES: Readonly<Record<RawStorageClass, s3.StorageClass>> = {
+  GLACIER_IR: s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+  STANDARD_IA: s3.StorageClass.INFREQUENT_ACCESS,
+};
 /** Access logs serve audits of the past year. */
 export const ACCESS_LOG_RETENTION_DAYS = 365;
 
 export interface DataLakeProps {
   /** `''` or `a/b/`: the root of the output layout inside the bucket. */
   readonly dataPrefix: string;
-  /** Days after which raw JSON Lines (`<prefix>raw/`) expire. */
-  readonly rawRetentionDays: number;
+  /** Days after which raw JSON Lines (`<prefix>raw/`) expire; unset, they are kept. */
+  readonly rawRetentionDays?: number | undefined;
+  /** Days after which raw JSON Lines move to `rawStorageClass` (default {@link RAW_TRANSITION}). */
+  readonly rawTransitionDays?: number | undefined;
+  /** The class they move to: one Athena reads without a restore (default Glacier Instant Retrieval). */
+  readonly rawStorageClass?: RawStorageClass | undefined;
   /** Days after which Athena query results expire. */
   readonly athenaResultsRetentionDays: number;
   /** Days after which quarantined bodies (`<prefix>quarantine/`) expire. */
@@ -88,9 +98,18 @@ export class DataLake extends Construct {
       serverAccessLogsPrefix: 'data-lake/',
       lifecycleRules: [
         {
-          id: 'expire-raw',
+          // The only lossless copy of what the API answered (it keeps no history): kept, in a
+          // cheaper class Athena still reads, and expired only when the deployment says so.
+          id: 'archive-raw',
           prefix: `${props.dataPrefix}${RAW_ROOT}/`,
-          expiration: Duration.days(props.rawRetentionDays),
+          transitions: [
+            {
+              storageClass: STORAGE_CLASSES[props.rawStorageClass ?? RAW_TRANSITION.storageClass],
+              transitionAfter: Duration.days(props.rawTransitionDays ?? RAW_TRANSITION.days),
+            },
+          ],
+          expiration:
+            props.rawRetentionDays === undefined ? undefined : Duration.days(props.rawRetentionDays),
         },
         {
           id: 'expire-quarantine',

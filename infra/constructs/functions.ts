@@ -133,7 +133,11 @@ export class ExporterFunctions extends Construct {
     // start-run announces the runs it closes for interrupted ones, as finish-run does.
     const bus = events.EventBus.fromEventBusName(this, 'DefaultBus', 'default');
 
-    const startRun = make('start-run').bindPlanQueue(queues.plan.queue, 'send').bindEventBus(bus);
+    const startRun = make('start-run')
+      .bindPlanQueue(queues.plan.queue, 'send')
+      .bindEventBus(bus)
+      // A backfill dated before the partition projection's start would land where Athena does not look.
+      .configure('PROJECTION_START_DATE', config.projectionStartDate);
 
     const planCampaign = make('plan-campaign')
       .bindPlanQueue(queues.plan.queue, {

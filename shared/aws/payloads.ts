@@ -22,6 +22,23 @@ export const StartRunEventSchema = z.object({
 });
 export type StartRunEvent = z.input<typeof StartRunEventSchema>;
 
+/**
+ * Why a backfill dated `date` must not start, or undefined: Athena's partition projection starts
+ * at `projectionStart` (the stack's `projectionStartDate`), so a `dt` before it would be written
+ * and never seen. start-run refuses such a start; the `aws start` command refuses it before
+ * invoking, from the stack's `ProjectionStartDate` output.
+ */
+export function backfillBeforeProjection(
+  date: string | undefined,
+  projectionStart: string | undefined,
+): string | undefined {
+  if (date === undefined || projectionStart === undefined || date >= projectionStart) return undefined;
+  return (
+    `date ${date} is before the partition projection's start ${projectionStart}, so Athena would not see ` +
+    `the run: redeploy with projectionStartDate ${date} or earlier (deploy/<stage>.json), then start it again`
+  );
+}
+
 /** The input a schedule of `mode` sends (Scheduler fills in the scheduled time). */
 export const scheduledStartInput = (mode: z.infer<typeof ModeSchema>): StartRunEvent => ({
   mode,

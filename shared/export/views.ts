@@ -5,7 +5,7 @@
  * every column type is written once and spelled for each engine here.
  */
 import type { RunStatus } from './state/manifest.js';
-import { type ColumnType, REPORT_TABLES, type ReportTableName, TABLES } from './tables.js';
+import { type ColumnType, REPORT_TABLES, type ReportTableName, TABLES, type TableName } from './tables.js';
 
 /**
  * A column type: a contract column type, or a nested type of the `runs` table (a map's keys are
@@ -123,6 +123,12 @@ export const RUNS_COLUMNS: readonly SqlColumn[] = [
   },
   { name: 'company_name', type: 'string', doc: 'the company of the API key, as verify named it' },
   { name: 'unlisted_campaigns', type: { array: 'bigint' }, doc: 'campaigns whose jobs could not be listed' },
+  {
+    name: 'partially_listed_campaigns',
+    type: { array: 'bigint' },
+    doc: 'campaigns whose job listing held invalid items (their listing deletes no job)',
+  },
+  { name: 'not_found_jobs', type: { array: 'bigint' }, doc: 'jobs whose report answered 404 in the run' },
   { name: 'recovered_by', type: 'string', doc: 'the run that closed this interrupted run' },
   { name: 'table_format', type: 'string', doc: "'iceberg' when the run wrote Iceberg tables (NULL: Hive)" },
   {
@@ -145,7 +151,7 @@ export const RUNS_COLUMNS: readonly SqlColumn[] = [
 /** Every column of the `runs` table or view, `dt` last. */
 export const RUNS_VIEW_COLUMNS: readonly SqlColumn[] = [...RUNS_COLUMNS, DT_COLUMN];
 
-// ---- *_latest: each job's newest published report ---------------------------------------------
+// ---- *_latest: the current state, deletions honoured --------------------------------------------
 
 /** Runs whose data counts: a failed run publishes none (and its rows, were there any, are ignored). */
 export const PUBLISHED_STATUSES = ['succeeded', 'partial'] as const satisfies readonly RunStatus[];
@@ -159,8 +165,8 @@ export interface ViewDef {
   readonly sql: string;
 }
 
-/** The name of a report table's latest view: `reports_latest`, `questions_latest`, … */
-export const latestViewName = (table: ReportTableName): string => `${table}_latest`;
+/** The name of a table's latest view: `campaigns_latest`, `jobs_latest`, `reports_latest`, … */
+export const latestViewName = (table: TableName): string => `${table}_latest`;
 
 /** The columns of a contract table as the catalog and DuckDB expose them: the table's, then `dt`. */
 export const tableColumns = (table: keyof typeof TABLES): readonly SqlColumn[] => [
@@ -188,31 +194,151 @@ function selectList(columns: readonly SqlColumn[]): string {
     .trimStart();
 }
 
+/*
+ * What "latest" means (docs/query.md, "Snapshots, reports and the latest views", says the same):
+ * - Only published runs count: status succeeded or partial.
+ * - A run's campaign listing is complete when no campaign item failed validation
+ *   (counts.campaigns_invalid = 0). campaigns_latest: each campaign's row from the newest run
+ *   that listed it, unless a newer complete campaign listing left it out (the campaign is gone).
+ * - A run's listing of a campaign's jobs is complete when the run listed the campaign, listed
+ *   its jobs to the end (not in unlisted_campaigns) and found every item valid (not in
+ *   partially_listed_campaigns); a campaign that answered 404 for its jobs listed none, which
+ *   is complete. An incomplete listing adds what it holds and deletes nothing.
+ * - A job is deleted in a run whose complete listing of its campaign leaves it out, or in which
+ *   its report answered 404 (not_found_jobs). A campaign that leaves the campaign listing gets
+ *   no listing of its jobs, so its jobs stay as last listed.
+ * - jobs_latest: each job's row from the newest run that listed it, unless it was deleted in
+ *   that run or since.
+ * - <report table>_latest: the rows of each job's newest report, unless the job was deleted
+ *   since that report's run (a job listed again after a deletion shows a report again once one
+ *   is exported: a job no longer listed is fetched again when it comes back).
+ * The Iceberg `_current` tables apply the same deletions at each commit (commit-iceberg.ts). The
+ * text is the same on both engines: CROSS JOIN UNNEST, contains(), max_by() and struct field
+ * access are shared by Trino and DuckDB.
+ */
+const PUBLISHED_CTE = `published AS (
+  SELECT p.run_id, p.counts, p.unlisted_campaigns, p.partially_listed_campaigns, p.not_found_jobs
+  FROM ${RUNS_TABLE} p
+  WHERE p.status IN (${PUBLISHED_STATUSES.map((s) => `'${s}'`).join(', ')})
+)`;
+
+/** `complete_listing` (campaign_id, run_id): every complete listing of a campaign's jobs; `not_found` (job_id, run_id): each job's newest 404. */
+const DELETION_CTES = `complete_listing AS (
+  SELECT c.campaign_id, c.run_id
+  FROM campaigns c
+  JOIN published p ON p.run_id = c.run_id
+  WHERE NOT coalesce(contains(p.unlisted_campaigns, c.campaign_id), false)
+    AND NOT coalesce(contains(p.partially_listed_campaigns, c.campaign_id), false)
+),
+not_found AS (
+  SELECT u.job_id, max(p.run_id) AS run_id
+  FROM published p
+  CROSS JOIN UNNEST(p.not_found_jobs) AS u (job_id)
+  GROUP BY u.job_id
+)`;
+
+/** The SQL of `campaigns_latest` (see the definition above). */
+export function campaignsLatestSql(): string {
+  return `WITH ${PUBLISHED_CTE},
+campaign_newest AS (
+  SELECT c.campaign_id, max(c.run_id) AS run_id
+  FROM campaigns c
+  JOIN published p ON p.run_id = c.run_id
+  GROUP BY c.campaign_id
+)
+SELECT ${selectList(tableColumns('campaigns'))}
+FROM campaigns t
+JOIN campaign_newest n ON n.campaign_id = t.campaign_id AND n.run_id = t.run_id
+WHERE t.run_id >= (
+  SELECT coalesce(max(p.run_id), '') FROM published p WHERE coalesce(p.counts.campaigns_invalid, 0) = 0
+)`;
+}
+
 /**
- * The SQL of `<table>_latest`: per job, the rows of its newest report from a published run —
- * the greatest run_id among the succeeded or partial runs that have a `reports` row for the
- * job; child tables take the rows of that same (job_id, run_id). Plain SQL both engines share.
+ * The SQL of `jobs_latest` (see the definition above). A job left out of a complete listing
+ * newer than its own newest listing was deleted then: the newest complete listing of its
+ * campaign is enough to tell.
+ */
+export function jobsLatestSql(): string {
+  return `WITH ${PUBLISHED_CTE},
+${DELETION_CTES},
+job_newest AS (
+  SELECT j.job_id, max(j.run_id) AS run_id
+  FROM jobs j
+  JOIN published p ON p.run_id = j.run_id
+  GROUP BY j.job_id
+),
+campaign_listed AS (
+  SELECT l.campaign_id, max(l.run_id) AS run_id
+  FROM complete_listing l
+  GROUP BY l.campaign_id
+)
+SELECT ${selectList(tableColumns('jobs'))}
+FROM jobs t
+JOIN job_newest n ON n.job_id = t.job_id AND n.run_id = t.run_id
+LEFT JOIN campaign_listed l ON l.campaign_id = t.campaign_id
+LEFT JOIN not_found f ON f.job_id = t.job_id
+WHERE (l.run_id IS NULL OR t.run_id >= l.run_id)
+  AND (f.run_id IS NULL OR f.run_id < t.run_id)`;
+}
+
+/**
+ * The SQL of `<table>_latest` (see the definition above): per job, the rows of its newest
+ * report, unless a complete listing of its campaign since left the job out (fewer of those
+ * listings hold it than there are) or its report answered 404 since; child tables take the
+ * rows of that same (job_id, run_id).
  */
 export function latestViewSql(table: ReportTableName): string {
-  const statuses = PUBLISHED_STATUSES.map((s) => `'${s}'`).join(', ');
-  return `WITH published AS (
-  SELECT run_id FROM ${RUNS_TABLE} WHERE status IN (${statuses})
-),
-latest AS (
-  SELECT r.job_id, max(r.run_id) AS run_id
+  return `WITH ${PUBLISHED_CTE},
+${DELETION_CTES},
+report_newest AS (
+  SELECT r.job_id, max_by(r.campaign_id, r.run_id) AS campaign_id, max(r.run_id) AS run_id
   FROM reports r
   JOIN published p ON p.run_id = r.run_id
   GROUP BY r.job_id
+),
+unlisted_since AS (
+  SELECT n.job_id
+  FROM report_newest n
+  JOIN complete_listing l ON l.campaign_id = n.campaign_id AND l.run_id > n.run_id
+  LEFT JOIN jobs j ON j.run_id = l.run_id AND j.campaign_id = l.campaign_id AND j.job_id = n.job_id
+  GROUP BY n.job_id
+  HAVING count(j.job_id) < count(*)
+),
+latest AS (
+  SELECT n.job_id, n.run_id
+  FROM report_newest n
+  LEFT JOIN unlisted_since u ON u.job_id = n.job_id
+  LEFT JOIN not_found f ON f.job_id = n.job_id
+  WHERE u.job_id IS NULL AND (f.run_id IS NULL OR f.run_id < n.run_id)
 )
 SELECT ${selectList(tableColumns(table))}
 FROM ${table} t
 JOIN latest l ON l.job_id = t.job_id AND l.run_id = t.run_id`;
 }
+/** The views of the newest listings: `campaigns_latest`, `jobs_latest` (both table formats). */
+export const LISTING_VIEWS: readonly ViewDef[] = [
+  {
+    name: latestViewName('campaigns'),
+    doc: 'The newest listing of each campaign still listed: its row from the newest published run that listed it.',
+    columns: tableColumns('campaigns'),
+    sql: campaignsLatestSql(),
+  },
+  {
+    name: latestViewName('jobs'),
+    doc: 'The newest listing of each job still listed: gone once a complete listing of its campaign leaves it out or its report answers 404.',
+    columns: tableColumns('jobs'),
+    sql: jobsLatestSql(),
+  },
+];
 
-/** One `*_latest` view per report table, in table order. */
-export const LATEST_VIEWS: readonly ViewDef[] = REPORT_TABLES.map((table) => ({
+/** One `*_latest` view per report table, in table order (Hive; Iceberg has the `_current` tables). */
+export const REPORT_LATEST_VIEWS: readonly ViewDef[] = REPORT_TABLES.map((table) => ({
   name: latestViewName(table),
-  doc: `${TABLES[table].doc} Only each job's newest report from a succeeded or partial run.`,
+  doc: `The ${table} rows of each job's newest report from a succeeded or partial run, unless the job was deleted since.`,
   columns: tableColumns(table),
   sql: latestViewSql(table),
 }));
+
+/** Every `*_latest` view: the listing views, then one per report table. */
+export const LATEST_VIEWS: readonly ViewDef[] = [...LISTING_VIEWS, ...REPORT_LATEST_VIEWS];

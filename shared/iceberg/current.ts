@@ -1,8 +1,13 @@
 /**
- * The current tables (`<report table>_current`): the newest report of each job. A run's commit
- * to one adds the run's data files (copies of its history files) and supersedes every older row
- * of the jobs whose report the run exported (the job ids of its `reports` files, for all six
- * tables: a new report with fewer sections, or none, must still lose the old ones).
+ * The current tables (`<report table>_current`): the newest report of each job still listed. A
+ * run's commit to one adds the run's data files (copies of its history files) and supersedes
+ * the older rows of every job the run exported (the job ids of its `reports` files, for all six
+ * tables: a new report with fewer sections, or none, must still lose the old ones), of every
+ * job whose report answered 404 in the run, and of every job of a campaign the run listed
+ * completely that the listing no longer holds. The same deletions as the `*_latest` views
+ * (`shared/export/views.ts` defines them); each table's rows are matched on its own
+ * `job_id` and `campaign_id`, so that a commit taken up again after some tables were committed
+ * computes the rest from their own bases.
  *
  * Superseded rows are removed with Iceberg v2 position deletes: per partition of the files they
  * sit in, one delete file listing (file_path, pos), sorted. A data file whose rows are all
@@ -28,6 +33,7 @@ import {
   type BaseChange,
   type BaseContext,
   type ChangeCounts,
+  currentManifests,
   keyOfLocation,
   locationOfKey,
   metadataPrefix,
@@ -35,7 +41,7 @@ import {
   writeManifest,
 } from './commit.js';
 import { dataFileMetrics } from './metrics.js';
-import { baseTableOf, fieldId } from './schema.js';
+import { baseTableOf, fieldId, type IcebergTableName } from './schema.js';
 
 /** The reserved field ids of a position delete file's columns (spec, "Position Delete Files"). */
 export const DELETE_FILE_PATH_ID = 2147483546;
@@ -84,16 +90,35 @@ async function readDeletes(
   })) as { file_path: string; pos: bigint }[];
 }
 
-/** True when the file's job_id bounds leave no room for any of `jobs` (ids sorted). */
-function outsideBounds(entry: ManifestEntry, jobIdField: number, low: number, high: number): boolean {
+/**
+ * The rows a run supersedes in a current table: the rows of `jobs`, and the rows of a campaign
+ * of `listings` whose job that listing does not hold.
+ */
+export interface SupersedeRule {
+  /** Jobs whose older rows go: the jobs the run exported, and those whose report answered 404. */
+  readonly jobs: ReadonlySet<number>;
+  /** The job ids of each campaign the run listed completely (a campaign gone listed none). */
+  readonly listings: ReadonlyMap<number, ReadonlySet<number>>;
+}
+
+/** True when the rule supersedes a row of (`job`, `campaign`). */
+export const supersedes = (rule: SupersedeRule, job: number, campaign: number): boolean =>
+  rule.jobs.has(job) || rule.listings.get(campaign)?.has(job) === false;
+
+/** A file's bounds of a bigint column, as numbers (undefined when the file has none). */
+function boundsOf(entry: ManifestEntry, field: number): { low?: bigint; high?: bigint } {
   const bound = (m: ManifestEntry['data_file']['lower_bounds']) =>
-    m?.find((kv) => kv.key === jobIdField)?.value;
-  const lower = bound(entry.data_file.lower_bounds);
-  const upper = bound(entry.data_file.upper_bounds);
-  return (
-    (upper !== undefined && upper.readBigInt64LE() < BigInt(low)) ||
-    (lower !== undefined && lower.readBigInt64LE() > BigInt(high))
-  );
+    m?.find((kv) => kv.key === field)?.value.readBigInt64LE();
+  const low = bound(entry.data_file.lower_bounds);
+  const high = bound(entry.data_file.upper_bounds);
+  return { ...(low !== undefined && { low }), ...(high !== undefined && { high }) };
+}
+
+/** True when the file's bounds of `field` leave no room for any of the sorted `ids`. */
+function outsideBounds(entry: ManifestEntry, field: number, ids: readonly number[]): boolean {
+  if (ids.length === 0) return true;
+  const { low, high } = boundsOf(entry, field);
+  return (high !== undefined && high < BigInt(ids[0]!)) || (low !== undefined && low > BigInt(ids.at(-1)!));
 }
 
 /** The manifest entry of a new position delete file, added by `snapshotId`. */
@@ -136,71 +161,126 @@ async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** What a rule finds in a table's live files: data files wholly superseded, and the rows of the others. */
+interface Superseded {
+  manifests: { manifest: ManifestFile; entries: ManifestEntry[] }[];
+  deleteFiles: ManifestEntry[];
+  /** The data files each delete file points at. */
+  targets: Map<string, Set<string>>;
+  /** Data files all of whose rows go. */
+  removed: Set<string>;
+  /** Per partition, the new (file_path, pos) rows to delete. */
+  newDeletes: Map<string, { file_path: string; pos: number }[]>;
+}
+
+/** Reads the live files of `manifests` and finds the rows `rule` supersedes. */
+async function findSuperseded(
+  storage: Storage,
+  table: IcebergTableName,
+  baseManifests: readonly ManifestFile[],
+  rule: SupersedeRule,
+): Promise<Superseded> {
+  const manifests = await Promise.all(
+    baseManifests.map(async (m) => ({
+      manifest: m,
+      entries: (await decodeManifest(new Uint8Array(await readObject(storage, m.manifest_path)))).map((e) =>
+        resolved(m, e),
+      ),
+    })),
+  );
+  const live = manifests.flatMap((m) => m.entries.filter((e) => e.status !== STATUS.DELETED));
+  const dataFiles = live.filter((e) => e.data_file.content === CONTENT.DATA);
+  const deleteFiles = live.filter((e) => e.data_file.content === CONTENT.POSITION_DELETES);
+  const found: Superseded = {
+    manifests,
+    deleteFiles,
+    targets: new Map(),
+    removed: new Set(),
+    newDeletes: new Map(),
+  };
+  const jobs = [...rule.jobs].sort((a, b) => a - b);
+  const campaigns = [...rule.listings.keys()].sort((a, b) => a - b);
+  if (jobs.length === 0 && campaigns.length === 0) return found;
+
+  // Rows already deleted, per data file.
+  const deleted = new Map<string, Set<bigint>>();
+  await eachLimited(deleteFiles, READ_CONCURRENCY, async (e) => {
+    const own = new Set<string>();
+    for (const row of await readDeletes(storage, e.data_file.file_path)) {
+      own.add(row.file_path);
+      const set = deleted.get(row.file_path) ?? new Set<bigint>();
+      set.add(BigInt(row.pos));
+      deleted.set(row.file_path, set);
+    }
+    found.targets.set(e.data_file.file_path, own);
+  });
+
+  const base = baseTableOf(table);
+  const jobIdField = fieldId(base, 'job_id');
+  const campaignIdField = fieldId(base, 'campaign_id');
+  await eachLimited(dataFiles, READ_CONCURRENCY, async (e) => {
+    const path = e.data_file.file_path;
+    if (outsideBounds(e, jobIdField, jobs) && outsideBounds(e, campaignIdField, campaigns)) return;
+    const gone = deleted.get(path) ?? new Set<bigint>();
+    const rows = (await parquetReadObjects({
+      file: await readObject(storage, path),
+      columns: ['job_id', 'campaign_id'],
+      compressors,
+    })) as { job_id: bigint; campaign_id: bigint }[];
+    const hit: number[] = [];
+    for (let pos = 0; pos < rows.length; pos++) {
+      const row = rows[pos]!;
+      if (!gone.has(BigInt(pos)) && supersedes(rule, Number(row.job_id), Number(row.campaign_id)))
+        hit.push(pos);
+    }
+    if (hit.length === 0) return;
+    if (gone.size + hit.length >= rows.length) {
+      found.removed.add(path);
+      return;
+    }
+    const dt = e.data_file.partition.dt ?? '';
+    const list = found.newDeletes.get(dt) ?? [];
+    for (const pos of hit) list.push({ file_path: path, pos });
+    found.newDeletes.set(dt, list);
+  });
+  return found;
+}
+
 /**
- * The `changeBase` of a current table's commit: removes the rows of `jobs` from the base's
- * live data files (see the module's summary).
+ * True when `rule` supersedes any live row of `table`'s current snapshot: a run with nothing to
+ * add to a current table commits to it only then.
+ */
+export async function anySuperseded(
+  storage: Storage,
+  catalog: IcebergCatalog,
+  table: IcebergTableName,
+  rule: SupersedeRule,
+): Promise<boolean> {
+  const { metadata } = await catalog.load(table);
+  if (!metadata) return false;
+  const found = await findSuperseded(storage, table, await currentManifests(storage, metadata), rule);
+  return found.removed.size > 0 || found.newDeletes.size > 0;
+}
+
+/**
+ * The `changeBase` of a current table's commit: removes the rows `rule` supersedes from the
+ * base's live data files (see the module's summary).
  */
 export function supersedeJobs(
   storage: Storage,
   catalog: IcebergCatalog,
-  jobs: ReadonlySet<number>,
+  rule: SupersedeRule,
 ): (base: BaseContext) => Promise<BaseChange> {
   return async (ctx) => {
     const table = ctx.table;
-    const sorted = [...jobs].sort((a, b) => a - b);
-    const manifests = await Promise.all(
-      ctx.manifests.map(async (m) => ({
-        manifest: m,
-        entries: (await decodeManifest(new Uint8Array(await readObject(storage, m.manifest_path)))).map((e) =>
-          resolved(m, e),
-        ),
-      })),
+    const { manifests, deleteFiles, targets, removed, newDeletes } = await findSuperseded(
+      storage,
+      table,
+      ctx.manifests,
+      rule,
     );
-    const live = manifests.flatMap((m) => m.entries.filter((e) => e.status !== STATUS.DELETED));
-    const dataFiles = live.filter((e) => e.data_file.content === CONTENT.DATA);
-    const deleteFiles = live.filter((e) => e.data_file.content === CONTENT.POSITION_DELETES);
-    if (sorted.length === 0) return { manifests: [...ctx.manifests], counts: NO_CHANGE };
-
-    // Rows already deleted, per data file; the data files each delete file points at.
-    const deleted = new Map<string, Set<bigint>>();
-    const targets = new Map<string, Set<string>>();
-    await eachLimited(deleteFiles, READ_CONCURRENCY, async (e) => {
-      const own = new Set<string>();
-      for (const row of await readDeletes(storage, e.data_file.file_path)) {
-        own.add(row.file_path);
-        const set = deleted.get(row.file_path) ?? new Set<bigint>();
-        set.add(BigInt(row.pos));
-        deleted.set(row.file_path, set);
-      }
-      targets.set(e.data_file.file_path, own);
-    });
-
-    const jobIdField = fieldId(baseTableOf(table), 'job_id');
-    const removed = new Set<string>();
-    const newDeletes = new Map<string, { file_path: string; pos: number }[]>();
-    await eachLimited(dataFiles, READ_CONCURRENCY, async (e) => {
-      const path = e.data_file.file_path;
-      if (outsideBounds(e, jobIdField, sorted[0]!, sorted[sorted.length - 1]!)) return;
-      const gone = deleted.get(path) ?? new Set<bigint>();
-      const rows = (await parquetReadObjects({
-        file: await readObject(storage, path),
-        columns: ['job_id'],
-        compressors,
-      })) as { job_id: bigint }[];
-      const hit: number[] = [];
-      for (let pos = 0; pos < rows.length; pos++) {
-        if (jobs.has(Number(rows[pos]!.job_id)) && !gone.has(BigInt(pos))) hit.push(pos);
-      }
-      if (hit.length === 0) return;
-      if (gone.size + hit.length >= rows.length) {
-        removed.add(path);
-        return;
-      }
-      const dt = e.data_file.partition.dt ?? '';
-      const list = newDeletes.get(dt) ?? [];
-      for (const pos of hit) list.push({ file_path: path, pos });
-      newDeletes.set(dt, list);
-    });
+    if (removed.size === 0 && newDeletes.size === 0)
+      return { manifests: [...ctx.manifests], counts: NO_CHANGE };
     // A delete file that points only at removed data files goes with them.
     const removedDeletes = new Set(
       deleteFiles
@@ -289,9 +369,15 @@ export function supersedeJobs(
 const isEmpty = (m: ManifestFile) =>
   m.added_files_count + m.existing_files_count + m.deleted_files_count === 0;
 
-/** The job ids of a run's `reports` data file. */
-export async function jobIdsOf(body: Uint8Array): Promise<number[]> {
+/** The values of bigint `columns` in a Parquet file, row by row, as numbers. */
+export async function idColumnsOf<C extends string>(
+  body: Uint8Array,
+  columns: readonly C[],
+): Promise<Record<C, number>[]> {
   const file = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
-  const rows = (await parquetReadObjects({ file, columns: ['job_id'], compressors })) as { job_id: bigint }[];
-  return rows.map((r) => Number(r.job_id));
+  const rows = (await parquetReadObjects({ file, columns: [...columns], compressors })) as Record<
+    C,
+    bigint
+  >[];
+  return rows.map((r) => Object.fromEntries(columns.map((c) => [c, Number(r[c])])) as Record<C, number>);
 }

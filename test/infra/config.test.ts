@@ -1,13 +1,12 @@
 /** Configuration from CDK context: defaults, `-c` strings, and errors that name the key. */
-import { App } from 'aws-cdk-lib';
-import { describe, expect, it } from 'vitest';
-import {
-  CONTEXT_KEYS,
-  EXAMPLE_API_BASE_URL,
-  InfraConfigError,
-  parseConfig,
-  readConfig,
-} from '../../infra/config.js';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CONTEXT_KEYS, EXAMPLE_API_BASE_URL, InfraConfigError, parseConfig } from '../../infra/config.js';
+import { CampaignReportExporter } from '../../infra/exporter.js';
+import { readConfig } from '../../infra/settings.js';
 import { RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 import { cdkJsonContext } from './helpers.js';
 
@@ -41,7 +40,8 @@ describe('parseConfig', () => {
       secretCacheTtlSeconds: 300,
       maxBodyMiB: 64,
       runDeadlineMinutes: 360,
-      rawRetentionDays: 365,
+      rawTransitionDays: 90,
+      rawStorageClass: 'GLACIER_IR',
       athenaResultsRetentionDays: 7,
       quarantineRetentionDays: 90,
       logRetentionDays: 90,
@@ -148,6 +148,17 @@ describe('parseConfig', () => {
     [{ ...BASE, reportMaxConcurrency: 1 }, 'reportMaxConcurrency', /from 2 to 1000/],
     [{ ...BASE, unitSize: 0 }, 'unitSize', /integer/],
     [{ ...BASE, rawRetentionDays: -1 }, 'rawRetentionDays', /integer/],
+    [{ ...BASE, rawStorageClass: 'GLACIER' }, 'rawStorageClass', /one of GLACIER_IR, STANDARD_IA/],
+    [
+      { ...BASE, rawStorageClass: 'standard_ia', rawTransitionDays: '29' },
+      'rawTransitionDays',
+      /STANDARD_IA after 30 days at the earliest: give at least 30/,
+    ],
+    [
+      { ...BASE, rawRetentionDays: 90 },
+      'rawRetentionDays',
+      /expires raw\/ before it moves to GLACIER_IR after "rawTransitionDays" 90/,
+    ],
     [{ ...BASE, athenaResultsRetentionDays: 'soon' }, 'athenaResultsRetentionDays', /integer/],
     [{ ...BASE, logRetentionDays: 31 }, 'logRetentionDays', /one of 1, 3, 5/],
     [{ ...BASE, logLevel: 'LOUD' }, 'logLevel', /DEBUG, INFO, WARN, ERROR/],
@@ -243,12 +254,108 @@ describe('readConfig', () => {
         'egressEipAllocationId',
         'databaseName',
         'alarmEmail',
+        'rawRetentionDays',
       ].sort(),
     );
   });
 
-  it('cdk.json holds the documented example base URL so an offline synth works', () => {
-    expect(cdkJsonContext().apiBaseUrl).toBe(EXAMPLE_API_BASE_URL);
-    expect(readConfig(new App({ context: cdkJsonContext() })).apiBaseUrl).toBe(EXAMPLE_API_BASE_URL);
+  it('every key is a row of the context table of docs/deploy.md', () => {
+    const page = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+    const rows = page.split('\n').filter((line) => line.startsWith('| `'));
+    const documented = new Set(
+      rows.flatMap((row) => [...row.split('|')[1]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!)),
+    );
+    expect(CONTEXT_KEYS.filter((key) => !documented.has(key))).toEqual([]);
+  });
+
+  it('refuses a stack without its own base URL, naming where it goes', () => {
+    expect(cdkJsonContext().apiBaseUrl).toBeUndefined();
+    const root = mkdtempSync(join(tmpdir(), 'cre-settings-'));
+    expect(() => readConfig(new App({ context: cdkJsonContext() }), { root })).toThrow(
+      new InfraConfigError(
+        'no apiBaseUrl: put your Integration API {base_url} in deploy/prod.json (or cdk.json "context"), e.g. "apiBaseUrl": "https://api.acme.com"',
+      ),
+    );
+    for (const url of [EXAMPLE_API_BASE_URL, `${EXAMPLE_API_BASE_URL}/`]) {
+      expect(() => readConfig(new App({ context: { apiBaseUrl: url, stage: 'staging' } }), { root })).toThrow(
+        `apiBaseUrl is the docs' example ${EXAMPLE_API_BASE_URL}: put your Integration API {base_url} in deploy/staging.json (or cdk.json "context")`,
+      );
+    }
+  });
+
+  it('refuses the example base URL as a prop of the construct', () => {
+    const stack = new Stack(new App(), 'Other');
+    expect(() => new CampaignReportExporter(stack, 'Reports', { apiBaseUrl: EXAMPLE_API_BASE_URL })).toThrow(
+      `apiBaseUrl is the docs' example ${EXAMPLE_API_BASE_URL}: put your Integration API {base_url} in the prop apiBaseUrl`,
+    );
+  });
+});
+
+describe('the settings file deploy/<stage>.json', () => {
+  let root: string;
+  const write = (stage: string, text: string) => {
+    mkdirSync(join(root, 'deploy'), { recursive: true });
+    writeFileSync(join(root, 'deploy', `${stage}.json`), text);
+  };
+  const read = (context: Record<string, unknown> = {}) => readConfig(new App({ context }), { root });
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'cre-settings-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('is read for its stage, and a context value wins over it', () => {
+    write(
+      'prod',
+      JSON.stringify({ apiBaseUrl: 'https://api.acme.test', alarmEmail: 'ops@acme.test', unitSize: 50 }),
+    );
+    write('staging', JSON.stringify({ apiBaseUrl: 'https://staging.acme.test' }));
+
+    expect(read()).toMatchObject({
+      apiBaseUrl: 'https://api.acme.test',
+      alarmEmail: 'ops@acme.test',
+      unitSize: 50,
+    });
+    expect(read({ unitSize: '20' })).toMatchObject({ alarmEmail: 'ops@acme.test', unitSize: 20 });
+    const staging = read({ stage: 'staging' });
+    expect(staging).toMatchObject({ stage: 'staging', apiBaseUrl: 'https://staging.acme.test' });
+    expect(staging.alarmEmail).toBeUndefined();
+  });
+
+  it('warns when a context value overrides the file’s, and not when it repeats it', () => {
+    write(
+      'prod',
+      JSON.stringify({ apiBaseUrl: 'https://api.acme.test', unitSize: 50, alarmEmail: 'ops@acme.test' }),
+    );
+    const warnings: string[] = [];
+    readConfig(new App({ context: { unitSize: '20', alarmEmail: 'ops@acme.test' } }), {
+      root,
+      warn: (message) => warnings.push(message),
+    });
+    expect(warnings).toEqual([
+      "context unitSize=20 (cdk.json or -c) overrides deploy/prod.json's 50 for this deploy only: a deploy without it goes back to the file's; to keep it, put it in deploy/prod.json",
+    ]);
+  });
+
+  it('names the file for a bad value read from it, and the context for one given there', () => {
+    write('prod', JSON.stringify({ apiBaseUrl: 'https://api.acme.test', unitSize: 'many' }));
+    expect(() => read({ logLevel: 'LOUD' })).toThrow(/deploy\/prod\.json "unitSize": expected an integer/);
+    expect(() => read({ logLevel: 'LOUD' })).toThrow(/context "logLevel": expected one of/);
+  });
+
+  it.each([
+    ['{"apiBaseUrl": ', /^deploy\/prod\.json: not JSON \(.*\): fix the file$/],
+    ['["https://api.acme.test"]', /^deploy\/prod\.json: expected a JSON object of settings/],
+    [
+      '{"apiBaseUrl": "https://api.acme.test", "alarmMail": "x"}',
+      /^deploy\/prod\.json "alarmMail": not a setting: expected one of apiBaseUrl, /,
+    ],
+    [
+      '{"apiBaseUrl": "https://api.acme.test", "stage": "prod"}',
+      /^deploy\/prod\.json "stage": the file's name is its stage: remove the key$/,
+    ],
+  ])('refuses %s, naming the file', (text, message) => {
+    write('prod', text);
+    expect(() => read()).toThrow(message);
+    expect(() => read()).toThrow(InfraConfigError);
   });
 });

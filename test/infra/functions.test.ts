@@ -9,7 +9,6 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_API_BASE_URL } from '../../infra/config.js';
 import { DATA_ROOTS } from '../../infra/constructs/data-lake.js';
 import { DATA_LAKE_ACCESS, KEY_PATTERNS } from '../../infra/constructs/data-lake-access.js';
 import {
@@ -32,6 +31,7 @@ import {
   resourcesOf,
   type Synthesized,
   synthExporter,
+  TEST_API_BASE_URL,
 } from './helpers.js';
 
 const run = promisify(execFile);
@@ -123,7 +123,7 @@ describe('functions', () => {
     };
     const secretId = Object.keys(resourcesOf(s.template, 'AWS::SecretsManager::Secret'))[0]!;
     const api = {
-      API_BASE_URL: EXAMPLE_API_BASE_URL,
+      API_BASE_URL: TEST_API_BASE_URL,
       API_KEY_SECRET_ID: { Ref: secretId },
       SECRET_CACHE_TTL_SECONDS: String(RUN_DEFAULTS.secretCacheTtlSeconds.value),
       REPORT_CONCURRENCY: String(RUN_DEFAULTS.concurrency.value),
@@ -141,6 +141,8 @@ describe('functions', () => {
       PLAN_QUEUE_URL: planQueue,
       // It announces the interrupted runs it closes.
       EVENT_BUS_NAME: 'default',
+      // It refuses a backfill dated before the partition projection (context projectionStartDate).
+      PROJECTION_START_DATE: '2025-01-01',
     });
     expect(envOf('plan-campaign')).toEqual({
       ...common,

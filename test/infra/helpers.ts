@@ -10,9 +10,13 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { parseConfig } from '../../infra/config.js';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
 import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
+import { readConfig } from '../../infra/settings.js';
 import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/export/layout.js';
 
 const CDK_JSON = new URL('../../cdk.json', import.meta.url);
+
+/** The base URL the test stacks call: cdk.json ships none, and the docs' example fails synth. */
+export const TEST_API_BASE_URL = 'https://api.acme.test';
 
 /** The context cdk.json gives `cdk synth`. */
 export function cdkJsonContext(): Record<string, unknown> {
@@ -47,6 +51,7 @@ export function testApp(context: Record<string, unknown> = {}, options: { bundle
   return new App({
     outdir,
     context: {
+      apiBaseUrl: TEST_API_BASE_URL,
       ...cdkJsonContext(),
       'aws:cdk:enable-asset-metadata': true,
       ...(options.bundle === true ? {} : { 'aws:cdk:bundling-stacks': [] }),
@@ -60,7 +65,8 @@ export function synthExporter(
   options: { bundle?: boolean } = {},
 ): Synthesized {
   const app = testApp(context, options);
-  const stack = addExporterStack(app);
+  // The fresh outdir as root: no settings file of this checkout (deploy/prod.json) is read.
+  const stack = addExporterStack(app, readConfig(app, { root: app.outdir }));
   app.synth();
   return { app, stack, template: Template.fromStack(stack), outdir: app.outdir };
 }
@@ -71,7 +77,7 @@ export function synthStages(
   context: Record<string, unknown> = {},
 ): { app: App; stacks: ExporterStack[]; templates: Template[] } {
   const app = testApp(context);
-  const base = { ...cdkJsonContext(), ...context };
+  const base = { apiBaseUrl: TEST_API_BASE_URL, ...cdkJsonContext(), ...context };
   const stacks = stages.map((stage) => addExporterStack(app, parseConfig({ ...base, stage })));
   app.synth();
   return { app, stacks, templates: stacks.map((s) => Template.fromStack(s)) };

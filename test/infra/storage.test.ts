@@ -53,7 +53,7 @@ describe('data lake bucket', () => {
     expect(buckets[bucketId]!.Properties.LoggingConfiguration).toBeDefined();
   });
 
-  it('ages out raw/ and athena-results/ after the configured days, and old versions after 30', () => {
+  it('keeps raw/ (moved to Glacier IR), ages out athena-results/ after the configured days, and old versions after 30', () => {
     const rules = (
       resourcesOf(s.template, 'AWS::S3::Bucket')[bucketId]!.Properties.LifecycleConfiguration as {
         Rules: Record<string, unknown>[];
@@ -61,7 +61,12 @@ describe('data lake bucket', () => {
     ).Rules;
     expect(rules).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ Prefix: 'raw/', ExpirationInDays: 365, Status: 'Enabled' }),
+        {
+          Id: 'archive-raw',
+          Prefix: 'raw/',
+          Transitions: [{ StorageClass: 'GLACIER_IR', TransitionInDays: 90 }],
+          Status: 'Enabled',
+        },
         expect.objectContaining({ Prefix: 'athena-results/', ExpirationInDays: 7, Status: 'Enabled' }),
         expect.objectContaining({
           NoncurrentVersionExpiration: { NoncurrentDays: 30 },
@@ -98,7 +103,7 @@ describe('data lake bucket', () => {
     });
     // The earlier rules stay as they were.
     expect(Object.keys(byId)).toEqual(
-      expect.arrayContaining(['expire-raw', 'expire-athena-results', 'expire-noncurrent-versions']),
+      expect.arrayContaining(['archive-raw', 'expire-athena-results', 'expire-noncurrent-versions']),
     );
   });
 

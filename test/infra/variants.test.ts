@@ -43,6 +43,7 @@ const FULL = {
   maxBodyMiB: '128',
   runDeadlineMinutes: '120',
   rawRetentionDays: '30',
+  rawTransitionDays: '10',
   athenaResultsRetentionDays: '3',
   quarantineRetentionDays: '30',
   logRetentionDays: '14',
@@ -169,7 +170,11 @@ describe('everything configured', () => {
     const bucket = resourcesOf(s.template, 'AWS::S3::Bucket')[bucketId]!;
     expect(bucket.Properties.LifecycleConfiguration).toMatchObject({
       Rules: expect.arrayContaining([
-        expect.objectContaining({ Prefix: 'exports/acme/raw/', ExpirationInDays: 30 }),
+        expect.objectContaining({
+          Prefix: 'exports/acme/raw/',
+          Transitions: [{ StorageClass: 'GLACIER_IR', TransitionInDays: 10 }],
+          ExpirationInDays: 30,
+        }),
         expect.objectContaining({ Prefix: 'athena-results/', ExpirationInDays: 3 }),
         expect.objectContaining({
           Id: 'expire-quarantine',
@@ -311,6 +316,8 @@ describe('configuration errors at synth', () => {
   });
 
   it('rejects a missing base URL with the key name', () => {
-    expect(() => synthExporter({ apiBaseUrl: '' })).toThrow(/context "apiBaseUrl": required/);
+    expect(() => synthExporter({ apiBaseUrl: '' })).toThrow(
+      'no apiBaseUrl: put your Integration API {base_url} in deploy/prod.json (or cdk.json "context"), e.g. "apiBaseUrl": "https://api.acme.com"',
+    );
   });
 });

@@ -74,6 +74,8 @@ export async function buildCli(outfile: string = CLI_ENTRY): Promise<CliBuild> {
     // Smaller and quicker to parse. No source map: the CLI reports errors as one line, not as a
     // stack, and `npm run export` runs the sources when a stack is wanted.
     minify: true,
+    // DuckDB is native and for `sql` alone: installed on its first use (functions/cli/duckdb-loader.ts).
+    external: ['@duckdb/node-api'],
     banner: { js: BANNER },
     logLevel: 'warning',
   });

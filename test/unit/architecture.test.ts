@@ -63,7 +63,7 @@ describe('dependencies point one way', () => {
     expect(await violations('shared/export/state', under('shared/export/run'))).toEqual([]);
   });
 
-  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads and table keys', async () => {
+  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads, the stack name and table keys', async () => {
     const allowed = new Set([
       'shared/export/tables.js',
       'shared/export/layout.js',
@@ -75,6 +75,7 @@ describe('dependencies point one way', () => {
       'shared/metrics.js',
       'shared/run-defaults.js',
       'shared/aws/payloads.js',
+      'shared/aws/stack-name.js',
       'shared/aws/request-budget-table.js',
       // The Glue parameters that make a table Iceberg, shared with the Glue catalog.
       'shared/iceberg/glue-parameters.js',

@@ -7,11 +7,11 @@
 
 import { ExporterError } from '../../errors.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
-import { type CommitFile, commitRun } from '../../iceberg/commit.js';
-import { jobIdsOf, supersedeJobs } from '../../iceberg/current.js';
+import { type CommitFile, commitRun, snapshotIdOf } from '../../iceberg/commit.js';
+import { anySuperseded, idColumnsOf, type SupersedeRule, supersedeJobs } from '../../iceberg/current.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
 import { dataFileMetrics } from '../../iceberg/metrics.js';
-import { currentTableOf, icebergParquetTable } from '../../iceberg/schema.js';
+import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../../iceberg/schema.js';
 import { icebergDataKey } from '../layout.js';
 import type { Manifest } from '../state/manifest.js';
 import type { FileEntry } from '../state/records.js';
@@ -28,14 +28,28 @@ async function footerOf(deps: ExportDeps, key: string): Promise<Uint8Array> {
   return found.body.subarray(Math.max(0, found.body.length - TAIL_BYTES));
 }
 
+/** What commitIcebergRun reads of the manifest: the run, and what its listings and 404s delete. */
+type RunOf = Pick<
+  Manifest,
+  | 'run_id'
+  | 'dt'
+  | 'mode'
+  | 'status'
+  | 'counts'
+  | 'unlisted_campaigns'
+  | 'partially_listed_campaigns'
+  | 'not_found_jobs'
+>;
+
 /**
- * Commits a run's published Parquet files, one snapshot per table that has any, then, when the
- * run exported reports, one snapshot per current table (`shared/iceberg/current.ts`); returns
- * what the manifest says of them (catalog, and per table the snapshot id and metadata location).
+ * Commits a run's published Parquet files, one snapshot per table that has any, then one
+ * snapshot per current table that the run adds rows to or deletes rows from
+ * (`shared/iceberg/current.ts`); returns what the manifest says of them (catalog, and per table
+ * the snapshot id and metadata location).
  */
 export async function commitIcebergRun(
   deps: ExportDeps,
-  manifest: Pick<Manifest, 'run_id' | 'dt' | 'mode' | 'status' | 'counts'>,
+  manifest: RunOf,
   files: readonly FileEntry[],
   footers: ReadonlyMap<string, Uint8Array>,
 ): Promise<NonNullable<Manifest['iceberg']>> {
@@ -70,17 +84,57 @@ export async function commitIcebergRun(
     });
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
   }
-  const reports = committed.get('reports') ?? [];
-  if (reports.length > 0) {
-    Object.assign(tables, await commitCurrentTables(deps, catalog, manifest, committed, summary));
+  const rule = await supersedeRuleOf(deps, manifest, committed);
+  if (rule.jobs.size > 0 || rule.listings.size > 0) {
+    Object.assign(tables, await commitCurrentTables(deps, catalog, manifest, committed, summary, rule));
   }
   return { catalog: catalog.kind, tables };
 }
 
+/** The rows of a published file of the run, by their bigint `columns`. */
+async function publishedIds<C extends string>(deps: ExportDeps, f: CommitFile, columns: readonly C[]) {
+  const found = await deps.storage.get(f.key);
+  if (!found) throw new ExporterError(`published file ${f.key} is missing`, { retryable: true });
+  return idColumnsOf(found.body, columns);
+}
+
 /**
- * One snapshot per current table: the run's data files, copied under the current table (never
- * shared: an engine's maintenance of one table would delete files the other still reads), and
- * position deletes of the older rows of every job in the run's `reports` files.
+ * What the run supersedes in the current tables, as the `*_latest` views define it
+ * (`shared/export/views.ts`): the jobs it exported or got a 404 for, and for each campaign
+ * whose jobs it listed completely (listed, not unlisted, no invalid item), the jobs listed.
+ */
+async function supersedeRuleOf(
+  deps: ExportDeps,
+  manifest: RunOf,
+  committed: ReadonlyMap<string, readonly CommitFile[]>,
+): Promise<SupersedeRule> {
+  const jobs = new Set<number>(manifest.not_found_jobs ?? []);
+  for (const f of committed.get('reports') ?? []) {
+    for (const { job_id } of await publishedIds(deps, f, ['job_id'])) jobs.add(job_id);
+  }
+  const incomplete = new Set([
+    ...(manifest.unlisted_campaigns ?? []),
+    ...(manifest.partially_listed_campaigns ?? []),
+  ]);
+  const listings = new Map<number, Set<number>>();
+  for (const f of committed.get('campaigns') ?? []) {
+    for (const { campaign_id } of await publishedIds(deps, f, ['campaign_id'])) {
+      if (!incomplete.has(campaign_id)) listings.set(campaign_id, new Set());
+    }
+  }
+  for (const f of committed.get('jobs') ?? []) {
+    for (const { job_id, campaign_id } of await publishedIds(deps, f, ['job_id', 'campaign_id'])) {
+      listings.get(campaign_id)?.add(job_id);
+    }
+  }
+  return { jobs, listings };
+}
+
+/**
+ * A snapshot per current table the run changes: the run's data files, copied under the current
+ * table (never shared: an engine's maintenance of one table would delete files the other still
+ * reads), and position deletes of the rows `rule` supersedes. A table the run adds no file to
+ * gets a snapshot only when the rule deletes some of its rows (or an earlier attempt made it).
  */
 async function commitCurrentTables(
   deps: ExportDeps,
@@ -88,13 +142,8 @@ async function commitCurrentTables(
   manifest: Pick<Manifest, 'run_id' | 'dt'>,
   committed: ReadonlyMap<string, readonly CommitFile[]>,
   summary: Readonly<Record<string, string>>,
+  rule: SupersedeRule,
 ): Promise<NonNullable<Manifest['iceberg']>['tables']> {
-  const jobs = new Set<number>();
-  for (const f of committed.get('reports') ?? []) {
-    const found = await deps.storage.get(f.key);
-    if (!found) throw new ExporterError(`published file ${f.key} is missing`, { retryable: true });
-    for (const id of await jobIdsOf(found.body)) jobs.add(id);
-  }
   const tables: NonNullable<Manifest['iceberg']>['tables'] = {};
   for (const base of REPORT_TABLES) {
     const table = currentTableOf(base);
@@ -107,15 +156,30 @@ async function commitCurrentTables(
       await deps.storage.put(key, found.body);
       files.push({ ...f, key });
     }
+    if (files.length === 0 && !(await changes(deps, catalog, table, manifest.run_id, rule))) continue;
     const outcome = await commitRun(deps.storage, catalog, {
       table,
       runId: manifest.run_id,
       files,
       summary,
       now: deps.now(),
-      changeBase: supersedeJobs(deps.storage, catalog, jobs),
+      changeBase: supersedeJobs(deps.storage, catalog, rule),
     });
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
   }
   return tables;
+}
+
+/** True when the run's snapshot of `table` is there already, or the rule deletes rows of it. */
+async function changes(
+  deps: ExportDeps,
+  catalog: IcebergCatalog,
+  table: IcebergTableName,
+  runId: string,
+  rule: SupersedeRule,
+): Promise<boolean> {
+  const { metadata } = await catalog.load(table);
+  const ours = BigInt(snapshotIdOf(runId, table));
+  if (metadata?.snapshots?.some((s) => BigInt(s['snapshot-id']) === ours)) return true;
+  return anySuperseded(deps.storage, catalog, table, rule);
 }

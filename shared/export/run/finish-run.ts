@@ -112,7 +112,10 @@ export interface RunRecords {
 }
 
 /** Reads a run's records; `undefined` when the run has none (finished already, or unknown). */
-export async function readRunRecords(deps: ExportDeps, runId: string): Promise<RunRecords | undefined> {
+export async function readRunRecords(
+  deps: Pick<ExportDeps, 'storage'>,
+  runId: string,
+): Promise<RunRecords | undefined> {
   const keys = await listAll(deps.storage, STATE_KEYS.runPrefix(runId));
   const runKey = STATE_KEYS.runRecord(runId);
   if (!keys.includes(runKey)) return undefined;
@@ -165,13 +168,13 @@ export async function recordUnrecordedRequests(deps: ExportDeps, runId: string, 
 }
 
 /** Ids of the runs that have records under `state/runs/` and no tombstone: not closed yet. */
-export async function openRuns(deps: ExportDeps): Promise<string[]> {
+export async function openRuns(deps: Pick<ExportDeps, 'storage'>): Promise<string[]> {
   const runs = await runFolders(deps);
   return [...runs].filter(([id, keys]) => !keys.includes(STATE_KEYS.closed(id))).map(([id]) => id);
 }
 
 /** Every run's keys under `state/runs/`, by run id, in run id order. */
-export async function runFolders(deps: ExportDeps): Promise<Map<string, string[]>> {
+export async function runFolders(deps: Pick<ExportDeps, 'storage'>): Promise<Map<string, string[]>> {
   const runs = new Map<string, string[]>();
   for await (const key of deps.storage.list(STATE_KEYS.runsPrefix)) {
     const id = runIdOfStateKey(key);
@@ -216,11 +219,14 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
         const plan = plans.get(id);
         return plan === undefined || plan.unlisted !== undefined;
       });
+  const partlyListed: number[] = [];
+  const notFound: number[] = [];
   for (const plan of plans.values()) {
     requests = addRequestCounts(requests, plan.requests);
     counts.duplicates += plan.duplicates;
     if (plan.unlisted !== undefined) continue;
     fatal ??= plan.fatal;
+    if (plan.jobs_invalid > 0) partlyListed.push(plan.campaign_id);
     counts.jobs += plan.jobs;
     counts.reports_unchanged += plan.unchanged.length;
     counts.reports_invalid += plan.jobs_invalid;
@@ -236,6 +242,7 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
         if (result.outcome === 'pending' || counted.has(jobId)) continue;
         counted.add(jobId);
         counts[OUTCOME_COUNTER[result.outcome]]++;
+        if (result.outcome === 'not_found') notFound.push(Number(jobId));
         accounted++;
       }
     }
@@ -255,6 +262,8 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
     ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
     ...(record.table_format !== undefined ? { table_format: record.table_format } : {}),
     ...(unlisted.length > 0 ? { unlisted_campaigns: unlisted } : {}),
+    ...(partlyListed.length > 0 ? { partially_listed_campaigns: partlyListed.sort((a, b) => a - b) } : {}),
+    ...(notFound.length > 0 ? { not_found_jobs: notFound.sort((a, b) => a - b) } : {}),
     ...(fatal
       ? { error: { message: fatal.message, ...(fatal.error_code ? { error_code: fatal.error_code } : {}) } }
       : {}),
@@ -265,7 +274,9 @@ export function buildManifest(records: RunRecords, finishedAt: Date): Manifest {
 function stateUpdates({ plans, units }: RunRecords): ClosingRecord['outcomes'] {
   const updates: ClosingRecord['outcomes'] = [];
   for (const plan of plans.values()) {
-    if (plan.fatal || plan.campaign_gone || plan.unlisted !== undefined) continue;
+    // A campaign that answered 404 for its jobs listed none: its state forgets them all, as the
+    // latest views and current tables do, so that they are fetched again should it come back.
+    if (plan.fatal || plan.unlisted !== undefined) continue;
     const outcomes: ClosingRecord['outcomes'][number]['jobs'] = plan.unchanged.map((j) => ({
       ...j,
       outcome: 'unchanged',
@@ -306,7 +317,10 @@ export function closingOf(records: RunRecords, finishedAt: Date): ClosingRecord 
 }
 
 /** The closing record of a run, if its closing has started. */
-export async function readClosing(deps: ExportDeps, runId: string): Promise<ClosingRecord | undefined> {
+export async function readClosing(
+  deps: Pick<ExportDeps, 'storage'>,
+  runId: string,
+): Promise<ClosingRecord | undefined> {
   const key = STATE_KEYS.closing(runId);
   const found = await deps.storage.get(key);
   if (!found) return undefined;

@@ -54,6 +54,13 @@ export const ManifestSchema = z.object({
   /** Campaigns whose jobs could not be listed in this run (their jobs are not counted); status is then partial. */
   unlisted_campaigns: z.array(z.number().int()).optional(),
   /**
+   * Campaigns whose job listing held items that failed validation (quarantined): the listing
+   * is not complete, so the latest views and current tables drop none of the campaign's jobs on it.
+   */
+  partially_listed_campaigns: z.array(z.number().int()).optional(),
+  /** Jobs whose report answered 404 in this run (counted in reports_not_found), ascending. */
+  not_found_jobs: z.array(z.number().int()).optional(),
+  /**
    * Set when the run was interrupted (its process killed, its lock expired) and a later run
    * closed it: that run's id. It published what it had finished; the rest is counted failed.
    */

@@ -201,6 +201,8 @@ export function rolePolicies(template: TemplateJson, resolver: Resolver, roleId:
 }
 
 const ROOT = new URL('../../../', import.meta.url);
+/** The base URL of the synthesized stack: cdk.json ships none, and the docs' example fails synth. */
+const TEST_API_BASE_URL = 'https://api.acme.test';
 /** What the template is made of: a change to any of these synthesizes it again. */
 const INPUT_DIRS = ['infra', 'shared'];
 const INPUT_FILES = ['cdk.json', 'node_modules/aws-cdk-lib/package.json'];
@@ -241,7 +243,7 @@ async function synthesize(context: Record<string, unknown>): Promise<TemplateJso
   const [{ App }, { ExporterStack }, { readConfig }] = await Promise.all([
     import('aws-cdk-lib'),
     import('../../../infra/exporter-stack.js'),
-    import('../../../infra/config.js'),
+    import('../../../infra/settings.js'),
   ]);
   const cdkJson = JSON.parse(readFileSync(new URL('cdk.json', ROOT), 'utf8')) as {
     context?: Record<string, unknown>;
@@ -250,9 +252,16 @@ async function synthesize(context: Record<string, unknown>): Promise<TemplateJso
   try {
     const app = new App({
       outdir,
-      context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...context },
+      // cdk.json ships no base URL (a deployment puts its own in deploy/<stage>.json).
+      context: {
+        apiBaseUrl: TEST_API_BASE_URL,
+        ...cdkJson.context,
+        'aws:cdk:bundling-stacks': [],
+        ...context,
+      },
     });
-    const stack = new ExporterStack(app, 'Iam', { config: readConfig(app) });
+    // The empty outdir as root: no settings file of this checkout is read.
+    const stack = new ExporterStack(app, 'Iam', { config: readConfig(app, { root: outdir }) });
     return app.synth().getStackByName(stack.stackName).template as TemplateJson;
   } finally {
     rmSync(outdir, { recursive: true, force: true });

@@ -133,7 +133,7 @@ describe('package.json scripts', () => {
       ([name, command]) => !name.startsWith('pre') && /^(tsx|cdk)\b/.test(command),
     );
     expect(entries.map(([name]) => name)).toEqual(
-      expect.arrayContaining(['start', 'export', 'simulator', 'synth', 'docs']),
+      expect.arrayContaining(['start', 'export', 'sql', 'aws', 'simulator', 'synth', 'docs']),
     );
     for (const [name] of entries)
       expect(scripts[`pre${name}`], `pre${name}`).toBe('node test/tools/ensure-deps.cjs');

@@ -110,7 +110,8 @@ describe('the packed CLI', () => {
     const bundle = await readFile(join(packageDir, 'dist', 'cli-main.mjs'), 'utf8');
     const modules = importedModules(bundle);
     expect(modules).toContain('node:zlib');
-    expect(modules.filter((m) => !isBuiltin(m))).toEqual([]);
+    // DuckDB alone is left out, for `sql`, found or installed when it runs (duckdb-install.test.ts).
+    expect(modules.filter((m) => !isBuiltin(m))).toEqual(['@duckdb/node-api']);
     // Matches, not the bundle, in a failure message: the bundle is 900 KB.
     expect(
       bundle.match(/(?:from|import\(|require\()\s*["'](?:typescript|tsx)(?:\/[^"']*)?["']/)?.[0],
@@ -123,6 +124,7 @@ describe('the packed CLI', () => {
       expect(code).toBe(0);
       expect(stdout).toMatch(/^Usage: campaign-report-exporter <command>/);
       expect(stdout).toMatch(/^ {2}export\s+\S/m);
+      expect(stdout).toMatch(/^ {2}aws\s+\S/m);
       expect(stdout).toMatch(/^ {2}simulator\s+\S/m);
     }
   });
@@ -137,7 +139,9 @@ describe('the packed CLI', () => {
     const unknown = await cli(['exprot']);
     expect(unknown.code).toBe(2);
     expect(unknown.stdout).toBe('');
-    expect(unknown.stderr).toContain('unknown command "exprot"; the commands are export, simulator');
+    expect(unknown.stderr).toContain(
+      'unknown command "exprot"; the commands are export, sql, aws, simulator',
+    );
     const inherited = await cli(['toString']);
     expect(inherited.code).toBe(2);
     const none = await cli([]);
@@ -150,6 +154,15 @@ describe('the packed CLI', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('INTEGRATION_API_KEY');
     expect(stdout).toContain('--out');
+  });
+
+  it('bundles the aws command with its AWS clients: a flag error exits 2 before any AWS call', async () => {
+    const help = await cli(['aws', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: campaign-report-exporter aws <start\|status\|runs>/);
+    const wrong = await cli(['aws', 'runs', '--limit', '0']);
+    expect(wrong).toMatchObject({ code: 2, stdout: '' });
+    expect(wrong.stderr).toBe('error: --limit takes a whole number from 1 to 1000 (see --help)\n');
   });
 
   describe('against the packaged simulator', () => {

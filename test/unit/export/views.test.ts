@@ -42,9 +42,10 @@ describe('column types in each engine’s spelling', () => {
 });
 
 describe('views over the lake', () => {
-  it('has one latest view per report table, its columns the table’s then dt', () => {
-    expect(LATEST_VIEWS.map((v) => v.name)).toEqual(REPORT_TABLES.map((t) => `${t}_latest`));
-    for (const [i, table] of REPORT_TABLES.entries()) {
+  it('has a latest view for the campaigns, the jobs and each report table, its columns the table’s then dt', () => {
+    const tables = ['campaigns', 'jobs', ...REPORT_TABLES] as const;
+    expect(LATEST_VIEWS.map((v) => v.name)).toEqual(tables.map((t) => `${t}_latest`));
+    for (const [i, table] of tables.entries()) {
       expect(LATEST_VIEWS[i]!.columns.map((c) => c.name)).toEqual([
         ...TABLES[table].columns.map((c) => c.name),
         'dt',
@@ -54,7 +55,9 @@ describe('views over the lake', () => {
 
   it('selects every column of the view, in order, from the table', () => {
     for (const view of LATEST_VIEWS) {
-      const select = view.sql.slice(view.sql.lastIndexOf('SELECT ') + 7, view.sql.lastIndexOf('\nFROM'));
+      // The view's own SELECT starts a line; the CTEs' are indented.
+      const start = view.sql.indexOf('\nSELECT ') + 8;
+      const select = view.sql.slice(start, view.sql.indexOf('\nFROM', start));
       expect(select.split(',').map((c) => c.trim())).toEqual(view.columns.map((c) => `t.${c.name}`));
     }
   });

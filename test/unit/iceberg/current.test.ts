@@ -47,7 +47,7 @@ async function commitCurrent(storage: LocalStorage, catalog: FileCatalog, run: R
         runId: run.id,
         files,
         now: new Date(START + run.day * DAY),
-        changeBase: supersedeJobs(storage, catalog, new Set(jobs)),
+        changeBase: supersedeJobs(storage, catalog, { jobs: new Set(jobs), listings: new Map() }),
       }),
     );
   }

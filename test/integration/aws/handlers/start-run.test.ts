@@ -9,6 +9,7 @@ import { context, keysUnder, QUEUE_URLS, startTestbed, type Testbed } from './te
 type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;
 
 const CAMPAIGNS = 23;
+const PROJECTION_START = '2025-01-01';
 
 describe('start-run', () => {
   const secrets = mockClient(SecretsManagerClient);
@@ -23,7 +24,11 @@ describe('start-run', () => {
       .map((e) => PlanMessageSchema.parse(JSON.parse(e.MessageBody ?? '')));
 
   beforeAll(async () => {
-    bed = await startTestbed({ simulator: { campaigns: CAMPAIGNS, jobsPerCampaign: 1 } });
+    bed = await startTestbed({
+      simulator: { campaigns: CAMPAIGNS, jobsPerCampaign: 1 },
+      // As the stack sets it (context projectionStartDate).
+      env: { PROJECTION_START_DATE: PROJECTION_START },
+    });
     // The key as the secret's plain text (the other form, JSON, is in secret.test.ts).
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
     startRun = (await import('../../../../functions/aws/start-run.js')).handler as unknown as StartRun;
@@ -151,5 +156,32 @@ describe('start-run', () => {
     await expect(startRun({ mode: 'incremental' }, context('start-run'))).resolves.toMatchObject({
       status: 'started',
     });
+  });
+
+  it('refuses a backfill dated before the partition projection, naming the fix, before any lock or request', async () => {
+    const before = await keysUnder(bed.storage, '');
+    const secretReads = secrets.commandCalls(GetSecretValueCommand).length;
+
+    const result = await startRun({ mode: 'full', date: '2024-12-31' }, context('start-run'));
+
+    expect(result).toEqual({
+      status: 'refused',
+      reason:
+        "date 2024-12-31 is before the partition projection's start 2025-01-01, so Athena would not see the run: " +
+        'redeploy with projectionStartDate 2024-12-31 or earlier (deploy/<stage>.json), then start it again',
+    });
+    expect(bed.sim.stats.total).toBe(0);
+    expect(secrets.commandCalls(GetSecretValueCommand)).toHaveLength(secretReads);
+    expect(sqs.commandCalls(SendMessageBatchCommand)).toHaveLength(0);
+    expect(await keysUnder(bed.storage, '')).toEqual(before);
+  });
+
+  it('starts a backfill dated on the projection start', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+
+    const result = await startRun({ mode: 'full', date: PROJECTION_START }, context('start-run'));
+
+    expect(result).toMatchObject({ status: 'started', campaigns: CAMPAIGNS });
+    expect(new Set(planMessages().map((m) => m.dt))).toEqual(new Set([PROJECTION_START]));
   });
 });

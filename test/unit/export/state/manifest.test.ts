@@ -93,6 +93,15 @@ describe('buildManifest', () => {
     expect(manifest.status).toBe('partial');
   });
 
+  it('names the jobs whose report answered 404, and the campaigns whose listing held invalid items', () => {
+    const manifest = buildManifest(records(), new Date());
+    expect(manifest.not_found_jobs).toEqual([13]);
+    expect(manifest.partially_listed_campaigns).toEqual([1]);
+    const clean = buildManifest(cleanRecords(), new Date());
+    expect(clean).not.toHaveProperty('not_found_jobs');
+    expect(clean).not.toHaveProperty('partially_listed_campaigns');
+  });
+
   it('counts the jobs of a missing unit as failed', () => {
     const manifest = buildManifest(records({ units: [] }), new Date());
     expect(manifest.counts.reports_failed).toBe(4);

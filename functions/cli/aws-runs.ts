@@ -1,0 +1,226 @@
+/**
+ * What the `aws status` and `aws runs` commands read from the stack's bucket: an open run's
+ * progress from its records under `state/runs/<run_id>/` (the readers finish-run uses), the
+ * output's lock, and the run manifests under `runs/`. Nothing here writes.
+ */
+import { RUNS_PREFIX, STATE_KEYS } from '../../shared/export/layout.js';
+import {
+  type ClosingRecord,
+  isComplete,
+  openRuns,
+  type RunRecords,
+  readClosing,
+  readRunRecords,
+} from '../../shared/export/run/finish-run.js';
+import { mapPool } from '../../shared/export/run/pool.js';
+import { type LockRecord, LockRecordSchema, lockIsFree } from '../../shared/export/state/lock.js';
+import {
+  emptyCounts,
+  type Manifest,
+  type ManifestCounts,
+  ManifestSchema,
+  OUTCOME_COUNTER,
+} from '../../shared/export/state/manifest.js';
+import {
+  addRequestCounts,
+  type Mode,
+  parseRecord,
+  type RequestCounts,
+} from '../../shared/export/state/records.js';
+import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
+import type { Storage } from '../../shared/storage/storage.js';
+
+/** Manifests read at once when listing runs. */
+const READ_CONCURRENCY = 8;
+
+/**
+ * Where an open run is: `starting` (start-run has not written its whole record), `planning`
+ * (campaigns whose jobs are not listed yet), `exporting` (units without an outcome for every
+ * job), `complete` (every job has one: finish-run closes it at its next look). A run whose
+ * closing has started is no longer read from its records (`RunState` `closing`).
+ */
+export type RunPhase = 'starting' | 'planning' | 'exporting' | 'complete';
+
+/** An open run's progress, from its records: what finish-run would count, and what is left. */
+export interface RunProgress {
+  run_id: string;
+  dt: string;
+  mode: Mode;
+  driver: 'local' | 'queues';
+  started_at: string;
+  phase: RunPhase;
+  campaigns: { total: number; planned: number };
+  units: { total: number; done: number };
+  /** Jobs listed so far, and the outcome of each job that has one (the manifest's counters). */
+  counts: ManifestCounts;
+  /** Jobs whose last try failed in a way worth another (their unit is delivered again). */
+  retrying: number;
+  /** Jobs listed and not yet tried (their unit has not run). */
+  waiting: number;
+  requests: RequestCounts;
+  /** Fatal errors, campaigns whose listing stopped, jobs that failed: one line each. */
+  errors: string[];
+}
+
+/** The errors shown for a run: the first few (the manifest counts them all). */
+const MAX_ERRORS = 5;
+
+/** A run's progress from its records (`readRunRecords`). */
+export function progressOf(records: RunRecords): RunProgress {
+  const { record, plans, units } = records;
+  const counts = emptyCounts();
+  counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
+  counts.campaigns_invalid = record.campaigns_invalid;
+  counts.duplicates = record.duplicates;
+  let requests = addRequestCounts(record.requests, records.unrecorded);
+  const errors: string[] = [];
+  // A run still starting carries the fatal error it would close with if its start died: not one yet.
+  if (record.fatal && !record.starting) errors.push(`run: ${record.fatal.message}`);
+  let unitsTotal = 0;
+  let unitsDone = 0;
+  let retrying = 0;
+  let waiting = 0;
+  for (const plan of plans.values()) {
+    requests = addRequestCounts(requests, plan.requests);
+    counts.duplicates += plan.duplicates;
+    if (plan.fatal) errors.push(`campaign ${plan.campaign_id}: ${plan.fatal.message}`);
+    if (plan.unlisted !== undefined) {
+      errors.push(`campaign ${plan.campaign_id} not listed: ${plan.unlisted}`);
+      continue;
+    }
+    counts.jobs += plan.jobs;
+    counts.reports_unchanged += plan.unchanged.length;
+    counts.reports_invalid += plan.jobs_invalid;
+    unitsTotal += plan.units.length;
+    let tried = 0;
+    for (const name of plan.units) {
+      const unit = units.get(name);
+      if (!unit) continue;
+      requests = addRequestCounts(requests, unit.requests);
+      if (unit.fatal) errors.push(`unit ${name}: ${unit.fatal.message}`);
+      const results = Object.entries(unit.jobs);
+      tried += results.length;
+      let pending = 0;
+      for (const [jobId, result] of results) {
+        if (result.outcome === 'pending') pending++;
+        else counts[OUTCOME_COUNTER[result.outcome]]++;
+        if (result.outcome === 'failed' || result.outcome === 'pending')
+          errors.push(`job ${jobId} ${result.outcome}${result.detail ? `: ${result.detail}` : ''}`);
+      }
+      retrying += pending;
+      if (pending === 0) unitsDone++;
+    }
+    waiting += plan.fetch.length - tried;
+  }
+  const campaignIds = new Set(record.campaign_ids);
+  const planned = [...plans.keys()].filter((id) => campaignIds.has(id)).length;
+  const phase: RunPhase = record.starting
+    ? 'starting'
+    : isComplete(records)
+      ? 'complete'
+      : planned < campaignIds.size
+        ? 'planning'
+        : 'exporting';
+  return {
+    run_id: record.run_id,
+    dt: record.dt,
+    mode: record.mode,
+    driver: record.driver,
+    started_at: record.started_at,
+    phase,
+    campaigns: { total: campaignIds.size, planned },
+    units: { total: unitsTotal, done: unitsDone },
+    counts,
+    retrying,
+    waiting,
+    requests,
+    errors:
+      errors.length > MAX_ERRORS
+        ? [...errors.slice(0, MAX_ERRORS), `… ${errors.length - MAX_ERRORS} more`]
+        : errors,
+  };
+}
+
+/** What `status` found for one run id. */
+export type RunState =
+  | { state: 'open'; progress: RunProgress }
+  /** Closing started: the counts are final (its manifest, not yet written). */
+  | { state: 'closing'; manifest: Manifest }
+  | { state: 'closed'; manifest: Manifest; key: string }
+  | { state: 'unknown' };
+
+/** Where a run is now: open (its progress), closing, closed (its manifest), or unknown here. */
+export async function runState(storage: Storage, runId: string): Promise<RunState> {
+  const deps = { storage };
+  if (!(await isClosed(storage, runId))) {
+    const closing: ClosingRecord | undefined = await readClosing(deps, runId);
+    if (closing) return { state: 'closing', manifest: closing.manifest };
+    const records = await readRunRecords(deps, runId);
+    if (records) return { state: 'open', progress: progressOf(records) };
+  }
+  const found = await findManifest(storage, runId);
+  return found ? { state: 'closed', ...found } : { state: 'unknown' };
+}
+
+/** The open runs' progress (those with records and no tombstone), oldest first. */
+export async function openRunStates(storage: Storage): Promise<RunState[]> {
+  const states: RunState[] = [];
+  for (const runId of await openRuns({ storage })) {
+    const state = await runState(storage, runId);
+    // Closed between the listing and the look: it is in `runs` now.
+    if (state.state === 'open' || state.state === 'closing') states.push(state);
+  }
+  return states;
+}
+
+/** The output's lock, when a run holds it now. */
+export async function heldLock(storage: Storage, now: Date): Promise<LockRecord | undefined> {
+  const found = await storage.get(STATE_KEYS.lock);
+  if (!found) return undefined;
+  const lock = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
+  return lockIsFree(lock, now) ? undefined : lock;
+}
+
+/** The run id a manifest key names (`runs/dt=…/<run_id>.json`). */
+const runIdOfManifestKey = (key: string): string => key.slice(key.lastIndexOf('/') + 1, -'.json'.length);
+
+/** Every manifest key under `runs/`, newest run first (run ids order runs by their start). */
+async function manifestKeys(storage: Storage): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const key of storage.list(RUNS_PREFIX)) if (key.endsWith('.json')) keys.push(key);
+  return keys.sort((a, b) => runIdOfManifestKey(b).localeCompare(runIdOfManifestKey(a)));
+}
+
+async function readManifest(storage: Storage, key: string): Promise<Manifest | undefined> {
+  const found = await storage.get(key);
+  return found ? parseRecord(ManifestSchema, found.body, key) : undefined;
+}
+
+/** A closed run's manifest: where its tombstone says, else found under `runs/`. */
+async function findManifest(
+  storage: Storage,
+  runId: string,
+): Promise<{ manifest: Manifest; key: string } | undefined> {
+  const tombstone = await storage.get(STATE_KEYS.closed(runId));
+  const keys = tombstone
+    ? [parseRecord(TombstoneSchema, tombstone.body, STATE_KEYS.closed(runId)).manifest]
+    : (await manifestKeys(storage)).filter((key) => runIdOfManifestKey(key) === runId);
+  for (const key of keys) {
+    const manifest = await readManifest(storage, key);
+    if (manifest) return { manifest, key };
+  }
+  return undefined;
+}
+
+/** The last `limit` runs' manifests, newest first, with their keys. */
+export async function lastRuns(
+  storage: Storage,
+  limit: number,
+): Promise<{ manifest: Manifest; key: string }[]> {
+  const keys = (await manifestKeys(storage)).slice(0, limit);
+  const read = await mapPool(keys, READ_CONCURRENCY, async (key) => {
+    const manifest = await readManifest(storage, key);
+    return manifest && { manifest, key };
+  });
+  return read.filter((entry) => entry !== undefined);
+}
