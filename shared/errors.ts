@@ -133,6 +133,18 @@ export class OutputLockedError extends ExporterError {
   }
 }
 
+/**
+ * The run was told to stop (Ctrl-C, SIGTERM): its API requests are ended and it stops before
+ * it publishes, leaving what a crashed run leaves. Not an `ApiError`: the steps record API
+ * failures as the run's outcome, while this one passes through them as a crash would.
+ */
+export class InterruptedError extends ExporterError {
+  constructor(message = 'the run was interrupted', options: ExporterErrorOptions = {}) {
+    super(message, options);
+    this.name = 'InterruptedError';
+  }
+}
+
 /** One line for a person: the message, the API's error_code, and what to do. */
 export function describeError(error: unknown): string {
   if (error instanceof ExporterError) {

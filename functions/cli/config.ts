@@ -28,6 +28,10 @@ export const EXIT = {
   usage: 2,
   /** The run finished partial and --fail-on-partial was given. */
   partial: 3,
+  /** Stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports a process the signal killed. */
+  interrupted: 130,
+  /** Stopped by SIGTERM: 128 + 15. */
+  terminated: 143,
 } as const;
 
 /** `default 64, 1 to 256` for the usage text. */
@@ -80,7 +84,9 @@ Exit codes:
   ${EXIT.failed}  the run failed (one line on stderr: the reason, the API's error_code, what to do),
      or could not start: --out not writable, or another run writing to it
   ${EXIT.usage}  usage error: a flag or variable missing or wrong; no request was sent
-  ${EXIT.partial}  the run finished partial and --fail-on-partial was given`;
+  ${EXIT.partial}  the run finished partial and --fail-on-partial was given
+  ${EXIT.interrupted}  interrupted by Ctrl-C (SIGINT), ${EXIT.terminated} by SIGTERM: requests ended, nothing published,
+       --out released; the next run closes the interrupted one. A second Ctrl-C stops at once`;
 
 /** A whole-number flag bounded as its run default says; every error names the flag and the range. */
 const boundedInt = (entry: RunDefault & { flag: string }) => {

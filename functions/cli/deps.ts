@@ -23,6 +23,8 @@ export interface CliDepsOptions {
   log: Log;
   /** Called after every API request (--verbose logs each one). */
   onRequest?: (event: RequestEvent) => void;
+  /** Ends every client's requests (Ctrl-C). */
+  signal?: AbortSignal;
 }
 
 /** The process's limiter: --max-rate its ceiling in requests per second, --concurrency its ceiling of requests in flight. */
@@ -49,9 +51,11 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
         baseUrl: options.baseUrl,
         apiKey: options.apiKey,
         keySource: 'INTEGRATION_API_KEY',
+        baseUrlSource: 'INTEGRATION_API_BASE_URL',
         limiter,
         ...(options.maxBodyMiB !== undefined && { maxBodyBytes: bodyLimitBytes(options.maxBodyMiB) }),
         ...(options.onRequest && { onEvent: options.onRequest }),
+        ...(options.signal && { signal: options.signal }),
       }),
     storage,
     log: options.log,

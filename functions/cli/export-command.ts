@@ -14,6 +14,7 @@ import type { Manifest } from '../../shared/export/state/manifest.js';
 import { checkWritable } from '../../shared/storage/open.js';
 import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';
 import { cliDeps, consoleLog, formatRequestEvent } from './deps.js';
+import { exitCodeOf, listenForInterrupt, type SignalSource, type StopSignal } from './interrupt.js';
 import { formatSummary, Progress, type ProgressClock, type ProgressStream } from './progress.js';
 
 /** The command's surroundings; tests pass their own streams, folder and clock. */
@@ -24,6 +25,8 @@ export interface CliIo {
   cwd: string;
   /** Time for the progress display. */
   clock?: ProgressClock;
+  /** Where SIGINT and SIGTERM come from (default: the process). */
+  signals?: SignalSource;
 }
 
 const USAGE_HINT = 'see --help';
@@ -53,51 +56,99 @@ export async function exportCommand(
   }
 
   const log = consoleLog(config.verbose ? 'verbose' : config.quiet ? 'quiet' : 'normal', stderr);
-  let deps: ReturnType<typeof cliDeps>;
-  try {
-    deps = cliDeps({
-      ...config,
-      log,
-      ...(config.verbose && { onRequest: (event) => log.debug(formatRequestEvent(event)) }),
-    });
-  } catch (error) {
-    fail(error, error instanceof ConfigError ? USAGE_HINT : undefined);
-    return error instanceof ConfigError ? EXIT.usage : EXIT.failed;
-  }
-
-  // --out is proven writable before the first API request: a wrong one costs nothing.
-  try {
-    await checkWritable(deps.storage, `${STATE_ROOT}/write-check-${process.pid}-${randomUUID()}`);
-  } catch (error) {
-    fail(error);
-    return EXIT.failed;
-  }
-
   const progress = config.quiet ? undefined : new Progress(stderr, io.clock);
-  let manifest: Manifest;
-  try {
-    manifest = await runExport(deps, {
-      ...runOptionsOf(config),
-      ...(progress && { onProgress: progress.onEvent }),
-    });
-  } catch (error) {
-    // Another run holds --out, or the storage failed: the run could not go on.
-    progress?.finish('failed');
+  /** The run's id once it started: the interrupted line names the run the next one closes. */
+  let runId: string | undefined;
+  const interrupted = (signal: StopSignal, again: boolean): number => {
+    progress?.finish('interrupted');
     log.settle(true);
-    fail(error);
-    return EXIT.failed;
+    stderr.write(`error: ${interruptedLine(signal, again, runId)}\n`);
+    return exitCodeOf(signal);
+  };
+  const interrupt = listenForInterrupt((first) => interrupted(first, true), io.signals);
+  try {
+    let deps: ReturnType<typeof cliDeps>;
+    try {
+      deps = cliDeps({
+        ...config,
+        log,
+        signal: interrupt.signal,
+        onRequest: (event) => {
+          if (config.verbose) log.debug(formatRequestEvent(event));
+          // Before the first answer, a terminal shows why nothing moves yet.
+          if (event.status === 'error' && event.retryInMs !== undefined)
+            progress?.waiting(
+              `no answer from ${config.baseUrl} (${event.detail}); attempt ${event.attempt + 1} in ${(event.retryInMs / 1000).toFixed(1)} s`,
+            );
+        },
+      });
+    } catch (error) {
+      fail(error, error instanceof ConfigError ? USAGE_HINT : undefined);
+      return error instanceof ConfigError ? EXIT.usage : EXIT.failed;
+    }
+
+    // --out is proven writable before the first API request: a wrong one costs nothing.
+    try {
+      await checkWritable(deps.storage, `${STATE_ROOT}/write-check-${process.pid}-${randomUUID()}`);
+    } catch (error) {
+      fail(error);
+      return EXIT.failed;
+    }
+
+    progress?.waiting(`connecting to ${config.baseUrl} …`);
+    let manifest: Manifest;
+    try {
+      manifest = await runExport(deps, {
+        ...runOptionsOf(config),
+        signal: interrupt.signal,
+        onProgress: (event) => {
+          if (event.type === 'started') runId = event.runId;
+          progress?.onEvent(event);
+        },
+      });
+    } catch (error) {
+      if (interrupt.received) {
+        const code = interrupted(interrupt.received, false);
+        interrupt.exitSoon(code);
+        return code;
+      }
+      // Another run holds --out, or the storage failed: the run could not go on.
+      progress?.finish('failed');
+      log.settle(true);
+      fail(error);
+      return EXIT.failed;
+    }
+    // A signal that came while the run published did not stop it: it finished, and says so.
+    progress?.finish(manifest.status);
+    log.settle(manifest.status === 'failed');
+    if (manifest.status === 'failed') {
+      // The reason carries the API's error_code and what to do (fatalOf); the manifest is written.
+      stderr.write(`error: ${manifest.error?.message ?? 'the run failed'}\n`);
+      return EXIT.failed;
+    }
+    if (!config.quiet) {
+      stdout.write(
+        `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`,
+      );
+    }
+    return manifest.status === 'partial' && config.failOnPartial ? EXIT.partial : EXIT.ok;
+  } finally {
+    interrupt.dispose();
   }
-  progress?.finish(manifest.status);
-  log.settle(manifest.status === 'failed');
-  if (manifest.status === 'failed') {
-    // The reason carries the API's error_code and what to do (fatalOf); the manifest is written.
-    stderr.write(`error: ${manifest.error?.message ?? 'the run failed'}\n`);
-    return EXIT.failed;
-  }
-  if (!config.quiet) {
-    stdout.write(
-      `${formatSummary(manifest, deps.storage.location, manifestKey(manifest.dt, manifest.run_id))}\n`,
-    );
-  }
-  return manifest.status === 'partial' && config.failOnPartial ? EXIT.partial : EXIT.ok;
+}
+
+/**
+ * The one line of an interrupted run: what stopped it and what the next run does (recover.ts:
+ * it closes the interrupted run, publishing under its id what it finished, and asks again for
+ * the reports it never got). `again`: a second signal, which stopped the process at once.
+ */
+function interruptedLine(signal: StopSignal, again: boolean, runId: string | undefined): string {
+  const run = runId ? `run ${runId}` : 'the run';
+  const stopped = again
+    ? `interrupted by ${signal} again: stopped at once, before ${run} published`
+    : `interrupted by ${signal}: ${run} stopped before it published, its requests ended and --out released`;
+  const next = runId
+    ? `the next export to --out closes it, publishing what it finished, and fetches the reports it did not get`
+    : 'the next export to --out closes what it left and starts afresh';
+  return `${stopped}; ${next}`;
 }

@@ -4,7 +4,7 @@
  */
 import type { ProgressEvent } from '../../shared/export/run/local-run.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
-import { displayWidth, padEnd } from './columns.js';
+import { displayWidth, padEnd, truncate } from './columns.js';
 
 /** Between plain progress lines when stderr is not a terminal: often enough to see a slow run move. */
 export const PLAIN_INTERVAL_MS = 5_000;
@@ -15,7 +15,38 @@ const TTY_MIN_REDRAW_MS = 100;
 /** No ETA before this many reports, nor before this long: a rate from less says nothing. */
 const ETA_MIN_REPORTS = 3;
 const ETA_MIN_MS = 2_000;
+const FIELD_GAP = '  ';
 const BAR_WIDTH = 28;
+/** The narrowest bar worth showing; narrower, it goes (in {@link DROP_ORDER}'s turn). */
+const MIN_BAR_WIDTH = 10;
+/**
+ * Columns left free at the end of the bar's line: the terminal echoes Ctrl-C as `^C` after it,
+ * and a line that then reached the last column would wrap, leaving a stale bar above the
+ * interrupted line (seen in tmux at 70 columns); writing into the last column also makes some
+ * terminals wrap at once.
+ */
+const SPARE_COLUMNS = 3;
+/** A terminal's width when it does not say (stderr.columns undefined). */
+const DEFAULT_COLUMNS = 80;
+
+/** The fields of the progress line, in their order on it. */
+type FieldName = 'campaigns' | 'reports' | 'exported' | 'to retry' | 'failed' | 'rate' | 'ETA' | 'elapsed';
+
+/**
+ * What gives way when the terminal is narrower than the line: first the bar shrinks from
+ * BAR_WIDTH to MIN_BAR_WIDTH, then these go one by one, the least telling first. `reports` and
+ * `failed` always stay; if even they do not fit, the line is cut with `…`. A line is never
+ * wider than the terminal: a wrapped one is not redrawn by `\r` and leaves a stale copy behind.
+ */
+export const DROP_ORDER: readonly (FieldName | 'bar')[] = [
+  'rate',
+  'elapsed',
+  'campaigns',
+  'exported',
+  'bar',
+  'to retry',
+  'ETA',
+];
 
 /** Time for the progress display; tests pass a manual one. */
 export interface ProgressClock {
@@ -38,6 +69,11 @@ export const systemProgressClock: ProgressClock = {
 export interface ProgressStream {
   write(text: string): unknown;
   isTTY?: boolean;
+  /** A terminal's width; the bar's line fits in it. */
+  columns?: number;
+  /** A terminal's `resize` event (SIGWINCH): the bar is redrawn to the new width. */
+  on?(event: 'resize', listener: () => void): unknown;
+  off?(event: 'resize', listener: () => void): unknown;
 }
 
 /** `1h 02m`, `4m 05s`, `12s`. */
@@ -70,6 +106,9 @@ export class Progress {
   private lastDraw = Number.NEGATIVE_INFINITY;
   private stopTimer: (() => void) | undefined;
   private finished = false;
+  private started = false;
+  /** What a terminal shows before the run starts (connecting, retrying); none once it started. */
+  private note: string | undefined;
 
   constructor(
     private readonly stream: ProgressStream = process.stderr,
@@ -82,6 +121,8 @@ export class Progress {
     if (this.finished) return;
     switch (event.type) {
       case 'started':
+        this.started = true;
+        this.note = undefined;
         this.campaigns = event.campaigns;
         this.startTimer();
         break;
@@ -107,34 +148,74 @@ export class Progress {
 
   /** The progress line, without bar: `campaigns 3/12  reports 340/3,000 (11%)  exported 338  5.1/s  ETA 8m 40s`. */
   line(): string {
-    const now = this.clock.now();
-    const parts = [
-      `campaigns ${this.planned}/${this.campaigns}`,
-      `reports ${this.done}/${this.toFetch} (${Math.floor(100 * this.share())}%)`,
-      `exported ${this.exported}`,
-    ];
-    if (this.pending > 0) parts.push(`to retry ${this.pending}`);
-    if (this.failed > 0) parts.push(`failed ${this.failed}`);
-    const rate = this.rate(now);
-    if (rate !== undefined) {
-      parts.push(`${rate.toFixed(1)}/s`);
-      const left = this.toFetch - this.done;
-      parts.push(left > 0 ? `ETA ${formatDuration((1000 * left) / rate)}` : 'ETA 0s');
-    }
-    parts.push(`elapsed ${formatDuration(now - this.startedAt)}`);
-    return parts.join('  ');
+    return this.fields(this.clock.now())
+      .map((f) => f.text)
+      .join(FIELD_GAP);
   }
 
   /**
-   * Stops the display. A finished run shows its last line; a failed one clears the bar and
-   * adds nothing (its one error line follows).
+   * The bar and the line as they fit in `columns` columns, the last {@link SPARE_COLUMNS} left
+   * free: the bar shrinks, then fields go in {@link DROP_ORDER}, then the line is cut.
    */
-  finish(status: Manifest['status'] | 'finished' = 'finished'): void {
+  frame(columns: number): string {
+    const width = Math.max(1, columns - SPARE_COLUMNS);
+    let fields = this.fields(this.clock.now());
+    let withBar = true;
+    const render = (): string => {
+      const text = fields.map((f) => f.text).join(FIELD_GAP);
+      if (!withBar) return text;
+      const room = width - displayWidth(text) - 3; // `[`, `]` and the space after them
+      return `${this.bar(Math.max(MIN_BAR_WIDTH, Math.min(BAR_WIDTH, room)))} ${text}`;
+    };
+    let line = render();
+    for (const name of DROP_ORDER) {
+      if (displayWidth(line) <= width) return line;
+      if (name === 'bar') withBar = false;
+      else fields = fields.filter((f) => f.name !== name);
+      line = render();
+    }
+    return truncate(line, width);
+  }
+
+  private fields(now: number): { name: FieldName; text: string }[] {
+    const fields: { name: FieldName; text: string }[] = [
+      { name: 'campaigns', text: `campaigns ${this.planned}/${this.campaigns}` },
+      { name: 'reports', text: `reports ${this.done}/${this.toFetch} (${Math.floor(100 * this.share())}%)` },
+      { name: 'exported', text: `exported ${this.exported}` },
+    ];
+    if (this.pending > 0) fields.push({ name: 'to retry', text: `to retry ${this.pending}` });
+    if (this.failed > 0) fields.push({ name: 'failed', text: `failed ${this.failed}` });
+    const rate = this.rate(now);
+    if (rate !== undefined) {
+      fields.push({ name: 'rate', text: `${rate.toFixed(1)}/s` });
+      const left = this.toFetch - this.done;
+      fields.push({ name: 'ETA', text: left > 0 ? `ETA ${formatDuration((1000 * left) / rate)}` : 'ETA 0s' });
+    }
+    fields.push({ name: 'elapsed', text: `elapsed ${formatDuration(now - this.startedAt)}` });
+    return fields;
+  }
+
+  /**
+   * Shows `text` on a terminal until the run starts (`connecting to …`, a retry of the first
+   * request): the wait before the first answer is not silent. Nothing on a plain stream, whose
+   * run that cannot start prints its one error line alone.
+   */
+  waiting(text: string): void {
+    if (this.finished || this.started || !this.stream.isTTY) return;
+    this.note = text;
+    this.draw();
+  }
+
+  /**
+   * Stops the display. A finished run shows its last line; a failed or interrupted one clears
+   * the bar and adds nothing (its one error line follows).
+   */
+  finish(status: Manifest['status'] | 'finished' | 'interrupted' = 'finished'): void {
     if (this.finished) return;
     this.finished = true;
     this.stopTimer?.();
     this.stopTimer = undefined;
-    if (status === 'failed') {
+    if (status === 'failed' || status === 'interrupted') {
       if (this.stream.isTTY && this.lastDraw > Number.NEGATIVE_INFINITY) this.stream.write('\r\x1b[K');
       return;
     }
@@ -158,17 +239,35 @@ export class Progress {
 
   private startTimer(): void {
     if (this.stopTimer) return;
-    this.stopTimer = this.clock.every(this.stream.isTTY ? TTY_INTERVAL_MS : PLAIN_INTERVAL_MS, () => {
+    const stop = this.clock.every(this.stream.isTTY ? TTY_INTERVAL_MS : PLAIN_INTERVAL_MS, () => {
       if (this.stream.isTTY) this.draw();
       else this.stream.write(`${this.line()}\n`);
     });
+    if (!this.stream.isTTY || !this.stream.on) {
+      this.stopTimer = stop;
+      return;
+    }
+    const redraw = () => this.draw();
+    this.stream.on('resize', redraw);
+    this.stopTimer = () => {
+      stop();
+      this.stream.off?.('resize', redraw);
+    };
+  }
+
+  private bar(width: number): string {
+    const filled = Math.round(this.share() * width);
+    return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
   }
 
   private draw(): void {
     this.lastDraw = this.clock.now();
-    const filled = Math.round(this.share() * BAR_WIDTH);
-    const bar = `[${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}]`;
-    this.stream.write(`\r${bar} ${this.line()}\x1b[K`);
+    const columns = this.stream.columns ?? DEFAULT_COLUMNS;
+    const text =
+      this.note === undefined
+        ? this.frame(columns)
+        : truncate(this.note, Math.max(1, columns - SPARE_COLUMNS));
+    this.stream.write(`\r${text}\x1b[K`);
   }
 }
 

@@ -3,7 +3,7 @@
  * classification, retries with backoff, and adaptive rate limiting shared by the process.
  */
 import type { z } from 'zod';
-import { ConfigError, ListingError, TransientApiError } from '../errors.js';
+import { ConfigError, InterruptedError, ListingError, TransientApiError } from '../errors.js';
 import { bodyLimitBytes, RUN_DEFAULTS } from '../run-defaults.js';
 import { API_PATH_PREFIX, normalizeBaseUrl } from './base-url.js';
 import { type Clock, systemClock } from './clock.js';
@@ -27,6 +27,7 @@ import {
   VerifyResponseSchema,
 } from './schemas.js';
 import { commonStep, done, redactAnswer, refusalFields, type Step, tooLarge } from './steps.js';
+import { unreachableHint } from './unreachable.js';
 
 export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
 export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
@@ -40,6 +41,8 @@ export interface ClientOptions {
   refreshApiKey?: () => Promise<string>;
   /** Where the key comes from, named in the hints of auth errors (default "the configured API key"). */
   keySource?: string;
+  /** Where the base URL comes from, named in the hint of an API that cannot be reached (default "the API base URL"). */
+  baseUrlSource?: string;
   /** Shared by every request of the process; default: a new AdaptiveRateLimiter(). */
   limiter?: RateLimiter;
   retry?: Partial<RetryPolicy>;
@@ -53,6 +56,11 @@ export interface ClientOptions {
   clock?: Clock;
   /** Randomness of the backoff jitter (default Math.random). */
   random?: () => number;
+  /**
+   * Ends the client's work (Ctrl-C): requests in flight are closed, a backoff or a wait for the
+   * limiter is cut short, and every call then throws InterruptedError.
+   */
+  signal?: AbortSignal;
 }
 
 /** One request sent, for logs. */
@@ -237,8 +245,10 @@ export class IntegrationApiClient {
     const startedAt = this.clock.now();
     let refreshed = false;
     for (let attempt = 1; ; attempt += 1) {
+      this.throwIfInterrupted();
       const sentKey = this.apiKey;
       const { answer, durationMs } = await this.send(url, sentKey, attempt);
+      this.throwIfInterrupted();
       const step = interpret(answer);
       const status = answer.status;
       const event: RequestEvent = { method: 'GET', path, status, attempt, durationMs };
@@ -272,12 +282,22 @@ export class IntegrationApiClient {
           path,
           retryAfterMs: step.retryAfterMs,
           cause: step.cause,
+          // No answer at all: what to check (the URL, DNS, the port, the network).
+          ...(status === 'error' && {
+            hint: unreachableHint(
+              this.base,
+              this.options.baseUrlSource ?? 'the API base URL',
+              step.cause,
+              step.detail,
+            ),
+          }),
         });
         if (step.giveUp) return step.giveUp(error);
         throw error;
       }
       this.emit({ ...event, retryInMs: decision.delayMs, detail: step.detail });
-      if (decision.delayMs > 0) await this.clock.sleep(decision.delayMs);
+      if (decision.delayMs > 0)
+        await this.interruptible(this.clock.sleep(decision.delayMs, this.options.signal));
     }
   }
 
@@ -293,7 +313,9 @@ export class IntegrationApiClient {
   ): Promise<{ answer: Classified; durationMs: number }> {
     let release: Release;
     try {
-      release = await this.limiter.acquire(this.policy.maxRetryAfterMs);
+      const acquiring = this.limiter.acquire(this.policy.maxRetryAfterMs);
+      // Interrupted while waiting: the slot, when it comes, is given back unused.
+      release = await this.interruptible(acquiring, (late) => late());
     } catch (error) {
       if (!(error instanceof RateLimitWaitError)) throw error;
       const detail = `not sent: ${error.message}`;
@@ -306,7 +328,7 @@ export class IntegrationApiClient {
     let answer: Classified;
     try {
       const limits = { timeoutMs: this.timeoutMs, maxBodyBytes: this.maxBodyBytes };
-      const result = await httpGet(url, this.headers(key), limits);
+      const result = await httpGet(url, this.headers(key), limits, this.options.signal);
       answer = classify(result, (value) => parseRetryAfter(value, this.clock.wallNow()));
       this.teachLimiter(result, answer, release.sentAt);
     } finally {
@@ -358,9 +380,51 @@ export class IntegrationApiClient {
     };
   }
 
+  private throwIfInterrupted(): void {
+    if (this.options.signal?.aborted) throw interrupted(this.options.signal);
+  }
+
+  /**
+   * `work`, or InterruptedError as soon as the signal fires; `settleLate` gets what `work`
+   * resolves to after that (a limiter slot to give back).
+   */
+  private interruptible<T>(work: Promise<T>, settleLate?: (value: T) => void): Promise<T> {
+    const signal = this.options.signal;
+    if (!signal) return work;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        reject(interrupted(signal));
+        if (settleLate) work.then(settleLate, () => undefined);
+      };
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      work.then(
+        (value) => {
+          // Already rejected when the signal came first: onAbort hands `value` to settleLate.
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
   private emit(event: RequestEvent): void {
     this.options.onEvent?.(event);
   }
+}
+
+/** The error of a call cut short by `signal`: its reason when it is one already. */
+function interrupted(signal: AbortSignal): InterruptedError {
+  return signal.reason instanceof InterruptedError
+    ? signal.reason
+    : new InterruptedError('the run was interrupted', { cause: signal.reason });
 }
 
 /** Path parameters are integers (spec 4.3, 4.4). */

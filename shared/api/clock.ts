@@ -7,13 +7,23 @@ export interface Clock {
   now(): number;
   /** Wall-clock milliseconds since the epoch, for HTTP-date `Retry-After` values. */
   wallNow(): number;
-  /** Resolves after `ms` milliseconds. */
-  sleep(ms: number): Promise<void>;
+  /** Resolves after `ms` milliseconds, or at once when `signal` fires (its timer cleared). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** The real clock: `performance.now()`, `Date.now()` and `setTimeout`. */
 export const systemClock: Clock = {
   now: () => performance.now(),
   wallNow: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      // Cleared on abort: a backoff left running would hold an interrupted process for seconds.
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', done, { once: true });
+    }),
 };

@@ -36,8 +36,11 @@ export type HttpResult =
     }
   | { kind: 'failure'; failure: NetworkFailureKind; detail: string; cause: unknown };
 
-/** timeout: our deadline; reset: the connection dropped; truncated: the body ended early; network: no connection. */
-export type NetworkFailureKind = 'timeout' | 'reset' | 'truncated' | 'network';
+/**
+ * timeout: our deadline; reset: the connection dropped; truncated: the body ended early;
+ * network: no connection; aborted: the caller's signal ended it.
+ */
+export type NetworkFailureKind = 'timeout' | 'reset' | 'truncated' | 'network' | 'aborted';
 
 /** The bounds of one exchange. */
 export interface HttpLimits {
@@ -52,7 +55,12 @@ export interface HttpLimits {
  * the deadline or hold more than `maxBodyBytes` of body: a body that never ends would otherwise
  * fill the memory (measured: 2.5 GB after 1 s).
  */
-export function httpGet(url: URL, headers: Record<string, string>, limits: HttpLimits): Promise<HttpResult> {
+export function httpGet(
+  url: URL,
+  headers: Record<string, string>,
+  limits: HttpLimits,
+  signal?: AbortSignal,
+): Promise<HttpResult> {
   const { timeoutMs, maxBodyBytes } = limits;
   return new Promise((resolve) => {
     let settled = false;
@@ -60,6 +68,7 @@ export function httpGet(url: URL, headers: Record<string, string>, limits: HttpL
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       resolve(result);
     };
     const fail = (failure: NetworkFailureKind, detail: string, cause?: unknown) =>
@@ -117,6 +126,13 @@ export function httpGet(url: URL, headers: Record<string, string>, limits: HttpL
       request.destroy();
     }, timeoutMs);
     request.on('error', (error) => fail(failureKind(error, false), describe(error), error));
+    // Ended by the caller (Ctrl-C): the connection is closed at once, the answer not waited for.
+    const onAbort = () => {
+      fail('aborted', 'request ended: the run was interrupted', signal?.reason);
+      request.destroy();
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     request.end();
   });
 }

@@ -3,7 +3,7 @@
  * in-process concurrency instead of SQS between them. Units with retryable failures get
  * further rounds, as an SQS redelivery would give them.
  */
-import { describeError, ExporterError, OutputLockedError } from '../../errors.js';
+import { describeError, ExporterError, InterruptedError, OutputLockedError } from '../../errors.js';
 import { manifestKey } from '../layout.js';
 import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import {
@@ -46,6 +46,12 @@ export interface LocalRunOptions {
   /** Wait up to this long for another run to release the output (default: refuse at once). */
   waitForLockMs?: number;
   onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Stops the run (Ctrl-C): the same signal ends the API clients' requests (ExportDeps.api).
+   * The run stops before it publishes and rejects with InterruptedError, its lock released: it
+   * leaves what a crashed run leaves, which the next run closes (recover.ts).
+   */
+  signal?: AbortSignal;
 }
 
 export type ProgressEvent =
@@ -158,6 +164,7 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
       const again: Unit[] = [];
       await mapPool(round, options.unitConcurrency ?? DEFAULTS.unitConcurrency, async (unit) => {
         if (stopped) return; // Its jobs are counted failed.
+        if (options.signal?.aborted) throw interruptedRun(options.signal, unit.run_id);
         const { value: summary } = await runStep(
           deps,
           unit.run_id,
@@ -184,6 +191,8 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
       round = again;
     }
   }
+  // Nothing is published once interrupted: the steps that stopped left their work unrecorded.
+  if (options.signal?.aborted) throw interruptedRun(options.signal, started.run.run_id);
   const manifest = await finishRun(deps, started.run.run_id, {
     force: true,
     records,
@@ -203,4 +212,9 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     });
   }
   return manifest;
+}
+
+/** The error of a run stopped by `signal`, naming the run that the next one will close. */
+function interruptedRun(signal: AbortSignal, runId: string): InterruptedError {
+  return new InterruptedError(`run ${runId} was interrupted before it published`, { cause: signal.reason });
 }

@@ -226,11 +226,12 @@ describe('--out', () => {
 
 describe('USAGE', () => {
   it('documents every exit code and --fail-on-partial', () => {
-    expect(EXIT).toEqual({ ok: 0, failed: 1, usage: 2, partial: 3 });
+    expect(EXIT).toEqual({ ok: 0, failed: 1, usage: 2, partial: 3, interrupted: 130, terminated: 143 });
     expect(USAGE).toMatch(/^ {2}0 {2}the run finished: succeeded, or partial/m);
     expect(USAGE).toMatch(/^ {2}1 {2}the run failed/m);
     expect(USAGE).toMatch(/^ {2}2 {2}usage error/m);
     expect(USAGE).toMatch(/^ {2}3 {2}the run finished partial and --fail-on-partial was given/m);
+    expect(USAGE).toMatch(/^ {2}130 {2}interrupted by Ctrl-C \(SIGINT\), 143 by SIGTERM/m);
     for (const flag of ['--fail-on-partial', '--verbose', '--quiet', '--max-body-mb'])
       expect(USAGE).toContain(flag);
   });

@@ -267,7 +267,8 @@ describe('Progress', () => {
 
   it('draws a bar on a terminal that fills per report', () => {
     const clock = new ManualClock();
-    const tty = new Captured(true);
+    // Wide enough for the whole line (progress-width.test.ts has the narrower ones).
+    const tty = Object.assign(new Captured(true), { columns: 120 });
     const progress = new Progress(tty, clock);
     started(progress, 100);
     for (let i = 0; i < 25; i++) {
