@@ -5,7 +5,7 @@
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import type { RunProgress, RunState } from './aws-runs.js';
 import { displayWidth, padEnd } from './columns.js';
-import { formatDuration, formatSummary, formatTable } from './progress.js';
+import { formatDuration, formatRequests, formatSummary, formatTable, jobOutcomeRows } from './progress.js';
 
 /** A run's state as `status --json` gives it. */
 export const stateJson = (state: RunState) => {
@@ -38,26 +38,16 @@ const PHASE_TEXT: Record<RunProgress['phase'], string> = {
 
 function formatProgress(p: RunProgress, now: Date): string {
   const c = p.counts;
-  const statuses = Object.entries(p.requests.by_status)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([s, n]) => `${s}: ${n}`)
-    .join(', ');
   const rows: [string, string][] = [
     ['run', `${p.run_id} (${p.mode}, dt=${p.dt}, ${p.driver === 'queues' ? 'AWS' : 'a CLI'})`],
     ['state', PHASE_TEXT[p.phase]],
     ['started', `${p.started_at} (${formatDuration(now.getTime() - Date.parse(p.started_at))} ago)`],
     ['campaigns', `${p.campaigns.planned} of ${p.campaigns.total} planned`],
     ['units', `${p.units.done} of ${p.units.total} done`],
-    ['jobs listed', String(c.jobs)],
-    ['  exported', String(c.reports_exported)],
-    ['  unchanged', String(c.reports_unchanged)],
-    ['  not ready', String(c.reports_not_ready)],
-    ['  not found', String(c.reports_not_found)],
-    ['  invalid', String(c.reports_invalid)],
-    ['  failed', String(c.reports_failed)],
+    ...jobOutcomeRows(c),
     ['  retrying', String(p.retrying)],
     ['  waiting', String(p.waiting)],
-    ['requests', `${p.requests.total} (${statuses || 'none'})`],
+    ['requests', formatRequests(p.requests)],
     ...p.errors.map((e, i): [string, string] => [i === 0 ? 'errors' : '', e]),
   ];
   return formatTable(rows);

@@ -277,15 +277,33 @@ export function formatTable(rows: readonly (readonly [string, string])[]): strin
   return rows.map(([k, v]) => `  ${padEnd(k, width)}  ${v}`).join('\n');
 }
 
+/** `12 (200: 11, 429: 1)`: the requests sent and their count by status. */
+export function formatRequests(requests: Manifest['requests']): string {
+  const statuses = Object.entries(requests.by_status)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([s, n]) => `${s}: ${n}`)
+    .join(', ');
+  return `${requests.total} (${statuses || 'none'})`;
+}
+
+/** The jobs listed and their one outcome each, as rows of a {@link formatTable} table. */
+export function jobOutcomeRows(c: Manifest['counts']): [string, string][] {
+  return [
+    ['jobs listed', String(c.jobs)],
+    ['  exported', String(c.reports_exported)],
+    ['  unchanged', String(c.reports_unchanged)],
+    ['  not ready', String(c.reports_not_ready)],
+    ['  not found', String(c.reports_not_found)],
+    ['  invalid', String(c.reports_invalid)],
+    ['  failed', String(c.reports_failed)],
+  ];
+}
+
 /** The end-of-run summary: outcomes, requests, time, throughput, where the output went. */
 export function formatSummary(manifest: Manifest, location: string, manifestKey: string): string {
   const c = manifest.counts;
   const seconds = (Date.parse(manifest.finished_at) - Date.parse(manifest.started_at)) / 1000;
   const throttled = manifest.requests.by_status['429'] ?? 0;
-  const statuses = Object.entries(manifest.requests.by_status)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([s, n]) => `${s}: ${n}`)
-    .join(', ');
   const rows: [string, string][] = [
     ['run', `${manifest.run_id} (${manifest.mode}, dt=${manifest.dt})`],
     ['status', manifest.status],
@@ -296,14 +314,8 @@ export function formatSummary(manifest: Manifest, location: string, manifestKey:
       ? [['campaigns unlisted', manifest.unlisted_campaigns.join(', ')] as [string, string]]
       : []),
     ['duplicates', String(c.duplicates)],
-    ['jobs listed', String(c.jobs)],
-    ['  exported', String(c.reports_exported)],
-    ['  unchanged', String(c.reports_unchanged)],
-    ['  not ready', String(c.reports_not_ready)],
-    ['  not found', String(c.reports_not_found)],
-    ['  invalid', String(c.reports_invalid)],
-    ['  failed', String(c.reports_failed)],
-    ['requests', `${manifest.requests.total} (${statuses || 'none'})`],
+    ...jobOutcomeRows(c),
+    ['requests', formatRequests(manifest.requests)],
     [
       '429s',
       `${throttled} (${manifest.requests.total ? ((100 * throttled) / manifest.requests.total).toFixed(2) : '0.00'}%)`,
