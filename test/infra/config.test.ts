@@ -2,15 +2,18 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { App, Stack } from 'aws-cdk-lib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTEXT_KEYS, EXAMPLE_API_BASE_URL, InfraConfigError, parseConfig } from '../../infra/config.js';
 import { CampaignReportExporter } from '../../infra/exporter.js';
 import { readConfig } from '../../infra/settings.js';
 import { RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
+import { codeBlocks, readMarkdown } from '../helpers/markdown.js';
 import { cdkJsonContext } from './helpers.js';
 
 const BASE = { apiBaseUrl: 'https://api.acme.test' };
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The message parseConfig throws for these values. */
 const errorOf = (raw: Record<string, unknown>): string => {
@@ -319,6 +322,18 @@ describe('the settings file deploy/<stage>.json', () => {
     const staging = read({ stage: 'staging' });
     expect(staging).toMatchObject({ stage: 'staging', apiBaseUrl: 'https://staging.acme.test' });
     expect(staging.alarmEmail).toBeUndefined();
+  });
+
+  it("reads each settings file docs/deploy.md shows (its json blocks) as the stack's settings", () => {
+    const page = readMarkdown(fileURLToPath(new URL('../../docs/deploy.md', import.meta.url)), ROOT);
+    const examples = codeBlocks(page).filter((block) => block.lang === 'json');
+    expect(examples.length).toBeGreaterThan(0);
+    for (const { value, line } of examples) {
+      write('prod', value);
+      const config = read();
+      for (const [key, setting] of Object.entries(JSON.parse(value) as Record<string, unknown>))
+        expect(config, `docs/deploy.md:${line}`).toHaveProperty(key, setting);
+    }
   });
 
   it('warns when a context value overrides the file’s, and not when it repeats it', () => {
