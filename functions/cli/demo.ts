@@ -95,8 +95,9 @@ async function main(): Promise<void> {
     hive.close();
   }
   out.write(
-    `Files: ${OUT.hive}/{parquet,raw,runs}/… and ${OUT.iceberg}/{iceberg,raw,runs}/…  — query them with DuckDB, ` +
-      "or deploy with 'npx cdk deploy' for Athena.\n",
+    `Files: ${OUT.hive}/{parquet,raw,runs}/… and ${OUT.iceberg}/{iceberg,raw,runs}/…\n` +
+      'Query them yourself: npm run --silent sql -- --out out/demo (the same views; docs/query.md), ' +
+      "or deploy with 'npx cdk deploy' for Athena (docs/deploy.md).\n",
   );
 }
 
