@@ -119,8 +119,36 @@ const BaseUrlSchema = z
     }
   });
 
-export const CliConfigSchema = z.object({
+/**
+ * The flags that name an export and reach it, shared by the commands that take one (`export`,
+ * `sql`): their parseArgs options, their schema and their values from the flags and environment.
+ */
+export const OUT_OPTIONS = {
+  out: { type: 'string' },
+  's3-region': { type: 'string' },
+  's3-endpoint': { type: 'string' },
+} as const;
+
+export const OUT_SHAPE = {
   out: z.string({ error: '--out is required' }).trim().min(1, '--out is required'),
+  s3Region: z.string().optional(),
+  s3Endpoint: z
+    .url({
+      protocol: /^https?$/,
+      error: (issue) => `--s3-endpoint takes an http(s) URL, got ${String(issue.input)}`,
+    })
+    .optional(),
+};
+
+/** The {@link OUT_SHAPE} fields from parsed flags: the region from --s3-region, else AWS_REGION. */
+export const outValues = (values: Record<string, unknown>, env: NodeJS.ProcessEnv) => ({
+  out: values.out,
+  s3Region: values['s3-region'] ?? env.AWS_REGION ?? DEFAULT_S3_REGION,
+  s3Endpoint: values['s3-endpoint'],
+});
+
+export const CliConfigSchema = z.object({
+  out: OUT_SHAPE.out,
   date: z
     .string()
     .refine((dt) => DtSchema.safeParse(dt).success, {
@@ -145,13 +173,8 @@ export const CliConfigSchema = z.object({
   failOnPartial: z.boolean(),
   verbose: z.boolean(),
   quiet: z.boolean(),
-  s3Region: z.string().optional(),
-  s3Endpoint: z
-    .url({
-      protocol: /^https?$/,
-      error: (issue) => `--s3-endpoint takes an http(s) URL, got ${String(issue.input)}`,
-    })
-    .optional(),
+  s3Region: OUT_SHAPE.s3Region,
+  s3Endpoint: OUT_SHAPE.s3Endpoint,
   baseUrl: BaseUrlSchema,
   apiKey: z
     .string({ error: 'INTEGRATION_API_KEY is not set' })
@@ -226,7 +249,7 @@ export function parseCli(
     ({ values } = parseArgs({
       args: joinNegativeValues(argv),
       options: {
-        out: { type: 'string' },
+        out: OUT_OPTIONS.out,
         date: { type: 'string' },
         full: { type: 'boolean', default: false },
         'table-format': { type: 'string', default: 'hive' },
@@ -238,8 +261,8 @@ export function parseCli(
         'fail-on-partial': { type: 'boolean', default: false },
         verbose: { type: 'boolean', short: 'v', default: false },
         quiet: { type: 'boolean', short: 'q', default: false },
-        's3-region': { type: 'string' },
-        's3-endpoint': { type: 'string' },
+        's3-region': OUT_OPTIONS['s3-region'],
+        's3-endpoint': OUT_OPTIONS['s3-endpoint'],
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -249,8 +272,9 @@ export function parseCli(
     throw argumentError(cause);
   }
   if (values.help) return 'help';
+  const { out, s3Region, s3Endpoint } = outValues(values, env);
   const parsed = CliConfigSchema.safeParse({
-    out: values.out,
+    out,
     date: values.date,
     full: values.full,
     tableFormat: values['table-format'],
@@ -262,8 +286,8 @@ export function parseCli(
     failOnPartial: values['fail-on-partial'],
     verbose: values.verbose,
     quiet: values.quiet,
-    s3Region: values['s3-region'] ?? env.AWS_REGION ?? DEFAULT_S3_REGION,
-    s3Endpoint: values['s3-endpoint'],
+    s3Region,
+    s3Endpoint,
     baseUrl: env.INTEGRATION_API_BASE_URL,
     apiKey: env.INTEGRATION_API_KEY,
   });

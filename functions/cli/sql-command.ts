@@ -16,7 +16,7 @@ import * as z from 'zod';
 import { ConfigError, describeError, ExporterError } from '../../shared/errors.js';
 import { ICEBERG_ROOT, PARQUET_ROOT, RUNS_ROOT } from '../../shared/export/layout.js';
 import { isS3Out } from '../../shared/storage/open.js';
-import { argumentError, DEFAULT_S3_REGION, resolveOut } from './config.js';
+import { argumentError, OUT_OPTIONS, OUT_SHAPE, outValues, resolveOut } from './config.js';
 import { openOut } from './deps.js';
 import { loadDuckDb } from './duckdb-loader.js';
 import { mirrorLake } from './lake-mirror.js';
@@ -70,18 +70,13 @@ Exit codes:
   ${SQL_EXIT.usage}  usage error: a flag missing or wrong`;
 
 const SqlConfigSchema = z.object({
-  out: z.string({ error: '--out is required' }).trim().min(1, '--out is required'),
+  out: OUT_SHAPE.out,
   commands: z.array(z.string()),
   format: z.enum(SQL_FORMATS, {
     error: (issue) => `--format takes table, csv or json, got ${String(issue.input)}`,
   }),
-  s3Region: z.string(),
-  s3Endpoint: z
-    .url({
-      protocol: /^https?$/,
-      error: (issue) => `--s3-endpoint takes an http(s) URL, got ${String(issue.input)}`,
-    })
-    .optional(),
+  s3Region: OUT_SHAPE.s3Region,
+  s3Endpoint: OUT_SHAPE.s3Endpoint,
 });
 export type SqlConfig = z.infer<typeof SqlConfigSchema>;
 
@@ -96,11 +91,9 @@ export function parseSqlCli(
     ({ values } = parseArgs({
       args: [...argv],
       options: {
-        out: { type: 'string' },
+        ...OUT_OPTIONS,
         command: { type: 'string', short: 'c', multiple: true, default: [] },
         format: { type: 'string', default: 'table' },
-        's3-region': { type: 'string' },
-        's3-endpoint': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -111,11 +104,9 @@ export function parseSqlCli(
   }
   if (values.help) return 'help';
   const parsed = SqlConfigSchema.safeParse({
-    out: values.out,
+    ...outValues(values, env),
     commands: values.command,
     format: values.format,
-    s3Region: values['s3-region'] ?? env.AWS_REGION ?? DEFAULT_S3_REGION,
-    s3Endpoint: values['s3-endpoint'],
   });
   if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => i.message).join('; '));
   return { ...parsed.data, out: resolveOut(parsed.data.out, cwd) };
