@@ -1,10 +1,10 @@
 /**
  * `campaign-report-exporter <command>`: the packaged CLI (package.json `bin`, bundled by
- * test/tools/build-cli.ts into dist/cli.mjs). Dispatches to a command; each command resolves to
- * its exit code.
+ * test/tools/build-cli.ts into dist/cli-main.mjs, which the entry dist/cli.mjs loads after its
+ * Node check). Dispatches to a command; each command resolves to its exit code.
  */
 import packageJson from '../../package.json' with { type: 'json' };
-import { describeError } from '../../shared/errors.js';
+import { exitWith } from './exit-with.js';
 
 const PROGRAM = 'campaign-report-exporter';
 
@@ -74,12 +74,4 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   return (await command.load())(rest, env);
 }
 
-main(process.argv.slice(2), process.env).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`error: ${describeError(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+exitWith(main(process.argv.slice(2), process.env));
