@@ -4,7 +4,9 @@
  * invocation carries its `scheduled_time`, and each scheduled time starts at most one run. A
  * backfill `date` before the partition projection's start (PROJECTION_START_DATE) is refused.
  */
+
 import { randomBytes } from 'node:crypto';
+import type { Context } from 'aws-lambda';
 import { backfillBeforeProjection, StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
@@ -28,7 +30,7 @@ const QUEUE_LOCK_MARGIN_MINUTES = 15;
 /** The lock's owner for runs the Lambdas carry (a CLI writes `pid@host`). */
 const LOCK_OWNER = 'aws-lambda';
 
-export async function startRunHandler(event: unknown) {
+export async function startRunHandler(event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) {
   const input = StartRunEventSchema.parse(event ?? {});
   const refused = backfillBeforeProjection(input.date, env.PROJECTION_START_DATE);
   if (refused !== undefined) {
@@ -80,6 +82,7 @@ export async function startRunHandler(event: unknown) {
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce,
+      ...(context && { recovery: recoveryLimits(deps.now(), context.getRemainingTimeInMillis()) }),
     });
   } catch (error) {
     await giveBack();
@@ -111,5 +114,17 @@ export async function startRunHandler(event: unknown) {
   logger.info('run started', { campaigns: messages.length, mode: input.mode });
   return { run_id: runId, status: 'started', campaigns: messages.length };
 }
+
+/**
+ * A run left open that start-run closes (its deadline and the finisher's lock margin passed) is
+ * closed for a third of the time start-run has, under the closing lease; a large closing is then
+ * handed on to finish-run, which takes it up on its next look.
+ */
+const RECOVERY_SHARE = 1 / 3;
+
+const recoveryLimits = (now: Date, remainingMs: number) => ({
+  handOnAt: now.getTime() + remainingMs * RECOVERY_SHARE,
+  leaseMs: remainingMs,
+});
 
 export const handler = lambdaHandler(startRunHandler);

@@ -4,15 +4,10 @@
  * output's lock, and the run manifests under `runs/`. Nothing here writes.
  */
 import { RUNS_PREFIX, STATE_KEYS } from '../../shared/export/layout.js';
-import {
-  type ClosingRecord,
-  isComplete,
-  openRuns,
-  type RunRecords,
-  readClosing,
-  readRunRecords,
-} from '../../shared/export/run/finish-run.js';
+import { type ClosingRecord, readClosing } from '../../shared/export/run/closing.js';
+import { openRuns } from '../../shared/export/run/finish-run.js';
 import { mapPool } from '../../shared/export/run/pool.js';
+import { isComplete, type RunRecords, readRunRecords } from '../../shared/export/run/run-records.js';
 import { type LockRecord, LockRecordSchema, lockIsFree } from '../../shared/export/state/lock.js';
 import {
   emptyCounts,

@@ -296,6 +296,10 @@ export function jobOutcomeRows(c: Manifest['counts']): [string, string][] {
     ['  not found', String(c.reports_not_found)],
     ['  invalid', String(c.reports_invalid)],
     ['  failed', String(c.reports_failed)],
+    // A run its deadline cut (a backfill larger than one run): the next run goes on with these.
+    ...(c.reports_deferred
+      ? [['  deferred to the next run', String(c.reports_deferred)] as [string, string]]
+      : []),
   ];
 }
 

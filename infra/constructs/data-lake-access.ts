@@ -46,6 +46,12 @@ export const KEY_PATTERNS = {
   requests: `${STATE_KEYS.requestsPrefix(ANY)}${ANY}`,
   staged: STATE_KEYS.staged(ANY, ANY),
   closing: STATE_KEYS.closing(ANY),
+  /** The pieces of a closing record: staged files and outcomes, JSON Lines. */
+  closingPieces: `${STATE_KEYS.closingPieces(ANY, ANY)}${ANY}`,
+  /** One finisher at a time on a closing. */
+  closingLease: STATE_KEYS.closingLease(ANY),
+  /** Each output of a closing's publish, recorded as it completes. */
+  published: `${STATE_KEYS.publishedPrefix(ANY)}${ANY}`,
   /** The claim of a run's ExportRunFinished event (created if absent before the event is put). */
   announced: STATE_KEYS.announced(ANY),
   /** A closed run's tombstone: whoever might close or step into the run reads it first. */
@@ -69,7 +75,8 @@ const K = KEY_PATTERNS;
  * start-run first claims its scheduled time (a schedule's invocation: created if absent, read
  * when another delivery has it, deleted to give it back when no run started). It takes the
  * lock, then closes the runs interrupted ones left open: closing a run is finishing it (read its
- * records and staged files, publish, manifest, state, announcement claim, tombstone, delete its
+ * records and staged files, the closing record and its pieces under the closing lease, publish
+ * with each output recorded, manifest, state, announcement claim, tombstone, delete its
  * records). Then it checks the output's table format, stages the campaigns, quarantines invalid
  * items, and writes its run record.
  * Its reads and deletes under a run (`runState`) cover the run's claim and tombstone.
@@ -83,6 +90,9 @@ export const START_RUN_ACCESS: DataLakeAccess = {
     K.runRecord,
     K.staged,
     K.closing,
+    K.closingPieces,
+    K.closingLease,
+    K.published,
     K.announced,
     K.closed,
     K.campaignState,
@@ -120,7 +130,7 @@ export const EXPORT_REPORTS_ACCESS: DataLakeAccess = {
 
 /**
  * finish-run reads the open runs' records, marks drained ones, and closes runs: the closing
- * record, publishing the staged files, the manifest, the incremental state, the announcement's
+ * record and its pieces, the closing lease, publishing the staged files (each output recorded), the manifest, the incremental state, the announcement's
  * claim, the tombstone, then deletes the run's records and releases the lock. On every look it
  * reads and updates the heartbeat. Its reads and deletes under a run (`runState`) cover the
  * run's claim and tombstone.
@@ -132,6 +142,9 @@ export const FINISH_RUN_ACCESS: DataLakeAccess = {
     K.lock,
     K.heartbeat,
     K.closing,
+    K.closingPieces,
+    K.closingLease,
+    K.published,
     K.drainMark,
     K.announced,
     K.closed,

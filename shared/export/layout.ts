@@ -93,6 +93,17 @@ export const STATE_KEYS = {
    * publishes exactly the same files.
    */
   closing: (runId: string): string => `${STATE_ROOT}/runs/${runId}/closing.json`,
+  /** The pieces a closing record names (`run/closing.ts`): staged files and outcomes, JSON Lines. */
+  closingPieces: (runId: string, token: string): string => `${STATE_ROOT}/runs/${runId}/closing/${token}/`,
+  /**
+   * One finisher at a time works on a run's closing: who holds it and until when
+   * (`state/closing-lease.ts`).
+   */
+  closingLease: (runId: string): string => `${STATE_ROOT}/runs/${runId}/closing-lease.json`,
+  /** Each published output as it completes, so that a closing taken up again publishes only the rest. */
+  published: (runId: string, outputKey: string): string =>
+    `${STATE_ROOT}/runs/${runId}/published/${outputKey.replaceAll('/', '~')}.json`,
+  publishedPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/published/`,
   /**
    * The announcement's claim: created once, before the run's `ExportRunFinished` event is put,
    * so that two finishers announce a run once.

@@ -85,6 +85,7 @@ const COUNTS = [
   'reports_failed',
   'campaigns_invalid',
   'duplicates',
+  'reports_deferred',
 ] as const;
 
 /**

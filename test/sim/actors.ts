@@ -251,11 +251,17 @@ export async function unitHandler(world: World, actor: Actor, delivery: Delivery
 }
 
 /** functions/aws/finish-run.ts `finishRunHandler`. */
-export async function finishHandler(world: World, actor: Actor): Promise<string[]> {
+export async function finishHandler(
+  world: World,
+  actor: Actor,
+  limits: { timeoutMs: number; handOnShare: number; lease: boolean },
+): Promise<string[]> {
   const deps = depsFor(world, actor);
   const now = deps.now();
   const { closed, failures } = await closeRuns(deps, {
     now: now.getTime(),
+    handOnAt: now.getTime() + limits.timeoutMs * limits.handOnShare,
+    ...(limits.lease && { leaseMs: limits.timeoutMs }),
     deadlineMs: world.settings.deadlineMs,
     queuesDrained: () =>
       world.sim.call(

@@ -69,7 +69,8 @@ export async function checkInvariants(
       c.reports_not_ready +
       c.reports_not_found +
       c.reports_invalid +
-      c.reports_failed;
+      c.reports_failed +
+      (c.reports_deferred ?? 0);
     if (outcomes !== c.jobs) {
       violate('6 nothing unlisted', `manifest of ${m.run_id}: ${c.jobs} jobs but ${outcomes} outcomes`, [
         m.run_id,

@@ -57,6 +57,17 @@ export interface Scenario {
    * two publish and commit side by side (two committers of one run's snapshots at once).
    */
   finishOverlapWithinMs: number;
+  /**
+   * Per finish-run invocation: its time is up at once, so it publishes one output of a closing
+   * and hands the rest on (a closing larger than one invocation, worked on by several).
+   */
+  finishHandsOn: number;
+  /**
+   * finish-run takes the closing lease. Seeds without it model finishers that hold none (the
+   * CLI's recovery; an invocation of a release before 0.5 during a stack update): two of them
+   * publish and commit one closing side by side, which the lease otherwise rules out.
+   */
+  finishLease: boolean;
   /** Per receive: the message goes to a second consumer at once. */
   duplicateDelivery: number;
   redriveAt: number[];
@@ -114,6 +125,8 @@ export function generateScenario(rng: Prng): Scenario {
     clis,
     finishOverlap: rng.pick([0, 0.2, 0.5]),
     finishOverlapWithinMs: MINUTE,
+    finishHandsOn: 0,
+    finishLease: true,
     duplicateDelivery: rng.pick([0, 0.1, 0.3]),
     redriveAt: rng.chance(0.3) ? [EPOCH + rng.int(0, horizon - EPOCH)] : [],
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
@@ -122,6 +135,8 @@ export function generateScenario(rng: Prng): Scenario {
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
   scenario.finishOverlapWithinMs = rng.pick([MINUTE, MINUTE, 2_000, 200]);
+  scenario.finishHandsOn = rng.pick([0, 0.5, 1]);
+  scenario.finishLease = rng.chance(0.5);
   return scenario;
 }
 
@@ -255,14 +270,22 @@ async function simulate(
     });
   }
 
+  // finish-run's limits (functions/aws/finish-run.ts): the closing lease for its timeout, and a
+  // hand-on at 30% of it, or at once when the scenario makes a closing outlast an invocation.
+  const finishLimits = () => ({
+    timeoutMs: FINISH_TIMEOUT_MS,
+    lease: scenario.finishLease,
+    handOnShare: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn) ? 0 : 0.3,
+  });
+
   const startTicks = () =>
     sim.spawn('driver', 'finish-schedule', { canCrash: false }, async (self) => {
       await sim.sleep(self, sim.rng.int(0, FINISH_EVERY_MS));
       while (!stop.ticks) {
-        lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
+        lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor, finishLimits()));
         if (sim.faultsOn && sim.rng.chance(scenario.finishOverlap)) {
           await sim.sleep(self, sim.rng.int(0, scenario.finishOverlapWithinMs));
-          lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor));
+          lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor, finishLimits()));
         }
         await sim.sleep(self, FINISH_EVERY_MS);
       }

@@ -7,13 +7,17 @@
  * tidied (tombstones, late debris).
  */
 
+import { listAll } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
 import { LockRecordSchema, lockIsFree, MAX_CLOCK_SKEW_MS } from '../state/lock.js';
 import type { Manifest } from '../state/manifest.js';
 import { encodeRecord, parseRecord } from '../state/records.js';
 import { sweepClosedRun } from '../state/tombstone.js';
+import { readClosing } from './closing.js';
 import type { ExportDeps } from './context.js';
-import { finishRun, isComplete, readClosing, readRunRecords, runFolders } from './finish-run.js';
+import { finishRun, runFolders } from './finish-run.js';
+import { HandedOn } from './publish-closing.js';
+import { isCompleteInStorage, readRunRecord } from './run-records.js';
 import { RUN_START_GRACE_MS } from './start-run.js';
 
 export interface CloseRunsOptions {
@@ -25,6 +29,13 @@ export interface CloseRunsOptions {
   queuesDrained(): Promise<boolean>;
   /** Announces a closed run (called before its records are cleared). */
   announce(manifest: Manifest): Promise<void>;
+  /**
+   * Epoch ms after which a closing starts no further step and is handed on to the next look
+   * (finish-run sets it well before its timeout). Absent: no limit.
+   */
+  handOnAt?: number | undefined;
+  /** The closing lease's length: longer than a finisher can live (`FinishOptions.leaseMs`). */
+  leaseMs?: number | undefined;
 }
 
 export interface ClosedRun {
@@ -38,6 +49,8 @@ export interface CloseRunsResult {
   closed: ClosedRun[];
   /** Runs that could not be closed this time; the others were not held back. */
   failures: { runId: string; error: unknown }[];
+  /** A run whose closing this call began or went on with, and handed on when its time was up. */
+  handedOn: string[];
 }
 
 /** Marks a run whose queues look empty; true when the previous look had marked it already. */
@@ -67,46 +80,64 @@ async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boo
 }
 
 export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Promise<CloseRunsResult> {
-  const result: CloseRunsResult = { closed: [], failures: [] };
+  const result: CloseRunsResult = { closed: [], failures: [], handedOn: [] };
   let drained: boolean | undefined;
-  for (const [runId, keys] of await runFolders(deps)) {
+  const finish = { announce: options.announce, handOnAt: options.handOnAt, leaseMs: options.leaseMs };
+  for (const [runId, folder] of await runFolders(deps)) {
     try {
-      if (keys.includes(STATE_KEYS.closed(runId))) {
-        await sweepClosedRun(deps.storage, runId, keys, new Date(options.now));
+      if (folder.closed) {
+        await sweepClosedRun(
+          deps.storage,
+          runId,
+          await listAll(deps.storage, STATE_KEYS.runPrefix(runId)),
+          new Date(options.now),
+        );
         continue;
       }
       const closing = await readClosing(deps, runId);
       if (closing) {
         // A CLI closing its own run right now: leave it to the CLI.
         if (closing.driver === 'local' && (await heldBy(deps, runId, options.now))) continue;
-        // Its closing started and was cut short (a timeout, a second finisher): take it up.
-        const manifest = await finishRun(deps, runId, { force: true, announce: options.announce });
+        // Its closing started and was cut short (a timeout, a hand-on, a second finisher): take it up.
+        const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: false });
         continue;
       }
-      const records = await readRunRecords(deps, runId);
-      if (!records) continue; // Closed meanwhile; a run's folder without its record is left to recovery.
-      const { record } = records;
+      const record = await readRunRecord(deps, runId);
+      if (!record) continue; // Closed meanwhile; a run's folder without its record is left to recovery.
       const age = options.now - Date.parse(record.started_at);
       if (record.starting) {
         // A start that died after its first record: closed (failed) once start-run cannot be alive.
         if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
-      } else {
-        const complete = isComplete(records);
-        const overdue = age > options.deadlineMs;
-        // A CLI finishes its own run; past its deadline only a CLI that no longer holds the output is.
-        if (record.driver === 'local' && (!overdue || (await heldBy(deps, runId, options.now)))) continue;
-        if (!complete && !overdue) {
-          drained ??= await options.queuesDrained();
-          if (!(await drainedTwice(deps, runId, drained, options.now))) continue;
-        }
-        const manifest = await finishRun(deps, runId, { force: true, records, announce: options.announce });
-        if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
+        const manifest = await finishRun(deps, runId, { force: true, ...finish });
+        if (manifest) result.closed.push({ manifest, unfinished: true });
         continue;
       }
-      const manifest = await finishRun(deps, runId, { force: true, records, announce: options.announce });
-      if (manifest) result.closed.push({ manifest, unfinished: true });
+      const overdue = age > options.deadlineMs;
+      // A CLI finishes its own run; past its deadline only a CLI that no longer holds the output is.
+      if (record.driver === 'local' && (!overdue || (await heldBy(deps, runId, options.now)))) continue;
+      const complete = await isCompleteInStorage(deps, record);
+      if (!complete && !overdue) {
+        drained ??= await options.queuesDrained();
+        if (!(await drainedTwice(deps, runId, drained, options.now))) continue;
+      }
+      // Cut by its deadline while its work is still queued (a backfill larger than one run): the
+      // jobs it never reached are deferred to the next run. Queues drained with work missing mean
+      // lost work (messages in the dead-letter queues): those jobs failed.
+      let deferUnreported = false;
+      if (!complete && overdue && record.driver === 'queues') {
+        drained ??= await options.queuesDrained();
+        deferUnreported = !drained;
+      }
+      const manifest = await finishRun(deps, runId, { force: true, deferUnreported, ...finish });
+      if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
     } catch (error) {
+      if (error instanceof HandedOn) {
+        // This finisher's time is up: the next look goes on with this run, then the others.
+        deps.log.info('handed the closing on to the next finisher', { run_id: runId });
+        result.handedOn.push(runId);
+        break;
+      }
       deps.log.error('could not finish run', { run_id: runId, error: String(error) });
       result.failures.push({ runId, error });
     }

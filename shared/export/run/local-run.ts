@@ -19,7 +19,7 @@ import {
 } from '../state/records.js';
 import type { ExportDeps } from './context.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
-import { finishRun, type RunRecords } from './finish-run.js';
+import { finishRun } from './finish-run.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
 import { type StartedRun, startRun } from './start-run.js';
@@ -71,8 +71,8 @@ export const LOCAL_LOCK_TTL_MS = 60_000;
 /** The lock is renewed this often, a third of its life: two renewals may fail before it expires. */
 const LOCK_RENEW_MS = LOCAL_LOCK_TTL_MS / 3;
 
-const exportedJobs = (summary: UnitSummary | undefined): number =>
-  Object.values(summary?.jobs ?? {}).filter((r) => r.outcome === 'exported').length;
+const exportedJobs = (summary: UnitSummary): number =>
+  Object.values(summary.jobs).filter((r) => r.outcome === 'exported').length;
 
 /** Runs start → plan → export → finish and returns the manifest (status failed on a fatal error). */
 export async function runExport(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
@@ -105,18 +105,16 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
 
   // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.
   let stopped = Boolean(started.record.fatal);
-  // The run's records, kept as written: finishing needs no second read of them.
-  const records: RunRecords = {
-    record: started.record,
-    plans: new Map(),
-    units: new Map(),
-    unrecorded: emptyRequestCounts(),
-  };
-  // This process owns the run (no gate), and finishes it with its records in hand.
+  // Finishing reads the run's records back from storage, a campaign at a time: holding every
+  // unit's summary here would grow with the run (~30 KB each). Kept here: what storage lacks
+  // (the requests of steps that failed before their records) and each unit's exported count.
+  let unrecorded = emptyRequestCounts();
+  const exportedSoFar = new Map<string, number>();
+  // This process owns the run (no gate), and keeps the requests of failed steps itself.
   const stepOptions = {
     gate: false,
     keepRequests: (requests: RequestCounts) => {
-      records.unrecorded = addRequestCounts(records.unrecorded, requests);
+      unrecorded = addRequestCounts(unrecorded, requests);
     },
   } as const;
   if (!stopped) {
@@ -148,7 +146,6 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
           return;
         }
         units.push(...planned.units);
-        records.plans.set(id, planned.record);
         const toFetch = planned.units.reduce((n, u) => n + u.jobs.length, 0);
         emit({ type: 'planned', campaignId: id, jobs: planned.record.jobs, toFetch });
         if (planned.record.fatal) stopped = true;
@@ -176,8 +173,8 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
             }),
           stepOptions,
         );
-        const exportedBefore = exportedJobs(records.units.get(unit.unit));
-        records.units.set(unit.unit, summary);
+        const exportedBefore = exportedSoFar.get(unit.unit) ?? 0;
+        exportedSoFar.set(unit.unit, exportedJobs(summary));
         // A later round reports only what it added: its jobs were counted as done in round one.
         emit({
           type: 'unit',
@@ -195,7 +192,7 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
   if (options.signal?.aborted) throw interruptedRun(options.signal, started.run.run_id);
   const manifest = await finishRun(deps, started.run.run_id, {
     force: true,
-    records,
+    unrecorded,
     // The lock is still ours, checked before the closing is frozen and before publishing: a run
     // that stalled past its expiry, or that a finisher closed, must not close it again.
     checkLock: () => lock.check(),

@@ -22,7 +22,7 @@ import { mapPool } from './pool.js';
 /** Above this many bytes of staged input, a table's data goes on in a further file. */
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024;
 /** Published files written at once (each streams its own inputs). */
-const PUBLISH_CONCURRENCY = 2;
+export const PUBLISH_CONCURRENCY = 2;
 /** Staged files read ahead of the one being written, per output file. */
 const READ_AHEAD = 4;
 
@@ -45,11 +45,59 @@ export interface PublishOptions {
 }
 
 /** One output file: the staged files it concatenates, in order. */
-interface OutputPlan {
+export interface OutputPlan {
   key: string;
   table_or_entity: TableName | RawEntity;
   format: FileEntry['format'];
   inputs: FileEntry[];
+}
+
+/** The groups of staged files, in publishing order: raw entities, then tables. */
+export const PUBLISH_GROUPS: readonly { name: TableName | RawEntity; format: FileEntry['format'] }[] = [
+  ...RAW_ENTITIES.map((name) => ({ name, format: 'jsonl' as const })),
+  ...TABLE_NAMES.map((name) => ({ name, format: 'parquet' as const })),
+];
+
+/**
+ * Cuts one group's staged files, taken in order, into outputs of at most `maxFileBytes` of
+ * input each (an output holds at least one file). Holds one output's list of inputs.
+ */
+export class OutputCutter {
+  private current: FileEntry[] = [];
+  private bytes = 0;
+  private index = 0;
+
+  constructor(
+    private readonly run: RunRef,
+    private readonly group: (typeof PUBLISH_GROUPS)[number],
+    private readonly maxFileBytes: number,
+  ) {}
+
+  /** Adds a staged file; returns the output it completed, if adding it started another. */
+  add(input: FileEntry): OutputPlan | undefined {
+    const done =
+      this.current.length > 0 && this.bytes + input.bytes > this.maxFileBytes ? this.close() : undefined;
+    this.current.push(input);
+    this.bytes += input.bytes;
+    return done;
+  }
+
+  /** Completes the output being filled; `undefined` when it is empty. */
+  close(): OutputPlan | undefined {
+    if (this.current.length === 0) return undefined;
+    const { name, format } = this.group;
+    const stem = publishedStem(this.run.run_id, this.index++);
+    const key =
+      format === 'jsonl'
+        ? rawKey(name as RawEntity, this.run.dt, stem)
+        : tableFormatOf(this.run) === 'iceberg'
+          ? icebergDataKey(name, this.run.dt, stem)
+          : parquetKey(name as TableName, this.run.dt, stem);
+    const plan: OutputPlan = { key, table_or_entity: name, format, inputs: this.current };
+    this.current = [];
+    this.bytes = 0;
+    return plan;
+  }
 }
 
 /**
@@ -59,36 +107,17 @@ interface OutputPlan {
  */
 export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBytes: number): OutputPlan[] {
   const plans: OutputPlan[] = [];
-  const groups = [
-    ...RAW_ENTITIES.map((name) => ({ name, format: 'jsonl' as const })),
-    ...TABLE_NAMES.map((name) => ({ name, format: 'parquet' as const })),
-  ];
-  for (const { name, format } of groups) {
+  for (const group of PUBLISH_GROUPS) {
+    const cutter = new OutputCutter(run, group, maxFileBytes);
     const inputs = staged
-      .filter((f) => f.format === format && f.table_or_entity === name && f.rows > 0)
+      .filter((f) => f.format === group.format && f.table_or_entity === group.name && f.rows > 0)
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    let current: FileEntry[] = [];
-    let bytes = 0;
-    let index = 0;
-    const close = () => {
-      if (current.length === 0) return;
-      const stem = publishedStem(run.run_id, index++);
-      const key =
-        format === 'jsonl'
-          ? rawKey(name as RawEntity, run.dt, stem)
-          : tableFormatOf(run) === 'iceberg'
-            ? icebergDataKey(name, run.dt, stem)
-            : parquetKey(name as TableName, run.dt, stem);
-      plans.push({ key, table_or_entity: name, format, inputs: current });
-      current = [];
-      bytes = 0;
-    };
     for (const input of inputs) {
-      if (current.length > 0 && bytes + input.bytes > maxFileBytes) close();
-      current.push(input);
-      bytes += input.bytes;
+      const done = cutter.add(input);
+      if (done) plans.push(done);
     }
-    close();
+    const last = cutter.close();
+    if (last) plans.push(last);
   }
   return plans;
 }
@@ -138,6 +167,42 @@ async function* lastChunkTo(chunks: AsyncIterable<Uint8Array>, take: (last: Uint
   if (last) take(last);
 }
 
+/** A published output: its manifest entry and, for Parquet, its footer (for Iceberg's metrics). */
+export interface PublishedOutput {
+  file: FileEntry;
+  footer: Uint8Array | undefined;
+}
+
+/**
+ * Writes one output from its staged inputs (streamed: a multipart upload on S3). Writing it again
+ * writes the same bytes.
+ */
+export async function writeOutput(
+  storage: Storage,
+  run: RunRef,
+  plan: OutputPlan,
+  options: PublishOptions = {},
+): Promise<PublishedOutput> {
+  const tableOf = options.tableOf ?? ((name: TableName) => parquetTableOf(run, name));
+  let footer: Uint8Array | undefined;
+  const chunks =
+    plan.format === 'parquet'
+      ? lastChunkTo(
+          parquetBytes(storage, plan.inputs, tableOf(plan.table_or_entity as TableName), options.regroup),
+          (last) => {
+            footer = last;
+          },
+        )
+      : readInOrder(storage, plan.inputs);
+  const { bytes } = await storage.putStream(plan.key, chunks);
+  if (footer) options.onFooter?.(plan.key, footer);
+  const rows = plan.inputs.reduce((n, f) => n + f.rows, 0);
+  return {
+    file: { key: plan.key, table_or_entity: plan.table_or_entity, format: plan.format, rows, bytes },
+    footer,
+  };
+}
+
 /**
  * Publishes a run's staged files: one output per table and raw entity (more above the split
  * size). Writing the same staged files again writes the same keys with the same bytes, so a
@@ -150,22 +215,9 @@ export async function publishRun(
   options: PublishOptions = {},
 ): Promise<FileEntry[]> {
   const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
-  const tableOf = options.tableOf ?? ((name: TableName) => parquetTableOf(run, name));
-  return mapPool(plans, PUBLISH_CONCURRENCY, async (plan) => {
-    const chunks =
-      plan.format === 'parquet'
-        ? lastChunkTo(
-            parquetBytes(storage, plan.inputs, tableOf(plan.table_or_entity as TableName), options.regroup),
-            (footer) => options.onFooter?.(plan.key, footer),
-          )
-        : readInOrder(storage, plan.inputs);
-    const { bytes } = await storage.putStream(plan.key, chunks);
-    return {
-      key: plan.key,
-      table_or_entity: plan.table_or_entity,
-      format: plan.format,
-      rows: plan.inputs.reduce((n, f) => n + f.rows, 0),
-      bytes,
-    };
-  });
+  return mapPool(
+    plans,
+    PUBLISH_CONCURRENCY,
+    async (plan) => (await writeOutput(storage, run, plan, options)).file,
+  );
 }

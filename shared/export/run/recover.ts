@@ -10,15 +10,22 @@
  * its tombstone expired) are deleted.
  */
 import { describeError } from '../../errors.js';
+import { listAll } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
 import { sweepClosedRun } from '../state/tombstone.js';
+import { readClosing } from './closing.js';
 import type { ExportDeps } from './context.js';
-import { type FinishOptions, finishRun, readClosing, readRunRecords, runFolders } from './finish-run.js';
+import { type FinishOptions, finishRun, runFolders } from './finish-run.js';
+import { readRunRecord } from './run-records.js';
 
 export interface RecoverOptions {
   /** The run that holds the lock now; its own records are left alone. */
   by: string;
   announce?: FinishOptions['announce'];
+  /** Hand a long closing on when this time (epoch ms) has passed (`FinishOptions.handOnAt`). */
+  handOnAt?: number | undefined;
+  /** Take each closing's lease for this long (`FinishOptions.leaseMs`). */
+  leaseMs?: number | undefined;
 }
 
 /**
@@ -30,32 +37,33 @@ const DEBRIS_AGE_MS = 60 * 60_000;
 /** Closes every open run but `by` (each one logged; one that cannot be closed is left for the next run). */
 export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions): Promise<void> {
   const now = deps.now();
-  for (const [runId, keys] of await runFolders(deps)) {
+  for (const [runId, folder] of await runFolders(deps)) {
     if (runId === options.by) continue;
     try {
-      if (keys.includes(STATE_KEYS.closed(runId))) {
-        await sweepClosedRun(deps.storage, runId, keys, now);
+      const keys = async () => listAll(deps.storage, STATE_KEYS.runPrefix(runId));
+      if (folder.closed) {
+        await sweepClosedRun(deps.storage, runId, await keys(), now);
         continue;
       }
-      const closing = await readClosing(deps, runId);
-      const records = closing ? undefined : await readRunRecords(deps, runId);
-      if (!closing && !records) {
-        await deps.storage.delete(keys);
+      if (!(await readClosing(deps, runId)) && !(await readRunRecord(deps, runId))) {
+        const left = await keys();
+        await deps.storage.delete(left);
         deps.log.warn('deleted the leftovers of a run that has no record', {
           run_id: runId,
-          keys: keys.length,
+          keys: left.length,
         });
         continue;
       }
       deps.log.warn('closing a run left open by an interrupted exporter', { run_id: runId, by: options.by });
       await finishRun(deps, runId, {
         force: true,
-        records,
         recoveredBy: options.by,
         announce: options.announce,
+        handOnAt: options.handOnAt,
+        leaseMs: options.leaseMs,
       });
     } catch (error) {
-      // Left for the next run to try again; this run goes on.
+      // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.
       deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
     }
   }

@@ -61,6 +61,11 @@ export interface StartRunInput {
     | 'unlocked';
   /** Announces a run this start closed for an interrupted one (AWS: its ExportRunFinished event). */
   announce?: RecoverOptions['announce'];
+  /**
+   * Limits on closing the runs it finds left open (AWS: a closing handed on before start-run's
+   * timeout, under the closing lease, so that finish-run and start-run never work on one at once).
+   */
+  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs'> | undefined;
 }
 
 export interface StartedRun {
@@ -115,7 +120,7 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
       ifNoneMatch: '*',
     });
     // Runs left open by interrupted ones: closed before this one starts (the lock says none runs).
-    if (lock) await recoverOpenRuns(deps, { by: runId, announce: input.announce });
+    if (lock) await recoverOpenRuns(deps, { ...input.recovery, by: runId, announce: input.announce });
     const { record, campaigns } = await recordStart(deps, input, run, startedAt, etag);
     return { run, record, campaigns, lock };
   } catch (error) {

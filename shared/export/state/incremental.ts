@@ -84,6 +84,9 @@ export function applyOutcomes(
     if (current && current.run_id > runId) continue;
     // Unchanged: its rows are where its entry says. (No entry: the next run fetches it.)
     if (o.outcome === 'unchanged') continue;
+    // Deferred (not fetched before the run's deadline): rows exported before for the same list
+    // item still stand; anything else is asked for again.
+    if (o.outcome === 'deferred' && current?.outcome === 'exported' && current.fp === o.fp) continue;
     // The same outcome for the same list item: the entry stands (an exported job's rows are in
     // its run too), so a run that changed nothing writes nothing.
     if (current && current.fp === o.fp && current.outcome === o.outcome) continue;

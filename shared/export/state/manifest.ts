@@ -32,6 +32,11 @@ export const ManifestCountsSchema = z.object({
   campaigns_invalid: count.default(0),
   /** Items listed again on a later page (campaigns and jobs); one whose content differed is quarantined. */
   duplicates: count.default(0),
+  /**
+   * Jobs left for the next run: the run's deadline closed it while their work was still queued
+   * (a backfill larger than one run). Not failed: the next run asks for them again. Absent when 0.
+   */
+  reports_deferred: count.optional(),
 });
 export type ManifestCounts = z.infer<typeof ManifestCountsSchema>;
 
@@ -93,6 +98,7 @@ export const OUTCOME_COUNTER: Record<JobOutcome, keyof ManifestCounts> = {
   not_found: 'reports_not_found',
   invalid: 'reports_invalid',
   failed: 'reports_failed',
+  deferred: 'reports_deferred',
 };
 
 /** A manifest as stored: one line of JSON, so that Athena's JSON SerDe reads the runs table. */

@@ -140,6 +140,8 @@ export const JobOutcomeSchema = z.enum([
   'not_found',
   'invalid',
   'failed',
+  /** Not fetched: the run's deadline closed it while its work was still queued; the next run asks again. */
+  'deferred',
 ]);
 export type JobOutcome = z.infer<typeof JobOutcomeSchema>;
 
@@ -174,7 +176,7 @@ export type PlanRecord = z.infer<typeof PlanRecordSchema>;
 export const UnitJobResultSchema = z.object({
   fp: z.string(),
   /** `pending`: a retryable failure; another delivery of the unit will try again. */
-  outcome: z.union([JobOutcomeSchema.exclude(['unchanged']), z.literal('pending')]),
+  outcome: z.union([JobOutcomeSchema.exclude(['unchanged', 'deferred']), z.literal('pending')]),
   detail: z.string().optional(),
 });
 export type UnitJobResult = z.infer<typeof UnitJobResultSchema>;

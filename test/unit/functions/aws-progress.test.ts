@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { progressOf } from '../../../functions/cli/aws-runs.js';
-import type { RunRecords } from '../../../shared/export/run/finish-run.js';
+import type { RunRecords } from '../../../shared/export/run/run-records.js';
 import { emptyRequestCounts } from '../../../shared/export/state/records.js';
 import { planRecord, runRecord } from '../../helpers/records.js';
 

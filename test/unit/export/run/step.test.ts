@@ -8,7 +8,7 @@ import { IntegrationApiClient } from '../../../../shared/api/client.js';
 import { ExporterError } from '../../../../shared/errors.js';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../../shared/export/run/context.js';
-import { readRunRecords } from '../../../../shared/export/run/finish-run.js';
+import { readRunRecords } from '../../../../shared/export/run/run-records.js';
 import { runStep } from '../../../../shared/export/run/step.js';
 import { encodeRecord, type RequestCounts } from '../../../../shared/export/state/records.js';
 import { silentLog } from '../../../../shared/log.js';

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildManifest,
-  closingOf,
-  isComplete,
-  type RunRecords,
-} from '../../../../shared/export/run/finish-run.js';
+import { buildManifest, ClosingTally } from '../../../../shared/export/run/closing.js';
+import { isComplete, type RunRecords } from '../../../../shared/export/run/run-records.js';
 import {
   DtSchema,
   type PlanRecord,
@@ -149,7 +145,8 @@ describe('buildManifest', () => {
     expect(manifest.unlisted_campaigns).toEqual([1]);
     expect(manifest.counts).toMatchObject({ jobs: 0, reports_failed: 0, reports_invalid: 0 });
     expect(manifest.status).toBe('partial');
-    expect(closingOf(stopped, new Date()).outcomes).toEqual([]);
+    const tally = new ClosingTally(stopped.record, stopped.unrecorded);
+    expect(tally.add(1, stopped.plans.get(1), stopped.units).outcomes).toBeUndefined();
   });
 });
 

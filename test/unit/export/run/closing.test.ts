@@ -1,0 +1,322 @@
+/**
+ * Closing a run in steps: the closing record in pieces, a publish that records each output and
+ * resumes, a finisher that hands on when its time is up, the closing lease, and jobs deferred
+ * when a run's deadline cuts it while its work is still queued.
+ */
+import { describe, expect, it } from 'vitest';
+import { appendReportRows } from '../../../../shared/export/format/flatten.js';
+import { JsonLinesBuffer } from '../../../../shared/export/format/jsonl.js';
+import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
+import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
+import { rawLine } from '../../../../shared/export/raw-lines.js';
+import { closeRuns } from '../../../../shared/export/run/close-runs.js';
+import { readClosing, startClosing, writeClosingPieces } from '../../../../shared/export/run/closing.js';
+import type { ExportDeps } from '../../../../shared/export/run/context.js';
+import { finishRun } from '../../../../shared/export/run/finish-run.js';
+import { HandedOn } from '../../../../shared/export/run/publish-closing.js';
+import { recordsInStorage } from '../../../../shared/export/run/run-records.js';
+import { stageStep } from '../../../../shared/export/run/staging.js';
+import { takeClosingLease } from '../../../../shared/export/state/closing-lease.js';
+import { loadCampaignState, planJobs } from '../../../../shared/export/state/incremental.js';
+import type { Manifest } from '../../../../shared/export/state/manifest.js';
+import { encodeRecord, type FileEntry, type UnitSummary } from '../../../../shared/export/state/records.js';
+import { silentLog } from '../../../../shared/log.js';
+import { LocalStorage } from '../../../../shared/storage/local.js';
+import type { Storage } from '../../../../shared/storage/storage.js';
+import { tempDir } from '../../../helpers/export.js';
+import { realisticReports } from '../../../helpers/realistic-reports.js';
+import { planRecord, runRecord, TEST_RUN_ID } from '../../../helpers/records.js';
+
+const RUN = TEST_RUN_ID;
+const DT = '2026-11-22';
+const CAMPAIGNS = [1, 2, 3];
+const UNITS_PER_CAMPAIGN = 3;
+const JOBS_PER_UNIT = 4;
+const EXPORTED_AT = new Date('2026-11-22T03:20:00Z');
+/** Small enough that each table's staged files make several outputs. */
+const MAX_FILE_BYTES = 20_000;
+const NO_REQUESTS = { total: 0, retried: 0, by_status: {} };
+
+const jobIdOf = (campaign: number, unit: number, i: number) => campaign * 1000 + unit * JOBS_PER_UNIT + i;
+
+/**
+ * Stores a run of CAMPAIGNS × UNITS_PER_CAMPAIGN units of realistic reports as its steps leave
+ * it; `reported(campaign, unit)` false leaves a unit without its summary (never delivered).
+ */
+async function storeRun(
+  storage: Storage,
+  reported: (campaign: number, unit: number) => boolean = () => true,
+): Promise<void> {
+  const reports = realisticReports(11);
+  await storage.put(
+    STATE_KEYS.runRecord(RUN),
+    encodeRecord(runRecord({ campaign_ids: CAMPAIGNS, mode: 'full' })),
+  );
+  for (const campaign of CAMPAIGNS) {
+    const units: string[] = [];
+    const fetch: { job_id: number; fp: string }[] = [];
+    for (let u = 0; u < UNITS_PER_CAMPAIGN; u++) {
+      const name = `c${campaign}-u${u}`;
+      units.push(name);
+      const rows = new TableBuffer();
+      const lines = new JsonLinesBuffer();
+      const jobs: UnitSummary['jobs'] = {};
+      for (let i = 0; i < JOBS_PER_UNIT; i++) {
+        const jobId = jobIdOf(campaign, u, i);
+        fetch.push({ job_id: jobId, fp: `fp${jobId}` });
+        jobs[jobId] = { fp: `fp${jobId}`, outcome: 'exported' };
+        const report = reports.report(jobId, campaign);
+        appendReportRows(
+          rows,
+          report,
+          { campaignId: campaign, jobId },
+          { runId: RUN, exportedAt: EXPORTED_AT },
+        );
+        lines.add(rawLine(RUN, EXPORTED_AT.toISOString(), report, { campaign_id: campaign, job_id: jobId }));
+      }
+      if (!reported(campaign, u)) continue;
+      const staged = await stageStep(storage, RUN, 'reports', `${name}-a1`, rows, lines);
+      const summary: UnitSummary = {
+        unit: name,
+        campaign_id: campaign,
+        attempt: 1,
+        jobs,
+        staged,
+        requests: { total: JOBS_PER_UNIT, retried: 0, by_status: { '200': JOBS_PER_UNIT } },
+      };
+      await storage.put(STATE_KEYS.unit(RUN, name), encodeRecord(summary));
+    }
+    const plan = planRecord({
+      campaign_id: campaign,
+      jobs: fetch.length,
+      units,
+      fetch,
+      unit_size: JOBS_PER_UNIT,
+      requests: { total: 1, retried: 0, by_status: { '200': 1 } },
+    });
+    await storage.put(STATE_KEYS.plan(RUN, campaign), encodeRecord(plan));
+  }
+}
+
+/** A storage that counts the outputs it streams, by key. */
+function countingStreams(storage: Storage): { storage: Storage; streamed: string[] } {
+  const streamed: string[] = [];
+  const counted: Storage = {
+    location: storage.location,
+    put: (key, body, options) => storage.put(key, body, options),
+    get: (key) => storage.get(key),
+    list: (prefix) => storage.list(prefix),
+    delete: (keys) => storage.delete(keys),
+    stats: () => storage.stats(),
+    putStream: (key, chunks, options) => {
+      streamed.push(key);
+      return storage.putStream(key, chunks, options);
+    },
+  };
+  return { storage: counted, streamed };
+}
+
+/** Finisher dependencies on a clock that the test moves. */
+function finisher(storage: Storage, clock: { now: number }): ExportDeps {
+  return {
+    api: () => {
+      throw new Error('closing a run sends no API request');
+    },
+    storage,
+    log: silentLog,
+    now: () => new Date(clock.now),
+  };
+}
+
+const announce = async () => {};
+const publishOptions = { maxFileBytes: MAX_FILE_BYTES };
+
+async function bytesOf(storage: Storage, files: readonly FileEntry[]): Promise<Map<string, string>> {
+  const bytes = new Map<string, string>();
+  for (const file of files)
+    bytes.set(file.key, Buffer.from((await storage.get(file.key))!.body).toString('base64'));
+  return bytes;
+}
+
+describe('closing a run in steps', () => {
+  it('hands on after each output and ends with the very manifest and files of one uninterrupted close, each output written once', async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const whole = new LocalStorage(await tempDir('closing-whole'));
+    await storeRun(whole);
+    const once = await finishRun(finisher(whole, clock), RUN, {
+      force: false,
+      announce,
+      publish: publishOptions,
+    });
+
+    const stepped = new LocalStorage(await tempDir('closing-stepped'));
+    await storeRun(stepped);
+    const { storage, streamed } = countingStreams(stepped);
+    let looks = 0;
+    let manifest: Manifest | undefined;
+    for (; looks < 100 && !manifest; looks++) {
+      // Each look's time is up at once: it writes the one output a look always writes, then hands on.
+      try {
+        manifest = await finishRun(finisher(storage, clock), RUN, {
+          force: false,
+          announce,
+          publish: publishOptions,
+          handOnAt: clock.now,
+          leaseMs: 60_000,
+        });
+      } catch (error) {
+        if (!(error instanceof HandedOn)) throw error;
+      }
+    }
+
+    expect(once?.files.length).toBeGreaterThan(10);
+    expect(manifest).toEqual(once);
+    expect(looks).toBe(once!.files.length);
+    expect(streamed.sort()).toEqual(once!.files.map((f) => f.key).sort());
+    expect(await bytesOf(stepped, manifest!.files)).toEqual(await bytesOf(whole, once!.files));
+  });
+
+  it('freezes the closing in pieces: a small record, and a finisher that loses the race drops its own pieces', async () => {
+    const storage = new LocalStorage(await tempDir('closing-pieces'));
+    await storeRun(storage);
+    const deps = { storage, random: Math.random };
+    const source = (await recordsInStorage(deps, RUN))!;
+    const first = await writeClosingPieces(deps, source, EXPORTED_AT);
+    const second = await writeClosingPieces(deps, source, EXPORTED_AT);
+    const piecesOf = async (token: string) => {
+      const keys: string[] = [];
+      for await (const key of storage.list(STATE_KEYS.closingPieces(RUN, token))) keys.push(key);
+      return keys;
+    };
+    expect(await piecesOf(second.pieces.token)).not.toEqual([]);
+
+    expect(await startClosing(deps, first)).toEqual(first);
+    expect(await startClosing(deps, second)).toEqual(first);
+
+    expect(await piecesOf(second.pieces.token)).toEqual([]);
+    expect(await piecesOf(first.pieces.token)).not.toEqual([]);
+    const record = (await storage.get(STATE_KEYS.closing(RUN)))!.body;
+    expect(record.byteLength).toBeLessThan(4_000);
+    expect(first.manifest.counts.reports_exported).toBe(
+      CAMPAIGNS.length * UNITS_PER_CAMPAIGN * JOBS_PER_UNIT,
+    );
+  });
+
+  it('lets one finisher at a time work on a closing, and another take it over once the lease has expired', async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const staged = new LocalStorage(await tempDir('closing-lease'));
+    await storeRun(staged);
+    const { storage, streamed } = countingStreams(staged);
+    // Another finisher froze the closing and holds the lease for 15 minutes.
+    const source = (await recordsInStorage({ storage }, RUN))!;
+    await startClosing({ storage }, await writeClosingPieces({ storage }, source, EXPORTED_AT));
+    const held = await takeClosingLease(storage, RUN, 'another', new Date(clock.now), 15 * 60_000);
+    expect(held).toBeDefined();
+
+    const blocked = await finishRun(finisher(storage, clock), RUN, {
+      force: true,
+      announce,
+      leaseMs: 60_000,
+    });
+    expect(blocked).toBeUndefined();
+    expect(streamed).toEqual([]);
+
+    clock.now += 17 * 60_000; // The lease and the clock allowance have passed: its holder is gone.
+    const closed = await finishRun(finisher(storage, clock), RUN, { force: true, announce, leaseMs: 60_000 });
+    expect(closed?.status).toBe('succeeded');
+    expect(streamed.length).toBe(closed!.files.length);
+  });
+
+  it('closes a closing record written before 0.5 (files and outcomes inline) as it stands', async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const storage = new LocalStorage(await tempDir('closing-inline'));
+    await storeRun(storage);
+    const source = (await recordsInStorage({ storage }, RUN))!;
+    const pieced = await writeClosingPieces({ storage }, source, EXPORTED_AT);
+    // The same closing as an older release wrote it.
+    const staged: FileEntry[] = [];
+    for await (const key of storage.list(STATE_KEYS.unitsPrefix(RUN))) {
+      staged.push(...JSON.parse(Buffer.from((await storage.get(key))!.body).toString()).staged);
+    }
+    const outcomes = CAMPAIGNS.map((campaign_id) => ({
+      campaign_id,
+      jobs: Array.from({ length: UNITS_PER_CAMPAIGN * JOBS_PER_UNIT }, (_, k) => {
+        const job_id = jobIdOf(campaign_id, Math.floor(k / JOBS_PER_UNIT), k % JOBS_PER_UNIT);
+        return { job_id, fp: `fp${job_id}`, outcome: 'exported' as const };
+      }),
+    }));
+    await storage.put(
+      STATE_KEYS.closing(RUN),
+      encodeRecord({ manifest: pieced.manifest, staged, outcomes, driver: 'queues' }),
+    );
+    expect(await readClosing({ storage }, RUN)).toMatchObject({ staged, outcomes });
+
+    const manifest = await finishRun(finisher(storage, clock), RUN, { force: true, announce });
+
+    expect(manifest?.counts.reports_exported).toBe(36);
+    expect(
+      manifest?.files.reduce(
+        (n, f) => n + (f.table_or_entity === 'reports' && f.format === 'parquet' ? f.rows : 0),
+        0,
+      ),
+    ).toBe(36);
+    expect((await loadCampaignState(storage, 2)).state.jobs[jobIdOf(2, 1, 1)]?.outcome).toBe('exported');
+  });
+});
+
+describe('a run cut by its deadline', () => {
+  const deadlineMs = 6 * 3_600_000;
+  const overdue = Date.parse('2026-11-22T03:15:00Z') + deadlineMs + 60_000;
+  /** Units c1-u2 and c3-u0 never reported. */
+  const reported = (campaign: number, unit: number) =>
+    !(campaign === 1 && unit === 2) && !(campaign === 3 && unit === 0);
+
+  it('defers the jobs it never reached while its work is still queued, and the next run asks for them', async () => {
+    const storage = new LocalStorage(await tempDir('deadline-queued'));
+    await storeRun(storage, reported);
+    const result = await closeRuns(finisher(storage, { now: overdue }), {
+      now: overdue,
+      deadlineMs,
+      queuesDrained: async () => false,
+      announce,
+    });
+
+    const manifest = result.closed[0]?.manifest;
+    expect(result.closed[0]?.unfinished).toBe(true);
+    expect(manifest?.counts).toMatchObject({ reports_exported: 28, reports_deferred: 8, reports_failed: 0 });
+    expect(manifest?.status).toBe('succeeded');
+    const { state } = await loadCampaignState(storage, 1);
+    expect(state.jobs[jobIdOf(1, 2, 0)]?.outcome).toBe('deferred');
+    const listed = [0, 1, 2].flatMap((u) =>
+      [0, 1, 2, 3].map((i) => ({ job_id: jobIdOf(1, u, i), fp: `fp${jobIdOf(1, u, i)}` })),
+    );
+    const next = planJobs(state, listed, 'incremental');
+    expect(next.fetch.map((j) => j.job_id)).toEqual([0, 1, 2, 3].map((i) => jobIdOf(1, 2, i)));
+  });
+
+  it('counts them failed when its queues are drained (its messages were lost)', async () => {
+    const storage = new LocalStorage(await tempDir('deadline-drained'));
+    await storeRun(storage, reported);
+    const result = await closeRuns(finisher(storage, { now: overdue }), {
+      now: overdue,
+      deadlineMs,
+      queuesDrained: async () => true,
+      announce,
+    });
+
+    const manifest = result.closed[0]?.manifest;
+    expect(manifest?.counts).toMatchObject({ reports_exported: 28, reports_failed: 8 });
+    expect(manifest?.counts.reports_deferred).toBeUndefined();
+    expect(manifest?.status).toBe('partial');
+    expect(await storage.get(manifestKey(DT, RUN))).toBeDefined();
+  });
+});
+
+// Requests are counted as before: the plan's and every unit's, once.
+it('counts the requests of every plan and unit once in a closing built from pieces', async () => {
+  const storage = new LocalStorage(await tempDir('closing-requests'));
+  await storeRun(storage);
+  const source = (await recordsInStorage({ storage }, RUN))!;
+  const closing = await writeClosingPieces({ storage }, { ...source, unrecorded: NO_REQUESTS }, EXPORTED_AT);
+  expect(closing.manifest.requests.total).toBe(CAMPAIGNS.length * (1 + UNITS_PER_CAMPAIGN * JOBS_PER_UNIT));
+});
