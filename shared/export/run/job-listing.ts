@@ -184,6 +184,7 @@ async function listFromPieces(
   try {
     for await (const page of api.jobPages(campaignId, start)) {
       pagesRead++;
+      // Every item the tally hands back is a first copy, so the pager learned its digest on this page.
       const digests = new Map(page.learned.firstCopies);
       for (const item of page.items) {
         const job = await tail.tally.take(item);
