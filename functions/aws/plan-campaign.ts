@@ -1,27 +1,43 @@
 /**
  * plan-campaign (plan queue): list one campaign's jobs, write them, compare with the state,
- * and send one report-queue message per unit of reports to fetch.
+ * and send one report-queue message per unit of reports to fetch. A listing too long for one
+ * invocation is checkpointed and handed on to a new message on the plan queue.
  */
-import type { SQSEvent } from 'aws-lambda';
-import { planCampaign } from '../../shared/export/run/plan-campaign.js';
+import type { Context, SQSEvent } from 'aws-lambda';
+import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { PlanMessageSchema } from '../../shared/export/state/records.js';
 import { required } from './env.js';
 import { eachMessage, sendAll } from './queue.js';
 import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
 
-export async function planCampaignHandler(event: SQSEvent) {
+export async function planCampaignHandler(event: SQSEvent, context: Context) {
   const deps = await apiDeps();
-  const source = { sqs: clients.sqs, queueUrl: required(env, 'PLAN_QUEUE_URL'), log: coreLog };
+  const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
+  const source = { sqs: clients.sqs, queueUrl: planQueueUrl, log: coreLog };
+  const deadline = { remainingMs: () => context.getRemainingTimeInMillis() };
   return eachMessage(event, source, async (record) => {
     const message = PlanMessageSchema.parse(JSON.parse(record.body));
     // A listing out of retries (5xx, 429) throws retryable: the message comes back later.
-    const planned = await runStep(deps, message.run_id, (d) => planCampaign(d, message, env.UNIT_SIZE));
+    const planned = await runStep(deps, message.run_id, (d) =>
+      planCampaignStep(d, message, { unitSize: env.UNIT_SIZE, deadline }),
+    );
     if (!planned.ran) {
       logger.warn('plan message of a finished run dropped', { run_id: message.run_id });
       return;
     }
-    const { record: plan, units } = planned.value;
+    const step = planned.value;
+    if (step.kind === 'handed-on') {
+      // The rest goes on in a new message, not this one handed back as a batch item failure:
+      // each hand-back would count towards the queue's maxReceiveCount, and a listing of more
+      // invocations than that would end in the DLQ. A new message starts at one delivery, and
+      // each hands on only after a page of progress, so the chain ends with the listing. Sent
+      // before this one is deleted: a crash in between leaves two deliveries of one message,
+      // which resume from the same pieces.
+      await sendAll(clients.sqs, planQueueUrl, [message]);
+      return;
+    }
+    const { record: plan, units } = step;
     countFatal(plan.fatal);
     // If sending fails, the message comes back and the stored plan's units are sent again.
     await sendAll(clients.sqs, required(env, 'REPORT_QUEUE_URL'), units);

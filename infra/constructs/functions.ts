@@ -144,6 +144,8 @@ export class ExporterFunctions extends Construct {
         // Each campaign lists its jobs on the API: bound that load too.
         consume: { batchSize: PLAN_BATCH_SIZE, maxConcurrency: config.planMaxConcurrency },
       })
+      // A listing longer than one invocation hands on to a new message of its own.
+      .bindPlanQueue(queues.plan.queue, 'send')
       .bindReportQueue(queues.report.queue, 'send')
       .configure('UNIT_SIZE', config.unitSize)
       .configure('MAX_RECEIVE_COUNT', config.maxReceiveCount);

@@ -12,7 +12,7 @@ import { type Classified, classify, type HttpResult, httpGet } from './http.js';
 import { depthIssue } from './json-depth.js';
 import { AdaptiveRateLimiter, type RateLimiter, RateLimitWaitError, type Release } from './limiter.js';
 import { issuesOf, type ListedItem, type ReportOutcome } from './outcome.js';
-import { type ItemSchema, paginate } from './pagination.js';
+import { type ItemSchema, type ListedPage, type ListingStart, listPages, paginate } from './pagination.js';
 import { parseRateLimitHeaders } from './rate-limit-headers.js';
 import { decideRetry, parseRetryAfter, type RetryPolicy, resolveRetryPolicy } from './retry.js';
 import {
@@ -31,6 +31,7 @@ import { unreachableHint } from './unreachable.js';
 
 export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
 export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
+export type { ListedPage, ListingCursor, ListingMemory, ListingStart } from './pagination.js';
 export type { RetryPolicy } from './retry.js';
 
 export interface ClientOptions {
@@ -158,6 +159,15 @@ export class IntegrationApiClient {
   }
 
   /**
+   * List Jobs (4.3) of a campaign page by page, from page 1 or from where a saved listing
+   * stopped (`start`: its cursor and memory), so that a listing can be checkpointed and resumed.
+   */
+  async *jobPages(campaignId: number, start?: ListingStart): AsyncIterable<ListedPage<JobItem>> {
+    const path = `${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`;
+    yield* listPages(path, (page) => this.readPage(path, page), JobItemSchema, start);
+  }
+
+  /**
    * Get Report (4.4). Every answer about this one report is an outcome; only what stops a run
    * throws: AuthError (401), AccessDeniedError (403 IP/domain), RequestValidationError (422).
    */
@@ -216,24 +226,21 @@ export class IntegrationApiClient {
     basePath: string,
     schema: ItemSchema<T>,
   ): AsyncIterable<ListedItem<T>> {
-    return paginate(
-      basePath,
-      (page) => {
-        const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
-        return this.call<ListEnvelope>(path, (answer) => {
-          // A page too large to read ends the listing, as a page that cannot be believed does.
-          if (answer.kind === 'too_large')
-            return { kind: 'throw', error: tooLarge(answer, path, ListingError) };
-          if (answer.kind !== 'json') return commonStep(answer, path);
-          const parsed = ListEnvelopeSchema.safeParse(answer.value);
-          // A cut or garbled page: worth another try, like a truncated body.
-          if (!parsed.success)
-            return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
-          return done(parsed.data);
-        });
-      },
-      schema,
-    );
+    return paginate(basePath, (page) => this.readPage(basePath, page), schema);
+  }
+
+  /** One page of a list endpoint, validated as an envelope (its items are validated by the pager). */
+  private readPage(basePath: string, page: number): Promise<ListEnvelope> {
+    const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
+    return this.call<ListEnvelope>(path, (answer) => {
+      // A page too large to read ends the listing, as a page that cannot be believed does.
+      if (answer.kind === 'too_large') return { kind: 'throw', error: tooLarge(answer, path, ListingError) };
+      if (answer.kind !== 'json') return commonStep(answer, path);
+      const parsed = ListEnvelopeSchema.safeParse(answer.value);
+      // A cut or garbled page: worth another try, like a truncated body.
+      if (!parsed.success) return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
+      return done(parsed.data);
+    });
   }
 
   /**

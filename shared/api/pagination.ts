@@ -27,6 +27,50 @@ export interface ItemSchema<T> {
 const STALE_PAGES_TOLERATED = 1;
 
 /**
+ * Where a listing stands after a page: what a listing resumed in another process needs, with
+ * its {@link ListingMemory}, to go on by the same rules as one that never stopped.
+ */
+export interface ListingCursor {
+  /** The page to read next. */
+  nextPage: number;
+  /** `meta.total` of page 1: how far the list may grow while it is read. */
+  firstTotal: number;
+  /** Pages in a row, up to this one, that brought no item not seen before. */
+  stalePages: number;
+}
+
+/**
+ * What a listing remembers of the items it read, to tell a repeat from a new item: the digest
+ * of each valid item's first copy by id, and the digests of the invalid items. About 40 bytes
+ * an item: a listing of 100,000 jobs holds 4 MB.
+ */
+export interface ListingMemory {
+  firstCopy: Map<number, string>;
+  invalidSeen: Set<string>;
+}
+
+/** An empty memory: a listing from page 1. */
+export const emptyListingMemory = (): ListingMemory => ({ firstCopy: new Map(), invalidSeen: new Set() });
+
+/** One page of a listing, with what a resumed listing needs to go on after it. */
+export interface ListedPage<T> {
+  page: number;
+  items: ListedItem<T>[];
+  /** The last page: the listing is complete. */
+  last: boolean;
+  /** Where the listing stands after this page. */
+  cursor: ListingCursor;
+  /** What the listing learned from this page (added to its memory): to checkpoint with the cursor. */
+  learned: { firstCopies: Array<[id: number, digest: string]>; invalidDigests: string[] };
+}
+
+/** Where a resumed listing starts: a cursor and the memory of the pages before it. */
+export interface ListingStart {
+  cursor: ListingCursor;
+  memory: ListingMemory;
+}
+
+/**
  * Yields the items of every page of `endpoint`; `readPage` returns the validated envelope of
  * one page. Stops after the page whose number is at least its `meta.last_page` (so an empty
  * list and `last_page: 0` end the listing); throws ListingError when the pages contradict
@@ -37,14 +81,35 @@ export async function* paginate<T extends { id: number }>(
   readPage: (page: number) => Promise<ListEnvelope>,
   schema: ItemSchema<T>,
 ): AsyncGenerator<ListedItem<T>> {
-  const firstCopy = new Map<number, string>();
-  const invalidSeen = new Set<string>();
-  let firstTotal: number | undefined;
-  let stalePages = 0;
-  for (let page = 1; ; page += 1) {
+  for await (const page of listPages(endpoint, readPage, schema)) yield* page.items;
+}
+
+/**
+ * The pages of `endpoint`, as {@link paginate} reads them, one at a time: from page 1, or from
+ * `start` (a cursor and memory saved from an earlier listing). A resumed listing follows the
+ * same rules as one that never stopped: an item seen before the cursor is a repeat, and the
+ * list may grow only as far as its first page allows.
+ *
+ * `start.memory` is taken over and added to: the caller passes a memory it no longer uses.
+ */
+export async function* listPages<T extends { id: number }>(
+  endpoint: string,
+  readPage: (page: number) => Promise<ListEnvelope>,
+  schema: ItemSchema<T>,
+  start?: ListingStart,
+): AsyncGenerator<ListedPage<T>> {
+  const { firstCopy, invalidSeen } = start?.memory ?? emptyListingMemory();
+  let firstTotal: number | undefined = start?.cursor.firstTotal;
+  let stalePages = start?.cursor.stalePages ?? 0;
+  const refuseAt = (page: number, what: string) =>
+    new ListingError(`GET ${endpoint} page ${page}: ${what}`, { status: 200, path: endpoint });
+  const staleProblem = (page: number) =>
+    refuseAt(page, `${stalePages} pages in a row brought no item not seen before: the pages do not advance`);
+  // A listing saved after its stale page and before it read on stops where it would have stopped.
+  if (start && stalePages > STALE_PAGES_TOLERATED) throw staleProblem(start.cursor.nextPage - 1);
+  for (let page = start?.cursor.nextPage ?? 1; ; page += 1) {
     const { data, meta } = await readPage(page);
-    const refuse = (what: string) =>
-      new ListingError(`GET ${endpoint} page ${page}: ${what}`, { status: 200, path: endpoint });
+    const refuse = (what: string) => refuseAt(page, what);
     if (meta.current_page !== page) {
       // A server or proxy that ignores `page` would have us read page 1 without end.
       throw refuse(`asked for page ${page}, the API answered page ${meta.current_page}`);
@@ -58,16 +123,19 @@ export async function* paginate<T extends { id: number }>(
     }
 
     let fresh = 0;
+    const items: ListedItem<T>[] = [];
+    const learned: ListedPage<T>['learned'] = { firstCopies: [], invalidDigests: [] };
     for (const raw of data) {
-      const listed = classifyItem(raw, schema, firstCopy, invalidSeen);
+      const listed = classifyItem(raw, schema, firstCopy, invalidSeen, learned);
       if (listed.kind !== 'repeat') fresh++;
-      yield listed;
+      items.push(listed);
     }
     stalePages = data.length > 0 && fresh === 0 ? stalePages + 1 : 0;
-    if (stalePages > STALE_PAGES_TOLERATED) {
-      throw refuse(`${stalePages} pages in a row brought no item not seen before: the pages do not advance`);
-    }
-    if (page >= meta.last_page) return;
+    const last = page >= meta.last_page;
+    // The page's items first (each is accounted for, repeats too), then the refusal.
+    yield { page, items, last, cursor: { nextPage: page + 1, firstTotal, stalePages }, learned };
+    if (stalePages > STALE_PAGES_TOLERATED) throw staleProblem(page);
+    if (last) return;
   }
 }
 
@@ -91,6 +159,7 @@ function classifyItem<T extends { id: number }>(
   schema: ItemSchema<T>,
   firstCopy: Map<number, string>,
   invalidSeen: Set<string>,
+  learned: ListedPage<T>['learned'],
 ): ListedItem<T> {
   const tooDeep = depthIssue(raw);
   // Too deep to serialise: nothing to compare it with, so it is never taken for a repeat.
@@ -100,12 +169,14 @@ function classifyItem<T extends { id: number }>(
   if (!parsed.success) {
     if (invalidSeen.has(digest)) return { kind: 'repeat', id: undefined, raw, changed: false };
     invalidSeen.add(digest);
+    learned.invalidDigests.push(digest);
     return { kind: 'invalid', raw, issues: issuesOf(parsed.error) };
   }
   const { id } = parsed.data;
   const first = firstCopy.get(id);
   if (first !== undefined) return { kind: 'repeat', id, raw, changed: first !== digest };
   firstCopy.set(id, digest);
+  learned.firstCopies.push([id, digest]);
   return { kind: 'item', item: parsed.data, raw };
 }
 

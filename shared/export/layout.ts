@@ -74,6 +74,14 @@ export const STATE_KEYS = {
   runRecord: (runId: string): string => `${STATE_ROOT}/runs/${runId}/run.json`,
   plan: (runId: string, campaignId: number): string => `${STATE_ROOT}/runs/${runId}/plans/${campaignId}.json`,
   plansPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/plans/`,
+  /**
+   * A campaign's job listing in progress, in pieces of a few pages each (`<piece>.json`, six
+   * digits, so that the keys list in order): plan-campaign resumes from the last one.
+   */
+  listingPrefix: (runId: string, campaignId: number): string =>
+    `${STATE_ROOT}/runs/${runId}/listing/${campaignId}/`,
+  listingPiece: (runId: string, campaignId: number, piece: number): string =>
+    `${STATE_ROOT}/runs/${runId}/listing/${campaignId}/${String(piece).padStart(6, '0')}.json`,
   unit: (runId: string, unit: string): string => `${STATE_ROOT}/runs/${runId}/units/${unit}.json`,
   unitsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/units/`,
   /** Requests of a step that failed before writing its record (counted in the manifest). */

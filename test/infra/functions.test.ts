@@ -394,7 +394,8 @@ describe('permissions', () => {
     const functionRoles = new Set(FUNCTION_NAMES.map(roleIdOf));
     const sentByFunctions = [...senders].filter(([, roles]) => [...roles].some((r) => functionRoles.has(r)));
     expect(sentByFunctions.map(([q]) => q).sort()).toEqual([plan, report].sort());
-    expect([...senders.get(plan)!]).toEqual([roleIdOf('start-run')]);
+    // plan-campaign hands a listing too long for one invocation on to a new plan message.
+    expect([...senders.get(plan)!].sort()).toEqual([roleIdOf('start-run'), roleIdOf('plan-campaign')].sort());
     expect([...senders.get(report)!]).toEqual([roleIdOf('plan-campaign')]);
     // finish-run announces the runs it closes, start-run the interrupted runs it closes.
     expect([...putEvents].sort()).toEqual([roleIdOf('finish-run'), roleIdOf('start-run')].sort());

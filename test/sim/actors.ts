@@ -3,7 +3,7 @@
  * change. Each handler mirrors its Lambda in functions/aws/*.ts by calling the same core
  * functions (those modules are not imported: they read process.env and build real clients):
  * start-run (claimScheduledStart + startRun + plan messages), plan-campaign (runStep +
- * planCampaign + unit messages), export-reports (runStep + exportUnit with resume), finish-run
+ * planCampaignStep + unit messages, or the plan message again when the listing hands on), export-reports (runStep + exportUnit with resume), finish-run
  * (closeRuns with announce + heartbeat); and the CLI (runExport).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -12,7 +12,7 @@ import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
 import { runExport } from '../../shared/export/run/local-run.js';
-import { planCampaign } from '../../shared/export/run/plan-campaign.js';
+import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
@@ -219,15 +219,36 @@ async function eachMessage(
   await queue.delete(actor, delivery.message);
 }
 
-/** functions/aws/plan-campaign.ts `planCampaignHandler`, one record. */
-export async function planHandler(world: World, actor: Actor, delivery: Delivery): Promise<void> {
+/** Plan invocations, while faults are on, whose time runs out after every page. */
+const PLAN_OUT_OF_TIME = 0.3;
+
+/**
+ * functions/aws/plan-campaign.ts `planCampaignHandler`, one record: its deadline `timeoutMs`
+ * after the invocation starts, on the simulation's clock (Lambda's remaining time is not skewed).
+ */
+export async function planHandler(
+  world: World,
+  actor: Actor,
+  delivery: Delivery,
+  timeoutMs: number,
+): Promise<void> {
   const deps = depsFor(world, actor);
+  const startedAt = world.sim.now;
+  // A fault: an API so slow that the invocation's time runs out after each page. The listing
+  // is then checkpointed and handed on page by page, through every interleaving of the seed.
+  const slowApi = world.sim.faultsOn && actor.rng.chance(PLAN_OUT_OF_TIME);
+  const deadline = { remainingMs: () => (slowApi ? 0 : startedAt + timeoutMs - world.sim.now) };
   await eachMessage(world, actor, world.planQueue, delivery, async () => {
     const message = PlanMessageSchema.parse(delivery.message.body);
     const planned = await runStep(deps, message.run_id, (d) =>
-      planCampaign(d, message, world.settings.unitSize),
+      planCampaignStep(d, message, { unitSize: world.settings.unitSize, deadline }),
     );
     if (!planned.ran) return;
+    if (planned.value.kind === 'handed-on') {
+      // The listing goes on in a new message (the handler's choice, see there).
+      await world.planQueue.sendAll(actor, [message]);
+      return;
+    }
     await world.reportQueue.sendAll(actor, planned.value.units);
   });
 }

@@ -8,8 +8,9 @@
  */
 
 import type { ListedItem, ReportOutcome } from '../../shared/api/outcome.js';
-import type { CampaignItem, JobItem, Report } from '../../shared/api/schemas.js';
-import { ReportResponseSchema } from '../../shared/api/schemas.js';
+import { type ListedPage, type ListingStart, listPages } from '../../shared/api/pagination.js';
+import type { CampaignItem, JobItem, ListEnvelope, Report } from '../../shared/api/schemas.js';
+import { JobItemSchema, ReportResponseSchema } from '../../shared/api/schemas.js';
 import { AccessDeniedError, ApiError, AuthError, TransientApiError } from '../../shared/errors.js';
 import type { ApiClient } from '../../shared/export/run/context.js';
 import { reportData } from '../unit/api/fixtures.js';
@@ -183,8 +184,8 @@ export class SimApi {
             .filter((c) => c.jobs.length > 0)
             .map((c) => ({ id: c.id, campaign_name: `Campaign ${c.id}` })),
         ),
-      jobs: (campaignId: number) =>
-        this.#list<JobItem>(`jobs of ${campaignId}`, call, count, () => {
+      jobPages: (campaignId: number, start?: ListingStart) =>
+        this.#pages(`jobs of ${campaignId}`, call, count, start, () => {
           const campaign = this.dataset.campaigns.find((c) => c.id === campaignId);
           if (!campaign) throw new ApiError('campaign not found', { status: 404, errorCode: 'NOT_FOUND' });
           if (this.sim.faultsOn && this.sim.rng.chance(this.dataset.behaviour.listingFails)) {
@@ -199,6 +200,40 @@ export class SimApi {
         call(`report ${campaignId}/${jobId}`, () => this.#report(actor, campaignId, jobId, count)),
       stats: () => ({ ...stats, byStatus: { ...stats.byStatus } }),
     };
+  }
+
+  /**
+   * A listing page by page through the real pager (so that a listing checkpointed by
+   * plan-campaign resumes by the real rules): the whole list is read at the first page this
+   * listing asks for, then served page by page with a `meta` that agrees with it.
+   */
+  #pages(
+    what: string,
+    call: <U>(label: string, apply: () => U) => Promise<U>,
+    count: (status: number | 'error') => void,
+    start: ListingStart | undefined,
+    items: () => Array<Record<string, unknown> & { id: number }>,
+  ): AsyncGenerator<ListedPage<JobItem>> {
+    let all: Array<Record<string, unknown> & { id: number }> | undefined;
+    const size = this.dataset.behaviour.pageSize;
+    const readPage = (page: number) =>
+      call(`${what} page ${page}`, (): ListEnvelope => {
+        try {
+          all ??= items();
+        } catch (error) {
+          count(error instanceof ApiError && error.status ? error.status : 'error');
+          throw error;
+        }
+        count(200);
+        const meta = {
+          current_page: page,
+          per_page: size,
+          total: all.length,
+          last_page: Math.ceil(all.length / size),
+        };
+        return { data: all.slice((page - 1) * size, page * size), meta };
+      });
+    return listPages(what, readPage, JobItemSchema, start);
   }
 
   /**

@@ -308,7 +308,12 @@ async function simulate(
         for (const delivery of queue.receive(room)) {
           const spawn = (d: Delivery) =>
             active.add(
-              lambda(kind, LAMBDA_TIMEOUT_MS, (actor) => handler(world, actor, d), d.message.body.run_id),
+              lambda(
+                kind,
+                LAMBDA_TIMEOUT_MS,
+                (actor) => handler(world, actor, d, LAMBDA_TIMEOUT_MS),
+                d.message.body.run_id,
+              ),
             );
           spawn(delivery);
           if (sim.faultsOn && sim.rng.chance(scenario.duplicateDelivery)) spawn(delivery);

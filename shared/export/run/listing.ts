@@ -20,12 +20,21 @@ export class ListingTally {
   duplicates = 0;
   #position = 0;
 
+  /** `position`: items the listing took before this tally (a listing resumed from a checkpoint). */
   constructor(
     private readonly deps: ExportDeps,
     private readonly run: RunRef,
     private readonly rawLines: JsonLinesBuffer,
     private readonly campaignId?: number,
-  ) {}
+    position = 0,
+  ) {
+    this.#position = position;
+  }
+
+  /** Items taken so far (those before this tally included): the next item's position. */
+  get position(): number {
+    return this.#position;
+  }
 
   /** Accounts for one listed item; resolves to the item when it is valid and new. */
   async take<T>(listed: ListedItem<T>): Promise<T | undefined> {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveRateLimiter } from '../../../shared/api/limiter.js';
-import { paginate } from '../../../shared/api/pagination.js';
+import {
+  emptyListingMemory,
+  type ListingCursor,
+  listPages,
+  paginate,
+} from '../../../shared/api/pagination.js';
 import { JobItemSchema, type ListEnvelope } from '../../../shared/api/schemas.js';
 import { ConfigError, ListingError } from '../../../shared/errors.js';
 
@@ -138,6 +143,72 @@ describe('paginate', () => {
       expect([items.length, asked]).toEqual([0, 1]);
     }
   });
+});
+
+/** What a listing yields and how it ends: its items, then its error's message (or none). */
+async function outcomeOf(run: (items: unknown[]) => Promise<void>) {
+  const items: unknown[] = [];
+  try {
+    await run(items);
+    return { items, error: undefined };
+  } catch (error) {
+    return { items, error: (error as Error).message };
+  }
+}
+
+/**
+ * The listing stopped after `split` pages, its cursor and what it learned kept, and resumed by a
+ * new pager with a memory rebuilt from them (as plan-campaign's pieces do).
+ */
+const resumedAfter = (pageOf: (n: number) => ListEnvelope, split: number) =>
+  outcomeOf(async (items) => {
+    const memory = emptyListingMemory();
+    let cursor: ListingCursor | undefined;
+    let read = 0;
+    for await (const p of listPages(ENDPOINT, async (n) => pageOf(n), JobItemSchema)) {
+      items.push(...p.items);
+      for (const [id, digest] of p.learned.firstCopies) memory.firstCopy.set(id, digest);
+      for (const digest of p.learned.invalidDigests) memory.invalidSeen.add(digest);
+      cursor = p.cursor;
+      if (p.last) return;
+      if (++read === split) break;
+    }
+    for await (const p of listPages(ENDPOINT, async (n) => pageOf(n), JobItemSchema, {
+      cursor: cursor!,
+      memory,
+    }))
+      items.push(...p.items);
+  });
+
+describe('listPages resumed from a saved cursor and memory', () => {
+  const lists: Record<string, (n: number) => ListEnvelope> = {
+    'a changed repeat and an invalid item listed twice': (n) =>
+      [
+        page(1, [{ id: 1 }, { id: 'x' }], { total: 6, per_page: 2 }),
+        page(2, [{ id: 1, job_status: 2 }, { id: 'x' }], { total: 6, per_page: 2 }),
+        page(3, [{ id: 2 }, { id: 3 }], { total: 6, per_page: 2 }),
+      ][n - 1]!,
+    'pages that echo the request': (n) => page(n, [{ id: 1 }], { total: 1_000_000, per_page: 1 }),
+    'a list that grows as fast as it is read': (n) =>
+      page(n, ids(100, n * 100), { total: 100 * (n + 1), last_page: n + 1 }),
+    'a page-sized insertion at the head': (n) =>
+      [
+        page(1, ids(100), { total: 300 }),
+        page(2, ids(100), { total: 300 }),
+        page(3, ids(100, 101), { total: 300 }),
+      ][n - 1]!,
+  };
+
+  for (const [name, pageOf] of Object.entries(lists)) {
+    it(`yields and refuses what one listing does, wherever it stopped: ${name}`, async () => {
+      const whole = await outcomeOf(async (items) => {
+        for await (const item of paginate(ENDPOINT, async (n) => pageOf(n), JobItemSchema)) items.push(item);
+      });
+      expect(whole.items.length).toBeGreaterThan(0);
+
+      for (const split of [1, 2, 3, 4]) expect(await resumedAfter(pageOf, split)).toEqual(whole);
+    });
+  }
 });
 
 describe('AdaptiveRateLimiter options', () => {
