@@ -28,10 +28,11 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
-import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
+import { currentTableName, manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
 import { parseRecord, type RunRef } from '../../shared/export/state/records.js';
 import { isClosed } from '../../shared/export/state/tombstone.js';
+import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { Storage } from '../../shared/storage/storage.js';
@@ -220,7 +221,12 @@ const nameOf = (f: { format: string; table_or_entity: string }) =>
  * published rows per table against the staged rows, each published Parquet file's footer
  * against its manifest entry, and the run's folder emptied. Returns the problems found.
  */
-async function verifyRun(storage: Storage, run: RunRef, syn: Synthesized): Promise<string[]> {
+async function verifyRun(
+  storage: Storage,
+  run: RunRef,
+  syn: Synthesized,
+  liveReports: number | undefined,
+): Promise<string[]> {
   const problems: string[] = [];
   const expect = (what: string, got: unknown, want: unknown) => {
     if (got !== want) problems.push(`${what}: ${String(got)}, expected ${String(want)}`);
@@ -250,6 +256,16 @@ async function verifyRun(storage: Storage, run: RunRef, syn: Synthesized): Promi
     const buffer = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
     expect(`footer num_rows of ${f.key}`, Number(parquetMetadata(buffer).num_rows), f.rows);
     expect(`bytes of ${f.key}`, body.byteLength, f.bytes);
+  }
+  if (liveReports !== undefined) {
+    // Every job of the lake has exactly one live row in reports_current, whatever the run superseded.
+    const { metadata } = await new FileCatalog(storage).load(currentTableName('reports'));
+    const current = metadata?.snapshots?.find(
+      (x) => BigInt(x['snapshot-id']) === BigInt(metadata['current-snapshot-id'] ?? -1),
+    );
+    const live =
+      Number(current?.summary['total-records']) - Number(current?.summary['total-position-deletes'] ?? 0);
+    expect('live rows of reports_current', live, liveReports);
   }
   const left = [];
   for await (const k of storage.list(STATE_KEYS.runPrefix(run.run_id))) left.push(k);
@@ -336,7 +352,8 @@ export async function benchScale(): Promise<Record<string, number>> {
         const runCase = async (run: RunRef, lake: number, syn: Synthesized) => {
           const config: ChildConfig = { target, runId: run.run_id, via: s.via, timeoutMs: timeoutS * 1000 };
           const driven = await driveFinish(storage, config, s, heapMb, scratch);
-          const problems = driven.closed ? await verifyRun(storage, run, syn) : ['not closed'];
+          const live = format === 'iceberg' ? size : undefined;
+          const problems = driven.closed ? await verifyRun(storage, run, syn, live) : ['not closed'];
           const result = { name, reports: syn.exported, lake, ...driven, problems, staged: syn };
           results.push(result);
           process.stderr.write(`  ${name} ${size}${lake ? ` lake ${lake}` : ''}: ${summaryLine(result)}\n`);
