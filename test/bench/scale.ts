@@ -143,7 +143,8 @@ async function invokeOnce(
   let seen = { cpu: 0, hwm: 0 };
   const sampler = setInterval(() => {
     void sampleProc(child.pid!).then((s) => {
-      if (s) seen = s;
+      // A zombie's status has no VmHWM: keep the highest figures seen alive.
+      if (s) seen = { cpu: Math.max(seen.cpu, s.cpu), hwm: Math.max(seen.hwm, s.hwm || 0) };
     });
   }, SAMPLE_MS);
   let killed = false;
