@@ -104,11 +104,16 @@ async function child(configPath: string): Promise<void> {
   const before = await rssHighWaterMb();
   const cpu = process.cpuUsage();
   const t = performance.now();
-  const closed = await invokeFinish(deps, config);
+  let closed: boolean;
+  try {
+    closed = await invokeFinish(deps, config);
+  } finally {
+    // Or the timer keeps a failed invocation's process alive.
+    clearInterval(sampler);
+  }
   const seconds = (performance.now() - t) / 1000;
   const used = process.cpuUsage(cpu);
   const all = process.cpuUsage();
-  clearInterval(sampler);
   heap = Math.max(heap, process.memoryUsage().heapUsed);
   const figures: ChildFigures = {
     closed,

@@ -51,6 +51,8 @@ import {
 const RUN1: RunRef = { run_id: '20261201T031500Z-5ca1e0', dt: '2026-12-01', mode: 'full' };
 const RUN2: RunRef = { run_id: '20261202T031500Z-5ca1e1', dt: '2026-12-02', mode: 'incremental' };
 const BUCKET = 'bench-scale';
+/** S3's largest single PUT (5 GB): the closing record of a 100k run is over fauxqs's 11 MiB. */
+const S3_BODY_LIMIT = 5 * 2 ** 30;
 /**
  * The heap limit of a Lambda of M MB: Node sizes its old space from the memory it is given;
  * 85% of M leaves the rest to code, stacks and buffers (what the brief of this bench chose).
@@ -340,7 +342,7 @@ export async function benchScale(): Promise<Record<string, number>> {
         if (where === 's3') {
           if (!aws) {
             const { startLocalAws } = await import('../helpers/fauxqs.js');
-            aws = await startLocalAws();
+            aws = await startLocalAws({ bodyLimit: S3_BODY_LIMIT });
             await aws.createBucket(BUCKET);
           }
           const prefix = `${name}-${size}`;
