@@ -2,9 +2,9 @@
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
  * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
- * windows.
+ * windows, scale.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
- * REGROUP_TIME_REPORTS (default 100,000).
+ * REGROUP_TIME_REPORTS (default 100,000); `scale` its settings from SCALE_* (see scale.ts).
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
 import { benchCliStartup } from './cli-startup.js';
@@ -18,6 +18,7 @@ import { benchLambda } from './lambda.js';
 import { benchParquetScan } from './parquet-scan.js';
 import { benchPublish } from './publish.js';
 import { benchRegroup } from './regroup.js';
+import { benchScale } from './scale.js';
 import { benchTopology } from './topology.js';
 import { benchUnitMemory } from './unit-memory.js';
 import { benchWindows } from './windows.js';
@@ -41,6 +42,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   'iceberg-metadata': benchIcebergMetadata,
   'iceberg-current': benchIcebergCurrent,
   windows: benchWindows,
+  scale: benchScale,
 };
 
 function print(name: string, figures: Record<string, number>): void {

@@ -45,11 +45,26 @@ const REGION = 'us-east-1';
 // fauxqs accepts any credentials and never checks signatures.
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 
+export interface LocalAwsOptions {
+  /**
+   * The largest request body taken, in bytes. fauxqs takes 11 MiB; S3 takes a single PUT up to
+   * 5 GB, and a run of 100,000 reports has a larger closing record (the scale bench).
+   */
+  bodyLimit?: number;
+}
+
 /** Starts fauxqs (S3 + SQS over real HTTP) in-process on 127.0.0.1 and a free port. */
-export async function startLocalAws(): Promise<LocalAws> {
+export async function startLocalAws(options: LocalAwsOptions = {}): Promise<LocalAws> {
   // Queue URLs come out as `http://sqs.<region>.localhost:<port>/000000000000/<name>`; they are
   // never dialled: with an explicit `endpoint`, the SQS client sends every request there.
   const app = buildApp({ logger: false, defaultRegion: REGION });
+  if (options.bodyLimit !== undefined) {
+    // fauxqs' own wildcard parser (S3's binary bodies), with the larger limit.
+    app.removeContentTypeParser('*');
+    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: options.bodyLimit }, (_req, body, done) =>
+      done(null, body),
+    );
+  }
   const log: LoggedRequest[] = [];
   app.addHook('onRequest', (request, _reply, done) => {
     // The conditional-put check's own HEAD is not a request a client sent.

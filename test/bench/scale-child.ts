@@ -1,0 +1,137 @@
+/**
+ * One finish-run invocation of the scale bench, in a process of its own (scale.ts starts it with
+ * the heap limit finish-run's memory gives): `node --max-old-space-size=<MB> --import tsx
+ * test/bench/scale-child.ts <config.json>`. Prints one JSON line of figures. Imports only what
+ * finishing needs, as the bundled Lambda would.
+ */
+import { readFile } from 'node:fs/promises';
+import { S3Client } from '@aws-sdk/client-s3';
+import { closeRuns } from '../../shared/export/run/close-runs.js';
+import type { ExportDeps } from '../../shared/export/run/context.js';
+import { finishRun } from '../../shared/export/run/finish-run.js';
+import { silentLog } from '../../shared/log.js';
+import { LocalStorage } from '../../shared/storage/local.js';
+import { S3Storage } from '../../shared/storage/s3.js';
+import type { Storage } from '../../shared/storage/storage.js';
+
+export type Target =
+  | { kind: 'folder'; root: string }
+  | { kind: 's3'; endpoint: string; bucket: string; prefix: string };
+
+export interface ChildConfig {
+  target: Target;
+  runId: string;
+  /** `close-runs`: as the finish-run Lambda does (closeRuns); `finish-run`: finishRun(force) on the run. */
+  via: 'close-runs' | 'finish-run';
+  /** The invocation's time (Lambda's timeout), for a finisher that watches its remaining time. */
+  timeoutMs: number;
+}
+
+export interface ChildFigures {
+  /** This call closed the run (false: it stopped, or another invocation must go on). */
+  closed: boolean;
+  seconds: number;
+  cpu_seconds: number;
+  /** CPU of the whole process, module loading included. */
+  process_cpu_seconds: number;
+  rss_before_mb: number;
+  peak_rss_mb: number;
+  peak_heap_mb: number;
+  reads: number;
+  writes: number;
+  lists: number;
+  deletes: number;
+}
+
+/** A run older than any deadline would never be closed for it: the run is complete anyway. */
+const RUN_DEADLINE_MS = 6 * 3_600_000;
+
+/**
+ * The one call of an invocation: what the scheduler's look does. Kept alone so that the
+ * finisher's new options (a deadline from `timeoutMs`, a partial return) go in here only.
+ * Returns true when this call closed the run.
+ */
+export async function invokeFinish(deps: ExportDeps, config: ChildConfig): Promise<boolean> {
+  const announce = async () => {};
+  if (config.via === 'finish-run') {
+    return (await finishRun(deps, config.runId, { force: true, announce })) !== undefined;
+  }
+  const { closed, failures } = await closeRuns(deps, {
+    now: deps.now().getTime(),
+    deadlineMs: RUN_DEADLINE_MS,
+    queuesDrained: async () => true,
+    announce,
+  });
+  if (failures.length > 0) throw failures[0]!.error;
+  return closed.some((c) => c.manifest.run_id === config.runId);
+}
+
+function storageOf(target: Target): Storage {
+  if (target.kind === 'folder') return new LocalStorage(target.root);
+  const client = new S3Client({
+    endpoint: target.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    forcePathStyle: true,
+  });
+  return new S3Storage({ bucket: target.bucket, prefix: target.prefix, client });
+}
+
+/**
+ * The process's RSS high-water mark (VmHWM). Not `resourceUsage().maxRSS`: Linux carries that
+ * over from the forked copy of the parent (publish.ts measures the same way).
+ */
+export async function rssHighWaterMb(pid: number | 'self' = 'self'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]) / 1024;
+}
+
+async function child(configPath: string): Promise<void> {
+  const config = JSON.parse(await readFile(configPath, 'utf8')) as ChildConfig;
+  const storage = storageOf(config.target);
+  const deps: ExportDeps = {
+    api: () => {
+      throw new Error('finishing a run sends no API request');
+    },
+    storage,
+    log: silentLog,
+    now: () => new Date(),
+  };
+  let heap = 0;
+  const sampler = setInterval(() => {
+    heap = Math.max(heap, process.memoryUsage().heapUsed);
+  }, 20);
+  const before = await rssHighWaterMb();
+  const cpu = process.cpuUsage();
+  const t = performance.now();
+  let closed: boolean;
+  try {
+    closed = await invokeFinish(deps, config);
+  } finally {
+    // Or the timer keeps a failed invocation's process alive.
+    clearInterval(sampler);
+  }
+  const seconds = (performance.now() - t) / 1000;
+  const used = process.cpuUsage(cpu);
+  const all = process.cpuUsage();
+  heap = Math.max(heap, process.memoryUsage().heapUsed);
+  const figures: ChildFigures = {
+    closed,
+    seconds,
+    cpu_seconds: (used.user + used.system) / 1e6,
+    process_cpu_seconds: (all.user + all.system) / 1e6,
+    rss_before_mb: before,
+    peak_rss_mb: await rssHighWaterMb(),
+    peak_heap_mb: heap / 2 ** 20,
+    ...storage.stats(),
+  };
+  process.stdout.write(`${JSON.stringify(figures)}\n`);
+}
+
+const [configPath] = process.argv.slice(2);
+if (configPath && process.argv[1]?.endsWith('scale-child.ts')) {
+  child(configPath).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  });
+}
