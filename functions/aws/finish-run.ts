@@ -7,20 +7,13 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
+import { finisherLimits } from '../../shared/export/run/publish-closing.js';
 import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
 import { METRIC, runMetrics } from '../../shared/metrics.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
 import { queuesDrained } from './queue.js';
 import { clients, env, exportDeps, lambdaHandler, metrics, putMetrics, withCatalog } from './runtime.js';
-
-/**
- * A look works on closings for this share of the time it has, then hands the rest on to the next
- * look: an output in flight when it stops is at most 256 MB of staged input (~2 minutes at
- * 1,024 MB), and the Iceberg commit and the state follow, so the look ends within about half its
- * timeout.
- */
-const HAND_ON_SHARE = 0.3;
 
 export async function finishRunHandler(
   _event?: unknown,
@@ -31,10 +24,8 @@ export async function finishRunHandler(
   const remaining = context?.getRemainingTimeInMillis();
   const { closed, failures, handedOn } = await closeRuns(deps, {
     now: now.getTime(),
-    ...(remaining !== undefined && {
-      handOnAt: now.getTime() + remaining * HAND_ON_SHARE,
-      leaseMs: remaining,
-    }),
+    // Hands a long closing on to the next look well before the timeout (`FINISH_HAND_ON_SHARE`).
+    ...(remaining !== undefined && finisherLimits(now.getTime(), remaining)),
     deadlineMs: env.RUN_DEADLINE_MINUTES * 60_000,
     queuesDrained: () =>
       queuesDrained(clients.sqs, [required(env, 'PLAN_QUEUE_URL'), required(env, 'REPORT_QUEUE_URL')]),

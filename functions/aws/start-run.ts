@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { backfillBeforeProjection, StartRunEventSchema } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
+import { finisherLimits } from '../../shared/export/run/publish-closing.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
@@ -82,7 +83,9 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce,
-      ...(context && { recovery: recoveryLimits(deps.now(), context.getRemainingTimeInMillis()) }),
+      ...(context && {
+        recovery: finisherLimits(deps.now().getTime(), context.getRemainingTimeInMillis(), RECOVERY_SHARE),
+      }),
     });
   } catch (error) {
     await giveBack();
@@ -121,10 +124,5 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
  * handed on to finish-run, which takes it up on its next look.
  */
 const RECOVERY_SHARE = 1 / 3;
-
-const recoveryLimits = (now: Date, remainingMs: number) => ({
-  handOnAt: now.getTime() + remainingMs * RECOVERY_SHARE,
-  leaseMs: remainingMs,
-});
 
 export const handler = lambdaHandler(startRunHandler);

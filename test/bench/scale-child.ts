@@ -4,11 +4,13 @@
  * test/bench/scale-child.ts <config.json>`. Prints one JSON line of figures. Imports only what
  * finishing needs, as the bundled Lambda would.
  */
+
 import { readFile } from 'node:fs/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { finishRun } from '../../shared/export/run/finish-run.js';
+import { finisherLimits } from '../../shared/export/run/publish-closing.js';
 import { silentLog } from '../../shared/log.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import { S3Storage } from '../../shared/storage/s3.js';
@@ -45,6 +47,8 @@ export interface ChildFigures {
 
 /** A run older than any deadline would never be closed for it: the run is complete anyway. */
 const RUN_DEADLINE_MS = 6 * 3_600_000;
+/** finish-run's timeout (infra/constructs/functions.ts), when SCALE_TIMEOUT_S does not set one. */
+const FINISH_TIMEOUT_MS = 900_000;
 
 /**
  * The one call of an invocation: what the scheduler's look does. Kept alone so that the
@@ -56,8 +60,11 @@ export async function invokeFinish(deps: ExportDeps, config: ChildConfig): Promi
   if (config.via === 'finish-run') {
     return (await finishRun(deps, config.runId, { force: true, announce })) !== undefined;
   }
+  const now = deps.now().getTime();
   const { closed, failures } = await closeRuns(deps, {
-    now: deps.now().getTime(),
+    now,
+    // As the Lambda does: hand on at FINISH_HAND_ON_SHARE of its timeout, under the closing lease.
+    ...finisherLimits(now, config.timeoutMs > 0 ? config.timeoutMs : FINISH_TIMEOUT_MS),
     deadlineMs: RUN_DEADLINE_MS,
     queuesDrained: async () => true,
     announce,

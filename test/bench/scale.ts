@@ -18,7 +18,7 @@
  * SCALE_CASES (default folder-hive,s3-hive,folder-iceberg,s3-iceberg); SCALE_S3_MAX_REPORTS
  * (default 300000: fauxqs holds every object in this process's memory); SCALE_ICEBERG_MAX_REPORTS
  * (default 300000: Iceberg's units are encoded one by one, ~45 ms each); SCALE_MAX_INVOCATIONS
- * (default 3); SCALE_TIMEOUT_S (kill an invocation after this many seconds, as Lambda does at
+ * (default 12); SCALE_TIMEOUT_S (kill an invocation after this many seconds, as Lambda does at
  * its timeout; default 0, never: this machine's CPU is not Lambda's); SCALE_VIA (`close-runs`,
  * as the Lambda, or `finish-run`); SCALE_LAKE_SHARE (default 0.01); SCALE_DIR (default the OS
  * temp folder). Staged data is about 0.72 GB per 100k reports, deleted after each case.
@@ -92,7 +92,7 @@ function settings(env: NodeJS.ProcessEnv): Settings {
     cases: list(env.SCALE_CASES, 'folder-hive,s3-hive,folder-iceberg,s3-iceberg'),
     s3Max: Number(env.SCALE_S3_MAX_REPORTS ?? 300_000),
     icebergMax: Number(env.SCALE_ICEBERG_MAX_REPORTS ?? 300_000),
-    maxInvocations: Number(env.SCALE_MAX_INVOCATIONS ?? 3),
+    maxInvocations: Number(env.SCALE_MAX_INVOCATIONS ?? 12),
     timeoutS: Number(env.SCALE_TIMEOUT_S ?? 0),
     via,
     lakeShare: Number(env.SCALE_LAKE_SHARE ?? 0.01),

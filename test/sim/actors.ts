@@ -13,6 +13,7 @@ import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
+import { finisherLimits } from '../../shared/export/run/publish-closing.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
@@ -281,8 +282,9 @@ export async function finishHandler(
   const now = deps.now();
   const { closed, failures } = await closeRuns(deps, {
     now: now.getTime(),
-    handOnAt: now.getTime() + limits.timeoutMs * limits.handOnShare,
-    ...(limits.lease && { leaseMs: limits.timeoutMs }),
+    ...finisherLimits(now.getTime(), limits.timeoutMs, limits.handOnShare),
+    // Seeds without the lease model finishers that take none (scenario.ts `finishLease`).
+    ...(!limits.lease && { leaseMs: undefined }),
     deadlineMs: world.settings.deadlineMs,
     queuesDrained: () =>
       world.sim.call(

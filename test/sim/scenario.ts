@@ -8,6 +8,8 @@
  *    must get the lock, carried to its manifest by the queues and finish-run.
  * Then the invariants are read from the bucket.
  */
+
+import { FINISH_HAND_ON_SHARE } from '../../shared/export/run/publish-closing.js';
 import type { Mode, TableFormat } from '../../shared/export/state/records.js';
 import {
   Announcer,
@@ -275,7 +277,7 @@ async function simulate(
   const finishLimits = () => ({
     timeoutMs: FINISH_TIMEOUT_MS,
     lease: scenario.finishLease,
-    handOnShare: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn) ? 0 : 0.3,
+    handOnShare: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn) ? 0 : FINISH_HAND_ON_SHARE,
   });
 
   const startTicks = () =>

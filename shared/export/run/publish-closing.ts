@@ -29,6 +29,23 @@ import {
   writeOutput,
 } from './publish.js';
 
+/**
+ * The share of its remaining time a scheduled finisher (finish-run) works on closings before it
+ * hands the rest on: an output in flight when it stops is at most 256 MB of staged input (about
+ * 2 minutes at 1,024 MB), and the Iceberg commit and the state follow, so a look ends within
+ * about half its timeout.
+ */
+export const FINISH_HAND_ON_SHARE = 0.3;
+
+/**
+ * The limits of a finisher that has `remainingMs` to live: it hands on once `share` of it has
+ * passed, and leases the closing for all of it (it cannot outlive its timeout).
+ */
+export const finisherLimits = (nowMs: number, remainingMs: number, share = FINISH_HAND_ON_SHARE) => ({
+  handOnAt: nowMs + remainingMs * share,
+  leaseMs: remainingMs,
+});
+
 /** Thrown when a finisher's time is up: what it did is recorded, and the next finisher goes on. */
 export class HandedOn extends Error {
   override name = 'HandedOn';
