@@ -23,6 +23,7 @@ import {
   JobItemSchema,
   type ListEnvelope,
   ListEnvelopeSchema,
+  PER_PAGE_VALUES,
   ReportResponseSchema,
   VerifyResponseSchema,
 } from './schemas.js';
@@ -30,6 +31,10 @@ import { commonStep, done, redactAnswer, refusalFields, type Step, tooLarge } fr
 import { unreachableHint } from './unreachable.js';
 
 export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
+
+/** The smallest page the API serves (4.5): a count needs only `meta.total`. */
+const COUNT_PER_PAGE = PER_PAGE_VALUES[0];
+
 export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
 export type { RetryPolicy } from './retry.js';
 
@@ -212,28 +217,36 @@ export class IntegrationApiClient {
     return { ...this.counters, byStatus: { ...this.counters.byStatus } };
   }
 
+  /**
+   * How many jobs a campaign has, from the `meta.total` of its first List Jobs page at the
+   * smallest `per_page` (4.3, 4.5): one small request, for estimating a run's size without
+   * listing its jobs. A campaign gone (404) throws ApiError with status 404.
+   */
+  async jobCount(campaignId: number): Promise<number> {
+    const basePath = `${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`;
+    const { meta } = await this.page(basePath, 1, COUNT_PER_PAGE);
+    return meta.total;
+  }
+
   private list<T extends { id: number }>(
     basePath: string,
     schema: ItemSchema<T>,
   ): AsyncIterable<ListedItem<T>> {
-    return paginate(
-      basePath,
-      (page) => {
-        const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
-        return this.call<ListEnvelope>(path, (answer) => {
-          // A page too large to read ends the listing, as a page that cannot be believed does.
-          if (answer.kind === 'too_large')
-            return { kind: 'throw', error: tooLarge(answer, path, ListingError) };
-          if (answer.kind !== 'json') return commonStep(answer, path);
-          const parsed = ListEnvelopeSchema.safeParse(answer.value);
-          // A cut or garbled page: worth another try, like a truncated body.
-          if (!parsed.success)
-            return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
-          return done(parsed.data);
-        });
-      },
-      schema,
-    );
+    return paginate(basePath, (page) => this.page(basePath, page, EXPORT_PER_PAGE), schema);
+  }
+
+  /** One page of a list endpoint, its envelope validated. */
+  private page(basePath: string, page: number, perPage: number): Promise<ListEnvelope> {
+    const path = `${basePath}?page=${page}&per_page=${perPage}`;
+    return this.call<ListEnvelope>(path, (answer) => {
+      // A page too large to read ends the listing, as a page that cannot be believed does.
+      if (answer.kind === 'too_large') return { kind: 'throw', error: tooLarge(answer, path, ListingError) };
+      if (answer.kind !== 'json') return commonStep(answer, path);
+      const parsed = ListEnvelopeSchema.safeParse(answer.value);
+      // A cut or garbled page: worth another try, like a truncated body.
+      if (!parsed.success) return { kind: 'retry', detail: `invalid list page: ${summary(parsed.error)}` };
+      return done(parsed.data);
+    });
   }
 
   /**

@@ -10,7 +10,10 @@ import type { Storage } from '../../storage/storage.js';
 import { addRequestCounts, emptyRequestCounts, type RequestCounts } from '../state/records.js';
 
 /** The part of the API client the steps use. */
-export type ApiClient = Pick<IntegrationApiClient, 'verify' | 'campaigns' | 'jobs' | 'getReport' | 'stats'>;
+export type ApiClient = Pick<
+  IntegrationApiClient,
+  'verify' | 'campaigns' | 'jobs' | 'jobCount' | 'getReport' | 'stats'
+>;
 
 export interface ExportDeps {
   /**
