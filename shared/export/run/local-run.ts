@@ -17,9 +17,11 @@ import {
   type UnitJobResult,
   type UnitSummary,
 } from '../state/records.js';
-import type { ExportDeps } from './context.js';
+import { countingRequests, type ExportDeps } from './context.js';
+import { estimateSize, type SizeEstimate } from './estimate.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun, type RunRecords } from './finish-run.js';
+import { countJobs } from './job-counts.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
 import { type StartedRun, startRun } from './start-run.js';
@@ -45,6 +47,11 @@ export interface LocalRunOptions {
   retryRounds?: number;
   /** Wait up to this long for another run to release the output (default: refuse at once). */
   waitForLockMs?: number;
+  /**
+   * A full run counts its campaigns' jobs before it plans them (job-counts.ts) and says its
+   * size in an `estimate` event: a few requests, counted in the manifest. Default off.
+   */
+  estimate?: boolean;
   onProgress?: (event: ProgressEvent) => void;
   /**
    * Stops the run (Ctrl-C): the same signal ends the API clients' requests (ExportDeps.api).
@@ -56,6 +63,8 @@ export interface LocalRunOptions {
 
 export type ProgressEvent =
   | { type: 'started'; runId: string; campaigns: number }
+  /** A full run's size from the listings' totals, before its jobs are listed (`estimate` option). */
+  | { type: 'estimate'; size: SizeEstimate }
   | { type: 'planned'; campaignId: number; jobs: number; toFetch: number }
   /** One report fetched and written; `again`: in a later round, for a job counted already. */
   | { type: 'report'; outcome: UnitJobResult['outcome']; again: boolean }
@@ -119,6 +128,10 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
       records.unrecorded = addRequestCounts(records.unrecorded, requests);
     },
   } as const;
+  if (!stopped && options.estimate && options.mode === 'full') {
+    const size = await sizeOf(deps, started, records, options.signal);
+    if (size) emit({ type: 'estimate', size });
+  }
   if (!stopped) {
     const units: Unit[] = [];
     await mapPool(
@@ -212,6 +225,28 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     });
   }
   return manifest;
+}
+
+/**
+ * The run's size from its campaigns' job totals; undefined when they could not be counted (the
+ * run goes on without an estimate). The requests are the run's: they go into its manifest.
+ */
+async function sizeOf(
+  deps: ExportDeps,
+  started: StartedRun,
+  records: RunRecords,
+  signal: AbortSignal | undefined,
+): Promise<SizeEstimate | undefined> {
+  const counting = countingRequests(deps);
+  try {
+    return estimateSize(await countJobs(counting.deps, started.record.campaign_ids));
+  } catch (error) {
+    if (signal?.aborted) throw interruptedRun(signal, started.run.run_id);
+    deps.log.warn('could not estimate the run', { run_id: started.run.run_id, error: describeError(error) });
+    return undefined;
+  } finally {
+    records.unrecorded = addRequestCounts(records.unrecorded, counting.requests());
+  }
 }
 
 /** The error of a run stopped by `signal`, naming the run that the next one will close. */
