@@ -137,7 +137,9 @@ export class ExporterFunctions extends Construct {
       .bindPlanQueue(queues.plan.queue, 'send')
       .bindEventBus(bus)
       // A backfill dated before the partition projection's start would land where Athena does not look.
-      .configure('PROJECTION_START_DATE', config.projectionStartDate);
+      .configure('PROJECTION_START_DATE', config.projectionStartDate)
+      // Its lock outlives the run's deadline; a full run's estimate says what the deadline leaves.
+      .configure('RUN_DEADLINE_MINUTES', config.runDeadlineMinutes);
 
     const planCampaign = make('plan-campaign')
       .bindPlanQueue(queues.plan.queue, {

@@ -5,9 +5,10 @@
  * {@link DEFAULT_MAX_COUNTED} campaigns, spread evenly over the listing, are asked: the estimate
  * costs seconds whatever the number of campaigns.
  */
-import { ApiError, describeError, ExporterError } from '../../errors.js';
-import type { ExportDeps } from './context.js';
-import type { JobCountSample } from './estimate.js';
+import { ApiError, describeError, ExporterError, InterruptedError } from '../../errors.js';
+import type { RequestCounts } from '../state/records.js';
+import { countingRequests, type ExportDeps } from './context.js';
+import { estimateSize, type JobCountSample, type SizeEstimate } from './estimate.js';
 import { mapPool } from './pool.js';
 
 /**
@@ -64,4 +65,34 @@ export async function countJobs(
     }
   });
   return { campaigns: campaignIds.length, counts: counts.filter((c) => c !== undefined) };
+}
+
+/**
+ * A started run's size from its campaigns' job totals, or undefined when they could not be
+ * counted: the run goes on without an estimate (logged). The requests sent go to `keep`, for
+ * the run's manifest. Only an interruption (Ctrl-C) throws.
+ */
+export async function sizeOfRun(
+  deps: ExportDeps,
+  run: { run_id: string; campaign_ids: readonly number[] },
+  options: JobCountOptions & { keep: (requests: RequestCounts) => Promise<void> | void },
+): Promise<SizeEstimate | undefined> {
+  const counting = countingRequests(deps);
+  try {
+    return estimateSize(await countJobs(counting.deps, run.campaign_ids, options));
+  } catch (error) {
+    if (error instanceof InterruptedError) throw error;
+    deps.log.warn('could not estimate the run', { run_id: run.run_id, error: describeError(error) });
+    return undefined;
+  } finally {
+    try {
+      await options.keep(counting.requests());
+    } catch (error) {
+      // The estimate stands; its requests are only missing from the manifest's count.
+      deps.log.warn('could not keep the requests of the estimate', {
+        run_id: run.run_id,
+        error: describeError(error),
+      });
+    }
+  }
 }

@@ -17,11 +17,11 @@ import {
   type UnitJobResult,
   type UnitSummary,
 } from '../state/records.js';
-import { countingRequests, type ExportDeps } from './context.js';
-import { estimateSize, type SizeEstimate } from './estimate.js';
+import type { ExportDeps } from './context.js';
+import type { SizeEstimate } from './estimate.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun, type RunRecords } from './finish-run.js';
-import { countJobs } from './job-counts.js';
+import { sizeOfRun } from './job-counts.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
 import { type StartedRun, startRun } from './start-run.js';
@@ -129,7 +129,11 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     },
   } as const;
   if (!stopped && options.estimate && options.mode === 'full') {
-    const size = await sizeOf(deps, started, records, options.signal);
+    const size = await sizeOfRun(deps, started.record, {
+      keep: (requests) => {
+        records.unrecorded = addRequestCounts(records.unrecorded, requests);
+      },
+    });
     if (size) emit({ type: 'estimate', size });
   }
   if (!stopped) {
@@ -225,28 +229,6 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     });
   }
   return manifest;
-}
-
-/**
- * The run's size from its campaigns' job totals; undefined when they could not be counted (the
- * run goes on without an estimate). The requests are the run's: they go into its manifest.
- */
-async function sizeOf(
-  deps: ExportDeps,
-  started: StartedRun,
-  records: RunRecords,
-  signal: AbortSignal | undefined,
-): Promise<SizeEstimate | undefined> {
-  const counting = countingRequests(deps);
-  try {
-    return estimateSize(await countJobs(counting.deps, started.record.campaign_ids));
-  } catch (error) {
-    if (signal?.aborted) throw interruptedRun(signal, started.run.run_id);
-    deps.log.warn('could not estimate the run', { run_id: started.run.run_id, error: describeError(error) });
-    return undefined;
-  } finally {
-    records.unrecorded = addRequestCounts(records.unrecorded, counting.requests());
-  }
 }
 
 /** The error of a run stopped by `signal`, naming the run that the next one will close. */
