@@ -313,7 +313,7 @@ describe('configuration errors at synth', () => {
   it('rejects a body size limit an API function could not hold four times, naming the key and the most allowed', () => {
     expect(() => synthExporter({ maxBodyMiB: 129 })).toThrow(InfraConfigError);
     expect(() => synthExporter({ maxBodyMiB: '129' })).toThrow(
-      'context "maxBodyMiB" 129: reading and parsing an answer that large takes about 4 times its size, more than the 512 MB of start-run: give at most 128',
+      'context "maxBodyMiB" 129: reading and parsing an answer that large takes about 4 times its size, more than the 512 MB of start-run ("startRunMemoryMb"): give at most 128, or more memory',
     );
   });
 
