@@ -144,10 +144,15 @@ export function describeSize(size: SizeEstimate): string {
   const campaigns = `${formatCount(size.campaigns)} campaign${size.campaigns === 1 ? '' : 's'}`;
   if (size.counted === size.campaigns) return `${formatCount(size.reports)} reports in ${campaigns}`;
   const basis = `from the job totals of ${formatCount(size.counted)} of them`;
-  const range = size.range
-    ? `likely ${formatCount(roundCount(size.range.low))} to ${formatCount(roundCount(size.range.high))}`
-    : 'a rough guess';
-  return `~${formatCount(roundCount(size.reports))} reports in ${campaigns} (${basis}: ${range})`;
+  const [low, high] = size.range ? [roundCount(size.range.low), roundCount(size.range.high)] : [];
+  // Campaigns of one size leave no spread to tell.
+  const range =
+    low === undefined || high === undefined
+      ? ': a rough guess'
+      : low === high
+        ? ''
+        : `: likely ${formatCount(low)} to ${formatCount(high)}`;
+  return `~${formatCount(roundCount(size.reports))} reports in ${campaigns} (${basis}${range})`;
 }
 
 /** `14 h 3 min`, `6 h`, `6 min 58 s`, `40 s`; days from 48 hours (`3 d 4 h`). Zero parts are left out. */

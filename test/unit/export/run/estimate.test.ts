@@ -112,6 +112,9 @@ describe('the words', () => {
     ).toBe(
       '~1,010,000 reports in 412 campaigns (from the job totals of 50 of them: likely 851,000 to 1,170,000)',
     );
+    expect(describeSize(estimateSize({ campaigns: 120, counts: Array(50).fill(5) }))).toBe(
+      '~600 reports in 120 campaigns (from the job totals of 50 of them)',
+    );
     expect(describeSize({ campaigns: 412, counted: 1, reports: 412, requests: 0 })).toBe(
       '~412 reports in 412 campaigns (from the job totals of 1 of them: a rough guess)',
     );
