@@ -129,11 +129,7 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
     },
   } as const;
   if (!stopped && options.estimate && options.mode === 'full') {
-    const size = await sizeOfRun(deps, started.record, {
-      keep: (requests) => {
-        records.unrecorded = addRequestCounts(records.unrecorded, requests);
-      },
-    });
+    const size = await sizeOfRun(deps, started.record, { keep: stepOptions.keepRequests });
     if (size) emit({ type: 'estimate', size });
   }
   if (!stopped) {
