@@ -6,6 +6,12 @@
 import * as z from 'zod';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
 import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
+import {
+  FUNCTION_SIZES,
+  LAMBDA_MAX_TIMEOUT_SECONDS,
+  LAMBDA_MEMORY_MB,
+  MIN_TIMEOUT_SECONDS,
+} from './function-sizes.js';
 import { DEFAULT_STAGE, STAGE_PATTERN } from './naming.js';
 
 /** Bad deployment configuration: the message names the context key(s) to fix. */
@@ -52,6 +58,14 @@ const optionalInteger = (min: number, max: number) => {
 
 /** A context key whose default and range are a run default's (shared/run-defaults.ts). */
 const runDefault = (entry: RunDefault) => integer(entry.min, entry.max, entry.value);
+
+/** A function's memory in MB: Lambda's range, its default from infra/function-sizes.ts. */
+const memoryOf = (name: keyof typeof FUNCTION_SIZES) =>
+  integer(LAMBDA_MEMORY_MB.min, LAMBDA_MEMORY_MB.max, FUNCTION_SIZES[name].memoryMb);
+
+/** A function's timeout in seconds: at least MIN_TIMEOUT_SECONDS, at most Lambda's 900. */
+const timeoutOf = (name: keyof typeof FUNCTION_SIZES) =>
+  integer(MIN_TIMEOUT_SECONDS, LAMBDA_MAX_TIMEOUT_SECONDS, FUNCTION_SIZES[name].timeoutSeconds);
 
 const decimal = (min: number, max: number, fallback: number) => {
   const error = `expected a number greater than ${min} and less than ${max} (default ${fallback})`;
@@ -259,6 +273,14 @@ export const ExporterConfigSchema = z
     ),
     bytesScannedCutoffMb: integer(10, 7_000_000_000, 10_240),
     maxReceiveCount: runDefault(RUN_DEFAULTS.maxReceiveCount),
+    /** Memory of each function, in MB, and the timeouts a user may need to raise (infra/function-sizes.ts). */
+    startRunMemoryMb: memoryOf('start-run'),
+    planCampaignMemoryMb: memoryOf('plan-campaign'),
+    planCampaignTimeoutSeconds: timeoutOf('plan-campaign'),
+    exportReportsMemoryMb: memoryOf('export-reports'),
+    exportReportsTimeoutSeconds: timeoutOf('export-reports'),
+    finishRunMemoryMb: memoryOf('finish-run'),
+    finishRunTimeoutSeconds: timeoutOf('finish-run'),
     projectionStartDate: z.preprocess((v) => emptyToUndefined(v) ?? '2025-01-01', isoDate),
     dataPrefix: z.preprocess((v) => emptyToUndefined(v) ?? '', dataPrefix),
     /** Unset: derived from the stage (infra/naming.ts). */

@@ -15,7 +15,7 @@ import { ExporterCatalog } from './constructs/catalog.js';
 import { DataLake } from './constructs/data-lake.js';
 import { ICEBERG_COMMITTERS } from './constructs/data-lake-access.js';
 import { FixedEgress } from './constructs/egress.js';
-import { ExporterFunctions, FUNCTION_NAMES, FUNCTION_SETTINGS } from './constructs/functions.js';
+import { ExporterFunctions, FUNCTION_NAMES, FUNCTION_SETTINGS, sizeOf } from './constructs/functions.js';
 import { IcebergTables } from './constructs/iceberg-tables.js';
 import { ExporterMonitoring } from './constructs/monitoring.js';
 import { ExporterQueues } from './constructs/queues.js';
@@ -86,8 +86,9 @@ export class CampaignReportExporter extends Construct {
     });
     this.queues = new ExporterQueues(this, 'Queues', {
       maxReceiveCount: config.maxReceiveCount,
-      planConsumerTimeout: FUNCTION_SETTINGS['plan-campaign'].timeout,
-      reportConsumerTimeout: FUNCTION_SETTINGS['export-reports'].timeout,
+      // Their visibility follows the consumers' timeouts as configured.
+      planConsumerTimeout: sizeOf('plan-campaign', config).timeout,
+      reportConsumerTimeout: sizeOf('export-reports', config).timeout,
     });
     this.egress = config.fixedEgressIp
       ? new FixedEgress(this, 'Egress', {

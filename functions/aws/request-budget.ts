@@ -12,6 +12,7 @@ import {
   type BudgetWrite,
   budgetKey,
   fallbackRate,
+  leasingCeiling,
   SharedBudget,
 } from '../../shared/api/request-budget.js';
 import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
@@ -86,6 +87,15 @@ export class DynamoBudgetStore implements BudgetStore {
       : this.sdk().then((sdk) => new sdk.DynamoDBClient({}));
     return this.client;
   }
+}
+
+/**
+ * Requests per second the deployment sends at most, all containers together: what the leasers
+ * of the shared budget share (`leasingCeiling`), or RATE_CEILING without a budget table.
+ */
+export function deploymentRate(env: Env): number {
+  if (env.REQUEST_BUDGET_TABLE === undefined) return env.RATE_CEILING;
+  return leasingCeiling({ ceiling: env.RATE_CEILING, containers: env.API_CONTAINERS });
 }
 
 /**

@@ -7,14 +7,24 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import { backfillBeforeProjection, StartRunEventSchema } from '../../shared/aws/payloads.js';
+import {
+  backfillBeforeProjection,
+  type FullRunEstimate,
+  StartRunEventSchema,
+} from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
+import type { ExportDeps } from '../../shared/export/run/context.js';
+import { estimateTime } from '../../shared/export/run/estimate.js';
+import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
+import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import { finisherLimits } from '../../shared/export/run/publish-closing.js';
 import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
+import type { RunRecord } from '../../shared/export/state/records.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
 import { sendAll } from './queue.js';
+import { deploymentRate } from './request-budget.js';
 import {
   apiDeps,
   clients,
@@ -28,6 +38,11 @@ import {
 
 /** The lock of a queue-carried run outlives its deadline by this much (finish-run looks every 5 minutes). */
 const QUEUE_LOCK_MARGIN_MINUTES = 15;
+/**
+ * A full run's estimate asks no more after this: a minute of start-run's five, enough for
+ * DEFAULT_MAX_COUNTED counts at 1 req/s; what was counted by then stands.
+ */
+const ESTIMATE_TIME_MS = 60_000;
 /** The lock's owner for runs the Lambdas carry (a CLI writes `pid@host`). */
 const LOCK_OWNER = 'aws-lambda';
 
@@ -104,6 +119,8 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     logger.error('run failed at start', { ...started.record.fatal });
     return { run_id: runId, status: 'failed', error: started.record.fatal.message };
   }
+  // A full run says how long it takes, before its campaigns are planned (aws start prints it).
+  const estimate = input.mode === 'full' ? await estimateFullRun(deps, started.record) : undefined;
   const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
   try {
     await sendAll(clients.sqs, required(env, 'PLAN_QUEUE_URL'), messages);
@@ -115,7 +132,33 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     throw error;
   }
   logger.info('run started', { campaigns: messages.length, mode: input.mode });
-  return { run_id: runId, status: 'started', campaigns: messages.length };
+  return { run_id: runId, status: 'started', campaigns: messages.length, ...(estimate && { estimate }) };
+}
+
+/**
+ * A full run's size (its campaigns' job totals, requests recorded for the manifest) at the
+ * stack's rate and deadline; logged, and answered for `aws start`. None when it could not count.
+ */
+async function estimateFullRun(deps: ExportDeps, record: RunRecord): Promise<FullRunEstimate | undefined> {
+  const size = await sizeOfRun(deps, record, {
+    stopAt: deps.now().getTime() + ESTIMATE_TIME_MS,
+    keep: (requests) => recordUnrecordedRequests(deps, record.run_id, requests),
+  });
+  if (!size) return undefined;
+  const estimate: FullRunEstimate = {
+    size,
+    rate: deploymentRate(env),
+    rate_ceiling: env.RATE_CEILING,
+    deadline_minutes: env.RUN_DEADLINE_MINUTES,
+  };
+  const time = estimateTime(size, { rate: estimate.rate, deadlineMinutes: estimate.deadline_minutes });
+  logger.info('full run estimated', {
+    ...estimate,
+    hours: Number((time.seconds / 3600).toFixed(1)),
+    share_by_deadline: Number(time.shareByDeadline.toFixed(2)),
+    runs: Number.isFinite(time.runs) ? time.runs : null,
+  });
+  return estimate;
 }
 
 /**

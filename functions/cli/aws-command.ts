@@ -19,6 +19,7 @@ import { formatState, runJson, runsTable, stateJson } from './aws-format.js';
 import { heldLock, lastRuns, openRunStates, runState } from './aws-runs.js';
 import { invokeStartRun, OUTPUT, requiredOutput, type StartOutcome, stackOutputs } from './aws-stack.js';
 import { truncate } from './columns.js';
+import { awsEstimateLine } from './estimate-line.js';
 import { formatTable, type ProgressStream } from './progress.js';
 
 /** Exit codes of the aws command (USAGE and docs/cli.md say the same). */
@@ -44,7 +45,9 @@ the SDK finds (AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a role).
 
 Commands:
   start [--full | --incremental] [--date YYYY-MM-DD]
-        invokes start-run and waits for its answer; prints the run id on stdout. --date names
+        invokes start-run and waits for its answer; prints the run id on stdout. A full run
+        first counts its campaigns' jobs and says on stderr how long it takes at the stack's
+        rateCeiling, what its runDeadlineMinutes leaves to later runs and what shortens it. --date names
         the run's dt= partition (default: today, UTC): a backfill is --full with a --date,
         and lands today's state of the API under that date (the API keeps no history). A
         date before the stack's partition projection start (output ProjectionStartDate,
@@ -230,6 +233,7 @@ function reportStart(outcome: StartOutcome, { stdout, stderr, json }: Out): numb
   switch (answer.status) {
     case 'started':
       if (!json) stdout.write(`${answer.run_id}\n`);
+      if (answer.estimate) stderr.write(`${awsEstimateLine(answer.estimate)}\n`);
       stderr.write(
         `run ${answer.run_id} started: ${answer.campaigns} campaign(s) to plan; follow it with: aws status ${answer.run_id}\n`,
       );

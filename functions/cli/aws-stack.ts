@@ -6,7 +6,7 @@
 import { type CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import * as z from 'zod';
-import type { StartRunEvent } from '../../shared/aws/payloads.js';
+import { FullRunEstimateSchema, type StartRunEvent } from '../../shared/aws/payloads.js';
 import { ExporterError } from '../../shared/errors.js';
 import { RunIdSchema } from '../../shared/export/state/records.js';
 
@@ -85,7 +85,13 @@ function awsError(error: unknown, what: string): ExporterError {
 
 /** start-run's answers (functions/aws/start-run.ts). */
 export const StartAnswerSchema = z.union([
-  z.object({ status: z.literal('started'), run_id: RunIdSchema, campaigns: z.number().int() }),
+  z.object({
+    status: z.literal('started'),
+    run_id: RunIdSchema,
+    campaigns: z.number().int(),
+    /** A full run's size and the stack's pace (none from a stack that predates it, or that could not count). */
+    estimate: FullRunEstimateSchema.optional(),
+  }),
   z.object({ status: z.literal('failed'), run_id: RunIdSchema, error: z.string() }),
   z.object({ status: z.literal('skipped'), reason: z.string() }),
   z.object({ status: z.literal('refused'), reason: z.string() }),

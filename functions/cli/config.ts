@@ -49,7 +49,8 @@ Options:
                                   a folder is created if missing and must take a file; a bucket
                                   must take (and let delete) a small object under the prefix
   --date <YYYY-MM-DD>             the dt= partition (default: today, UTC)
-  --full                          fetch every report again (default: incremental)
+  --full                          fetch every report again (default: incremental); says
+                                  first on stderr how long that takes at --max-rate
   --table-format <hive|iceberg>   how the tables are written: hive, Parquet under parquet/
                                   (default); iceberg, Apache Iceberg v2 tables under iceberg/.
                                   An output keeps the format of its first run; to switch,

@@ -4,7 +4,8 @@
  *
  * What it prints: a usage error or a run that failed or could not start is one line on stderr,
  * `error: <reason>. <hint>`, and nothing else; a run that finished shows progress and warnings
- * on stderr and its summary on stdout.
+ * on stderr and its summary on stdout; a full run first says on stderr how long it will take
+ * (estimate-line.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { ConfigError, describeError } from '../../shared/errors.js';
@@ -14,6 +15,7 @@ import type { Manifest } from '../../shared/export/state/manifest.js';
 import { checkWritable } from '../../shared/storage/open.js';
 import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';
 import { cliDeps, consoleLog, formatRequestEvent } from './deps.js';
+import { exportEstimateLine } from './estimate-line.js';
 import { exitCodeOf, listenForInterrupt, type SignalSource, type StopSignal } from './interrupt.js';
 import { formatSummary, Progress, type ProgressClock, type ProgressStream } from './progress.js';
 
@@ -100,9 +102,12 @@ export async function exportCommand(
     try {
       manifest = await runExport(deps, {
         ...runOptionsOf(config),
+        // Said before the reports are fetched; not asked for when nothing would show it.
+        estimate: config.full && !config.quiet,
         signal: interrupt.signal,
         onProgress: (event) => {
           if (event.type === 'started') runId = event.runId;
+          if (event.type === 'estimate') progress?.say(exportEstimateLine(event.size, config));
           progress?.onEvent(event);
         },
       });

@@ -139,6 +139,7 @@ export class Progress {
         if (event.outcome === 'failed') this.failed++;
         if (event.outcome === 'pending') this.pending++;
         break;
+      case 'estimate':
       case 'unit':
         break;
     }
@@ -203,6 +204,20 @@ export class Progress {
   waiting(text: string): void {
     if (this.finished || this.started || !this.stream.isTTY) return;
     this.note = text;
+    this.draw();
+  }
+
+  /**
+   * Writes a line of its own (a full run's estimate) on the stream: on a terminal it takes the
+   * bar's place and the bar is drawn again below it.
+   */
+  say(line: string): void {
+    if (this.finished) return;
+    if (!this.stream.isTTY) {
+      this.stream.write(`${line}\n`);
+      return;
+    }
+    this.stream.write(`\r\x1b[K${line}\n`);
     this.draw();
   }
 

@@ -80,6 +80,7 @@ const K = KEY_PATTERNS;
  * records). Then it checks the output's table format, stages the campaigns, quarantines invalid
  * items, and writes its run record.
  * Its reads and deletes under a run (`runState`) cover the run's claim and tombstone.
+ * A full run's estimate (its campaigns' job counts) keeps its requests for the manifest.
  */
 export const START_RUN_ACCESS: DataLakeAccess = {
   read: [K.scheduledStart, K.lock, K.runState, K.campaignState, K.manifests, K.tableFormat],
@@ -100,6 +101,7 @@ export const START_RUN_ACCESS: DataLakeAccess = {
     K.parquet,
     K.raw,
     K.quarantine,
+    K.requests,
   ],
   delete: [K.scheduledStart, K.runState],
 };

@@ -5,6 +5,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { type ExporterConfig, InfraConfigError } from '../config.js';
+import { FUNCTION_SIZES } from '../function-sizes.js';
 import type { ApiKeySecret } from './api-key-secret.js';
 import type { DataLake } from './data-lake.js';
 import { dataLakeAccess } from './data-lake-access.js';
@@ -27,36 +28,65 @@ export interface FunctionSettings {
   readonly memorySize: number;
 }
 
+/** Each function's id, description, and memory and timeout by default (infra/function-sizes.ts). */
 export const FUNCTION_SETTINGS: Readonly<Record<FunctionName, FunctionSettings>> = {
   'start-run': {
     id: 'StartRun',
     description: 'Starts an export run: verifies the key, lists campaigns, fans out to the plan queue',
-    timeout: Duration.minutes(5),
-    memorySize: 512,
+    ...defaultSize('start-run'),
   },
   'plan-campaign': {
     id: 'PlanCampaign',
     description: "Lists a campaign's jobs and queues the reports to fetch",
-    timeout: Duration.minutes(5),
-    memorySize: 512,
+    ...defaultSize('plan-campaign'),
   },
   'export-reports': {
     id: 'ExportReports',
     description: "Fetches a batch of reports and stages raw JSON Lines and Parquet in the run's staging area",
-    timeout: Duration.minutes(5),
-    memorySize: 1024,
+    ...defaultSize('export-reports'),
   },
   'finish-run': {
     id: 'FinishRun',
     description:
       'Closes drained runs: publishes their files, manifest, state, metrics, ExportRunFinished event',
-    // Publishing streams a run's staged files into one file per table: a 100,000-report run
-    // takes minutes against S3 (BENCHMARKS.md, "Publish"); Lambda's limit, and resumable if cut.
-    timeout: Duration.minutes(15),
-    // Network throughput and CPU grow with memory; publishing holds a few parts per file only.
-    memorySize: 1024,
+    ...defaultSize('finish-run'),
   },
 };
+
+/**
+ * The settings that size each function: its memory, and its timeout where a user may need to
+ * raise it (start-run's is RUN_START_GRACE_MS, which finish-run relies on: not a setting).
+ */
+export const SIZE_KEYS = {
+  'start-run': { memory: 'startRunMemoryMb' },
+  'plan-campaign': { memory: 'planCampaignMemoryMb', timeout: 'planCampaignTimeoutSeconds' },
+  'export-reports': { memory: 'exportReportsMemoryMb', timeout: 'exportReportsTimeoutSeconds' },
+  'finish-run': { memory: 'finishRunMemoryMb', timeout: 'finishRunTimeoutSeconds' },
+} as const satisfies Record<
+  FunctionName,
+  { readonly memory: keyof ExporterConfig; readonly timeout?: keyof ExporterConfig }
+>;
+
+/** A function's memory and timeout as `config` sets them. */
+export function sizeOf(
+  name: FunctionName,
+  config: ExporterConfig,
+): Pick<FunctionSettings, 'timeout' | 'memorySize'> {
+  const keys: { memory: keyof ExporterConfig; timeout?: keyof ExporterConfig } = SIZE_KEYS[name];
+  return {
+    memorySize: config[keys.memory] as number,
+    timeout: keys.timeout
+      ? Duration.seconds(config[keys.timeout] as number)
+      : FUNCTION_SETTINGS[name].timeout,
+  };
+}
+
+function defaultSize(name: FunctionName): Pick<FunctionSettings, 'timeout' | 'memorySize'> {
+  return {
+    timeout: Duration.seconds(FUNCTION_SIZES[name].timeoutSeconds),
+    memorySize: FUNCTION_SIZES[name].memoryMb,
+  };
+}
 
 /** A batch must fit in a third of the timeout at the rate ceiling; the rest absorbs latency and retries. */
 const EXPORT_TIME_SHARE = 3;
@@ -104,13 +134,14 @@ export class ExporterFunctions extends Construct {
 
     const make = (name: FunctionName): ExporterFunction => {
       const settings = FUNCTION_SETTINGS[name];
+      const size = sizeOf(name, config);
       const callsApi = (API_FUNCTIONS as readonly string[]).includes(name);
       const fn = new ExporterFunction(this, settings.id, {
         name,
         entry: entryOf(name),
         description: settings.description,
-        timeout: settings.timeout,
-        memorySize: settings.memorySize,
+        timeout: size.timeout,
+        memorySize: size.memorySize,
         projectRoot: REPO_ROOT,
         logRetentionDays: config.logRetentionDays,
         logLevel: config.logLevel,
@@ -137,7 +168,9 @@ export class ExporterFunctions extends Construct {
       .bindPlanQueue(queues.plan.queue, 'send')
       .bindEventBus(bus)
       // A backfill dated before the partition projection's start would land where Athena does not look.
-      .configure('PROJECTION_START_DATE', config.projectionStartDate);
+      .configure('PROJECTION_START_DATE', config.projectionStartDate)
+      // Its lock outlives the run's deadline; a full run's estimate says what the deadline leaves.
+      .configure('RUN_DEADLINE_MINUTES', config.runDeadlineMinutes);
 
     const planCampaign = make('plan-campaign')
       .bindPlanQueue(queues.plan.queue, {
@@ -188,13 +221,13 @@ export class ExporterFunctions extends Construct {
  */
 function checkBodyLimitFitsMemory(config: ExporterConfig): void {
   for (const name of API_FUNCTIONS) {
-    const { memorySize } = FUNCTION_SETTINGS[name];
+    const { memorySize } = sizeOf(name, config);
     const most = Math.floor(memorySize / BODY_COPIES_IN_MEMORY);
     if (config.maxBodyMiB > most) {
       throw new InfraConfigError(
         `context "maxBodyMiB" ${config.maxBodyMiB}: reading and parsing an answer that large takes about ` +
-          `${BODY_COPIES_IN_MEMORY} times its size, more than the ${memorySize} MB of ${name}: ` +
-          `give at most ${most}`,
+          `${BODY_COPIES_IN_MEMORY} times its size, more than the ${memorySize} MB of ${name} ` +
+          `("${SIZE_KEYS[name].memory}"): give at most ${most}, or more memory`,
       );
     }
   }
@@ -205,13 +238,13 @@ function checkExportBatchFitsTimeout(config: ExporterConfig): void {
   const reports = config.reportBatchSize * config.unitSize;
   // The workers share the deployment's ceiling: each gets its part of it.
   const seconds = Math.ceil(reports / (config.rateCeiling / config.reportMaxConcurrency));
-  const budget = FUNCTION_SETTINGS['export-reports'].timeout.toSeconds() / EXPORT_TIME_SHARE;
+  const budget = sizeOf('export-reports', config).timeout.toSeconds() / EXPORT_TIME_SHARE;
   if (seconds > budget) {
     throw new InfraConfigError(
       `context "reportBatchSize" x "unitSize" = ${reports} reports per invocation need ${seconds} s at ` +
         `"rateCeiling" ${config.rateCeiling} req/s shared by "reportMaxConcurrency" ${config.reportMaxConcurrency} workers, ` +
         `more than ${budget} s (a third of export-reports' timeout): ` +
-        'lower reportBatchSize, unitSize or reportMaxConcurrency, or raise rateCeiling',
+        'lower reportBatchSize, unitSize or reportMaxConcurrency, or raise rateCeiling or exportReportsTimeoutSeconds',
     );
   }
 }

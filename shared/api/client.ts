@@ -23,6 +23,7 @@ import {
   JobItemSchema,
   type ListEnvelope,
   ListEnvelopeSchema,
+  PER_PAGE_VALUES,
   ReportResponseSchema,
   VerifyResponseSchema,
 } from './schemas.js';
@@ -30,6 +31,10 @@ import { commonStep, done, redactAnswer, refusalFields, type Step, tooLarge } fr
 import { unreachableHint } from './unreachable.js';
 
 export { AdaptiveRateLimiter, type RateLimiter } from './limiter.js';
+
+/** The smallest page the API serves (4.5): a count needs only `meta.total`. */
+const COUNT_PER_PAGE = PER_PAGE_VALUES[0];
+
 export type { ListedItem, ReportOutcome, ValidationIssue } from './outcome.js';
 export type { ListedPage, ListingCursor, ListingMemory, ListingStart } from './pagination.js';
 export type { RetryPolicy } from './retry.js';
@@ -164,7 +169,7 @@ export class IntegrationApiClient {
    */
   async *jobPages(campaignId: number, start?: ListingStart): AsyncIterable<ListedPage<JobItem>> {
     const path = `${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`;
-    yield* listPages(path, (page) => this.readPage(path, page), JobItemSchema, start);
+    yield* listPages(path, (page) => this.page(path, page, EXPORT_PER_PAGE), JobItemSchema, start);
   }
 
   /**
@@ -222,16 +227,27 @@ export class IntegrationApiClient {
     return { ...this.counters, byStatus: { ...this.counters.byStatus } };
   }
 
+  /**
+   * How many jobs a campaign has, from the `meta.total` of its first List Jobs page at the
+   * smallest `per_page` (4.3, 4.5): one small request, for estimating a run's size without
+   * listing its jobs. A campaign gone (404) throws ApiError with status 404.
+   */
+  async jobCount(campaignId: number): Promise<number> {
+    const basePath = `${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs`;
+    const { meta } = await this.page(basePath, 1, COUNT_PER_PAGE);
+    return meta.total;
+  }
+
   private list<T extends { id: number }>(
     basePath: string,
     schema: ItemSchema<T>,
   ): AsyncIterable<ListedItem<T>> {
-    return paginate(basePath, (page) => this.readPage(basePath, page), schema);
+    return paginate(basePath, (page) => this.page(basePath, page, EXPORT_PER_PAGE), schema);
   }
 
-  /** One page of a list endpoint, validated as an envelope (its items are validated by the pager). */
-  private readPage(basePath: string, page: number): Promise<ListEnvelope> {
-    const path = `${basePath}?page=${page}&per_page=${EXPORT_PER_PAGE}`;
+  /** One page of a list endpoint, its envelope validated. */
+  private page(basePath: string, page: number, perPage: number): Promise<ListEnvelope> {
+    const path = `${basePath}?page=${page}&per_page=${perPage}`;
     return this.call<ListEnvelope>(path, (answer) => {
       // A page too large to read ends the listing, as a page that cannot be believed does.
       if (answer.kind === 'too_large') return { kind: 'throw', error: tooLarge(answer, path, ListingError) };

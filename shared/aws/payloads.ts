@@ -44,3 +44,25 @@ export const scheduledStartInput = (mode: z.infer<typeof ModeSchema>): StartRunE
   mode,
   scheduled_time: SCHEDULED_TIME,
 });
+
+/**
+ * What start-run answers a full run with, besides its id (shared/export/run/estimate.ts): the
+ * run's size from the listings' totals and the pace the stack sets, from which `aws start`
+ * says how long the run takes and what shortens it.
+ */
+export const FullRunEstimateSchema = z.object({
+  size: z.object({
+    campaigns: z.number().int().nonnegative(),
+    counted: z.number().int().nonnegative(),
+    reports: z.number().int().nonnegative(),
+    range: z.object({ low: z.number().nonnegative(), high: z.number().nonnegative() }).optional(),
+    requests: z.number().int().nonnegative(),
+  }),
+  /** Requests per second the deployment's functions send together at most (the budget the leasers share). */
+  rate: z.number().positive(),
+  /** The stack's `rateCeiling`. */
+  rate_ceiling: z.number().positive(),
+  /** The stack's `runDeadlineMinutes`. */
+  deadline_minutes: z.number().positive(),
+});
+export type FullRunEstimate = z.infer<typeof FullRunEstimateSchema>;

@@ -143,6 +143,8 @@ describe('functions', () => {
       EVENT_BUS_NAME: 'default',
       // It refuses a backfill dated before the partition projection (context projectionStartDate).
       PROJECTION_START_DATE: '2025-01-01',
+      // Its lock lasts the deadline and a margin; a full run's estimate names the deadline.
+      RUN_DEADLINE_MINUTES: String(RUN_DEFAULTS.runDeadlineMinutes.value),
     });
     expect(envOf('plan-campaign')).toEqual({
       ...common,

@@ -147,7 +147,9 @@ describe('everything configured', () => {
     });
     expect(env('plan-campaign')).toMatchObject({ UNIT_SIZE: '20' });
     expect(env('export-reports')).toMatchObject({ REPORT_CONCURRENCY: '4', RATE_CEILING: '10' });
-    expect(env('finish-run')).toMatchObject({ RUN_DEADLINE_MINUTES: '120' });
+    // start-run's lock lasts the deadline (and its estimate names it), not the default 6 h.
+    for (const name of ['start-run', 'finish-run'] as const)
+      expect(env(name)).toMatchObject({ RUN_DEADLINE_MINUTES: '120' });
     for (const name of API_FUNCTIONS) expect(env(name)).toMatchObject({ MAX_BODY_MIB: '128' });
     expect(env('finish-run')).not.toHaveProperty('MAX_BODY_MIB');
     s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
@@ -311,7 +313,7 @@ describe('configuration errors at synth', () => {
   it('rejects a body size limit an API function could not hold four times, naming the key and the most allowed', () => {
     expect(() => synthExporter({ maxBodyMiB: 129 })).toThrow(InfraConfigError);
     expect(() => synthExporter({ maxBodyMiB: '129' })).toThrow(
-      'context "maxBodyMiB" 129: reading and parsing an answer that large takes about 4 times its size, more than the 512 MB of start-run: give at most 128',
+      'context "maxBodyMiB" 129: reading and parsing an answer that large takes about 4 times its size, more than the 512 MB of start-run ("startRunMemoryMb"): give at most 128, or more memory',
     );
   });
 

@@ -11,6 +11,8 @@ import { ExporterError, OutputLockedError } from '../../shared/errors.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
+import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
+import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
 import { finisherLimits } from '../../shared/export/run/publish-closing.js';
@@ -51,6 +53,8 @@ export interface Settings {
 
 /** functions/aws/start-run.ts: the lock of a queue-carried run outlives its deadline by this. */
 const QUEUE_LOCK_MARGIN_MS = 15 * 60_000;
+/** functions/aws/start-run.ts: a full run's estimate asks no more after this. */
+const ESTIMATE_TIME_MS = 60_000;
 /** functions/aws/queue.ts `visibilityBackoff`. */
 const BASE_VISIBILITY_SECONDS = 30;
 const MAX_VISIBILITY_SECONDS = 900;
@@ -181,6 +185,13 @@ export async function startRunHandler(
     return 'skipped';
   }
   if (started.record.fatal) return 'failed';
+  if (input.mode === 'full') {
+    // Its `estimateFullRun`: counts the campaigns' jobs, keeps the requests for the manifest.
+    await sizeOfRun(deps, started.record, {
+      stopAt: deps.now().getTime() + ESTIMATE_TIME_MS,
+      keep: (requests) => recordUnrecordedRequests(deps, started.run.run_id, requests),
+    });
+  }
   const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
   try {
     await world.planQueue.sendAll(actor, messages);

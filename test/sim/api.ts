@@ -196,6 +196,19 @@ export class SimApi {
             .filter((j) => j.appearsAt <= now && (j.goneAt === undefined || j.goneAt > now))
             .map((j) => jobListItem(j.id, versionAt(j, now)));
         }),
+      // The estimate of a full run's size (shared/export/run/job-counts.ts): the jobs listed now.
+      jobCount: (campaignId: number) =>
+        call(`job count of ${campaignId}`, () => {
+          const campaign = this.dataset.campaigns.find((c) => c.id === campaignId);
+          if (!campaign) {
+            count(404);
+            throw new ApiError('campaign not found', { status: 404, errorCode: 'NOT_FOUND' });
+          }
+          count(200);
+          const now = this.sim.now;
+          return campaign.jobs.filter((j) => j.appearsAt <= now && (j.goneAt === undefined || j.goneAt > now))
+            .length;
+        }),
       getReport: (campaignId: number, jobId: number) =>
         call(`report ${campaignId}/${jobId}`, () => this.#report(actor, campaignId, jobId, count)),
       stats: () => ({ ...stats, byStatus: { ...stats.byStatus } }),

@@ -18,8 +18,10 @@ import {
   type UnitSummary,
 } from '../state/records.js';
 import type { ExportDeps } from './context.js';
+import type { SizeEstimate } from './estimate.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
 import { finishRun } from './finish-run.js';
+import { sizeOfRun } from './job-counts.js';
 import { DEFAULT_UNIT_SIZE, type PlannedCampaign, planCampaign } from './plan-campaign.js';
 import { mapPool } from './pool.js';
 import { type StartedRun, startRun } from './start-run.js';
@@ -45,6 +47,11 @@ export interface LocalRunOptions {
   retryRounds?: number;
   /** Wait up to this long for another run to release the output (default: refuse at once). */
   waitForLockMs?: number;
+  /**
+   * A full run counts its campaigns' jobs before it plans them (job-counts.ts) and says its
+   * size in an `estimate` event: a few requests, counted in the manifest. Default off.
+   */
+  estimate?: boolean;
   onProgress?: (event: ProgressEvent) => void;
   /**
    * Stops the run (Ctrl-C): the same signal ends the API clients' requests (ExportDeps.api).
@@ -56,6 +63,8 @@ export interface LocalRunOptions {
 
 export type ProgressEvent =
   | { type: 'started'; runId: string; campaigns: number }
+  /** A full run's size from the listings' totals, before its jobs are listed (`estimate` option). */
+  | { type: 'estimate'; size: SizeEstimate }
   | { type: 'planned'; campaignId: number; jobs: number; toFetch: number }
   /** One report fetched and written; `again`: in a later round, for a job counted already. */
   | { type: 'report'; outcome: UnitJobResult['outcome']; again: boolean }
@@ -117,6 +126,10 @@ async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: Sta
       unrecorded = addRequestCounts(unrecorded, requests);
     },
   } as const;
+  if (!stopped && options.estimate && options.mode === 'full') {
+    const size = await sizeOfRun(deps, started.record, { keep: stepOptions.keepRequests });
+    if (size) emit({ type: 'estimate', size });
+  }
   if (!stopped) {
     const units: Unit[] = [];
     await mapPool(

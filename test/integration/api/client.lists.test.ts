@@ -117,3 +117,11 @@ describe('IntegrationApiClient pagination', () => {
     expect(server.requests).toHaveLength(1);
   });
 });
+
+describe('IntegrationApiClient.jobCount', () => {
+  it("is a campaign's meta.total from one request at the smallest page", async () => {
+    const { client, server } = await harness(() => ({ body: listPage(ids(10), 1, 1235, 12_345) }));
+    await expect(client.jobCount(9)).resolves.toBe(12_345);
+    expect(server.requests.map((r) => r.url)).toEqual([`${API}/campaigns/9/jobs?page=1&per_page=10`]);
+  });
+});

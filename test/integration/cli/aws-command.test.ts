@@ -319,6 +319,38 @@ describe('aws command', () => {
     );
   });
 
+  it("says how long a full run takes at the stack's rate and deadline before its campaigns are planned", async () => {
+    stackHas();
+    invokeRunsStartRun();
+    const before = { total: bed.sim.stats.total, jobs: bed.sim.stats.byEndpoint.jobs };
+
+    const { code, stdout, stderr } = await aws('start', '--full', '--date', DT);
+
+    expect(code).toBe(AWS_EXIT.ok);
+    const runId = stdout.trim();
+    // verify, 1 campaign page, 2 job pages, 14 reports: 18 requests at RATE_CEILING 20 (no budget table here).
+    expect(stderr.trim().split('\n')).toEqual([
+      `full run: ${2 * JOBS_PER_CAMPAIGN} reports in 2 campaigns; at 20 requests/s (rateCeiling 20) about 1 s, ` +
+        "longer if the API throttles (429); it fits the run deadline (1 h); to shorten it raise rateCeiling to the API's limit (deploy/<stage>.json)",
+      expect.stringMatching(new RegExp(`^run ${runId} started: 2 campaign\\(s\\) to plan`)),
+    ]);
+    // One count per campaign, sent before any plan message went out; the manifest counts them.
+    expect(bed.sim.stats.byEndpoint.jobs - before.jobs).toBe(2);
+    expect(planMessages(runId)).toHaveLength(2);
+    const manifest = await runToTheEnd(runId);
+    expect(manifest.requests.total).toBe(bed.sim.stats.total - before.total);
+    // --json gives the estimate as start-run answered it.
+    await bed.storage.delete([STATE_KEYS.lock]);
+    const answered = await aws('start', '--full', '--date', DT, '--json');
+    expect(JSON.parse(answered.stdout).estimate).toEqual({
+      size: { campaigns: 2, counted: 2, reports: 14, range: { low: 14, high: 14 }, requests: 18 },
+      rate: 20,
+      rate_ceiling: 20,
+      deadline_minutes: 60,
+    });
+    await runToTheEnd(JSON.parse(answered.stdout).run_id);
+  });
+
   it('says no run started, exit 3, when another run holds the output', async () => {
     stackHas();
     invokeRunsStartRun();

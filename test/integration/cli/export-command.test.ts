@@ -3,7 +3,7 @@
  * scripted API on 127.0.0.1 that records every request, or the simulator: what a new user and
  * a hostile setup run into, each reproduced.
  */
-import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CliIo, exportCommand } from '../../../functions/cli/export-command.js';
@@ -291,6 +291,58 @@ describe('what a run prints', () => {
     const r = await run(['--out', await tempDir('out')], envOf(server));
     expect(r.stdout).toMatch(/^ {2}status\s+partial$/m);
     expect(r.stdout).toMatch(/^ {2}campaigns invalid\s+1$/m);
+  });
+});
+
+describe('a full run says how long it will take', () => {
+  const MANIFEST_LINE = /^ {2}manifest\s+(\S+)$/m;
+
+  it('prints the reports and the time at --max-rate on stderr, its requests counted in the manifest', async () => {
+    const simulator = await startSimulator({ seed: 11, campaigns: 3, jobsPerCampaign: 4 });
+    simulators.push(simulator);
+    const out = await tempDir('out');
+    const r = await run(['--out', out, '--full', '--max-rate', '20'], envOf(simulator, simulator.keys.valid));
+    expect(r.code).toBe(0);
+    // verify, 1 campaign page, 3 job pages, 12 reports: 17 requests at 20/s.
+    expect(r.errors[0]).toBe(
+      'full run: 12 reports in 3 campaigns; at 20 requests/s (--max-rate) about 1 s, longer if the API ' +
+        'throttles (429); a higher --max-rate shortens it if the API allows more, and a higher ' +
+        '--concurrency if it takes over 6.4 s to answer; incremental runs after it fetch only new and changed reports',
+    );
+    expect(r.stdout).not.toContain('full run');
+    // One count per campaign besides its listing, in the manifest's requests as in the simulator's.
+    expect(simulator.stats.byEndpoint.jobs).toBe(3 + 3);
+    const manifest = JSON.parse(await readFile(join(out, MANIFEST_LINE.exec(r.stdout)![1]!), 'utf8')) as {
+      requests: { total: number };
+    };
+    expect(manifest.requests.total).toBe(simulator.stats.total);
+  });
+
+  it('says it on a terminal before any campaign is planned, the bar drawn again below it', async () => {
+    const simulator = await startSimulator({ seed: 11, campaigns: 2, jobsPerCampaign: 2 });
+    simulators.push(simulator);
+    const terminal = new Captured(true);
+    const r = await run(['--out', await tempDir('out'), '--full'], envOf(simulator, simulator.keys.valid), {
+      stderr: terminal,
+    });
+    expect(r.code).toBe(0);
+    const said = terminal.text.indexOf('\r\x1b[Kfull run: 4 reports in 2 campaigns;');
+    expect(said).toBeGreaterThan(-1);
+    // Planned campaigns give the bar its reports to fetch: `reports 0/2` or more.
+    expect(terminal.text.search(/reports \d+\/[1-9]/)).toBeGreaterThan(said);
+  });
+
+  it('says nothing and counts nothing for an incremental run, nor with --quiet', async () => {
+    const simulator = await startSimulator({ seed: 11, campaigns: 2, jobsPerCampaign: 2 });
+    simulators.push(simulator);
+    const incremental = await run(['--out', await tempDir('out')], envOf(simulator, simulator.keys.valid));
+    const quiet = await run(
+      ['--out', await tempDir('out'), '--full', '-q'],
+      envOf(simulator, simulator.keys.valid),
+    );
+    expect([incremental.code, quiet.code]).toEqual([0, 0]);
+    expect(`${incremental.stderr}${quiet.stderr}`).not.toContain('full run');
+    expect(simulator.stats.byEndpoint.jobs).toBe(2 + 2); // each run's listings, no count
   });
 });
 

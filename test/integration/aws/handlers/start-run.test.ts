@@ -78,8 +78,52 @@ describe('start-run', () => {
 
     expect(second).toMatchObject({ status: 'skipped' });
     expect(String(second.reason)).toContain(`run ${String(first.run_id)} (aws-lambda`);
-    expect(bed.sim.stats.total).toBe(2); // verify + one page of campaigns, of the first run only
+    // Of the first run only: verify, one page of campaigns, and its estimate's count of each campaign's jobs.
+    expect(bed.sim.stats.total).toBe(2 + Number(first.campaigns));
+    expect(bed.sim.stats.byEndpoint.jobs).toBe(Number(first.campaigns));
     expect(planMessages().every((m) => m.run_id === first.run_id)).toBe(true);
+  });
+
+  it("answers a full run's estimate and keeps its requests for the manifest; an incremental run counts nothing", async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const jobs = bed.sim.dataset.campaigns.reduce((n, c) => n + c.jobs.length, 0);
+
+    const full = await startRun({ mode: 'full' }, context('start-run'));
+
+    expect(full.estimate).toEqual({
+      size: {
+        campaigns: CAMPAIGNS,
+        counted: CAMPAIGNS,
+        reports: jobs,
+        range: { low: jobs, high: jobs },
+        requests: 2 + CAMPAIGNS + jobs, // every campaign's jobs fit one page
+      },
+      rate: 20, // RATE_CEILING by default, no budget table in the testbed
+      rate_ceiling: 20,
+      deadline_minutes: 360,
+    });
+    const kept = await keysUnder(bed.storage, STATE_KEYS.runsPrefix);
+    const requestRecords = kept.filter((key) => key.includes(`/${String(full.run_id)}/requests/`));
+    expect(requestRecords).toHaveLength(1);
+    const record = JSON.parse(Buffer.from((await bed.storage.get(requestRecords[0]!))!.body).toString());
+    expect(record).toMatchObject({ total: CAMPAIGNS, by_status: { '200': CAMPAIGNS } });
+
+    await bed.storage.delete([STATE_KEYS.lock]);
+    bed.sim.resetStats();
+    const incremental = await startRun({ mode: 'incremental' }, context('start-run'));
+    expect(incremental).not.toHaveProperty('estimate');
+    expect(bed.sim.stats.byEndpoint.jobs).toBe(0);
+  });
+
+  it('starts a full run without an estimate when its counts fail', async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    bed.sim.failNext(/\/jobs\?page=1&per_page=10$/, '422');
+
+    const result = await startRun({ mode: 'full' }, context('start-run'));
+
+    expect(result).toMatchObject({ status: 'started', campaigns: CAMPAIGNS });
+    expect(result).not.toHaveProperty('estimate');
+    expect(planMessages()).toHaveLength(CAMPAIGNS);
   });
 
   it('starts an incremental run dated today on an empty event', async () => {
