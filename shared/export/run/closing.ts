@@ -172,8 +172,9 @@ export class ClosingTally {
     this.counts.reports_unchanged += plan.unchanged.length;
     this.counts.reports_invalid += plan.jobs_invalid;
     let accounted = plan.unchanged.length + plan.jobs_invalid;
-    // A campaign that answered 404 for its jobs listed none: its state forgets them all, as the
-    // latest views and current tables do, so that they are fetched again should it come back.
+    // The outcomes to record: none for a plan stopped by a fatal answer (its jobs are asked for
+    // again). A campaign that answered 404 for its jobs listed none: its state forgets them all,
+    // as the latest views and current tables do, so that they are fetched again should it come back.
     const jobs: CampaignOutcomes['jobs'] = plan.fatal
       ? []
       : plan.unchanged.map((j) => ({ ...j, outcome: 'unchanged' as const }));
