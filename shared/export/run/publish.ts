@@ -125,7 +125,7 @@ async function* parquetBytes(
   const regroup = new ParquetRegroup(table, options);
   yield regroup.start();
   for await (const file of readInOrder(storage, inputs)) yield* await regroup.append(file);
-  yield* regroup.finish();
+  yield* await regroup.finish();
 }
 
 /** Passes `chunks` through, handing the last one (a Parquet file's footer) to `take`. */
