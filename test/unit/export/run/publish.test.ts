@@ -112,10 +112,11 @@ describe('publishRun', () => {
 
   it('streams raw staged files through getStream, never reading one whole, and says which one is missing', async () => {
     const wholeReads: string[] = [];
+    const inner: Storage = storage;
     const watched: Storage = {
       location: storage.location,
       put: (key, body, options) => storage.put(key, body, options),
-      putStream: (key, chunks, options) => storage.putStream(key, chunks, options),
+      putStream: (key, chunks, options) => inner.putStream(key, chunks, options),
       get: (key) => {
         wholeReads.push(key);
         return storage.get(key);
