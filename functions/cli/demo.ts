@@ -15,6 +15,7 @@ import { RUN_DEFAULTS } from '../../shared/run-defaults.js';
 import { startSimulator } from '../../test/simulator/index.js';
 import { parseCli, runOptionsOf } from './config.js';
 import { cliDeps, consoleLog } from './deps.js';
+import { boundCliHeap } from './heap.js';
 import { formatSummary, Progress } from './progress.js';
 import { formatResult, openLakeSql } from './sql.js';
 
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
   );
 }
 
+boundCliHeap();
 main().catch((error: unknown) => {
   process.stderr.write(
     `demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

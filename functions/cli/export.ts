@@ -5,5 +5,7 @@
 import { npmCallerFolder } from './config.js';
 import { exitWith } from './exit-with.js';
 import { exportCommand } from './export-command.js';
+import { boundCliHeap } from './heap.js';
 
+boundCliHeap();
 exitWith(exportCommand(process.argv.slice(2), process.env, { cwd: npmCallerFolder(process.env) }));

@@ -5,6 +5,7 @@
  */
 import packageJson from '../../package.json' with { type: 'json' };
 import { exitWith } from './exit-with.js';
+import { boundCliHeap } from './heap.js';
 
 const PROGRAM = 'campaign-report-exporter';
 
@@ -74,4 +75,5 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   return (await command.load())(rest, env);
 }
 
+boundCliHeap();
 exitWith(main(process.argv.slice(2), process.env));

@@ -264,16 +264,63 @@ export function encodeParquetColumns(
         pageBytes,
       );
     });
-    let totalBytes = 0n;
-    for (const c of chunks) totalBytes += c.meta_data?.total_uncompressed_size ?? 0n;
-    rowGroups.push({
-      columns: chunks,
-      total_byte_size: totalBytes,
-      num_rows: BigInt(to - from),
-      file_offset: BigInt(groupStart),
-      total_compressed_size: BigInt(file.length - groupStart),
+    rowGroups.push(rowGroupOf(chunks, to - from, groupStart, file.length));
+  }
+  return fileOf(table, file, rowGroups, rowCount);
+}
+
+/**
+ * Encodes `rows` rows of `table` as a Parquet file of one row group, one column at a time:
+ * `cellsOf(i)` is asked for column i's cells (`rows` of them) only when the column before it
+ * is encoded, so a caller that decodes them on demand holds one column's values at a time
+ * rather than the whole group's. The bytes are those {@link encodeParquetColumns} gives for
+ * the same cells in one group. Throws as it does.
+ *
+ * @example
+ * const bytes = await encodeRowGroupByColumn(TABLES.questions, n, (i) => decodeColumn(i));
+ */
+export async function encodeRowGroupByColumn(
+  table: ParquetTable,
+  rows: number,
+  cellsOf: (index: number) => Promise<readonly Cell[]>,
+  options: Pick<EncodeOptions, 'pageBytes'> = {},
+): Promise<Uint8Array> {
+  const { pageBytes = PAGE_BYTES } = options;
+  if (rows === 0) {
+    throw new ExporterError(`parquet table ${table.name}: no rows to encode`, {
+      hint: 'a Parquet file needs at least one row: skip the table when it has none',
     });
   }
+  const file = new ByteSink(1024 * 1024);
+  file.u32(MAGIC);
+  const groupStart = file.length;
+  const chunks: ColumnChunk[] = [];
+  for (const [i, column] of table.columns.entries()) {
+    const cells = await cellsOf(i);
+    if (cells.length !== rows) {
+      throw new ExporterError(
+        `parquet table ${table.name}, column ${column.name}: ${cells.length} cells for ${rows} rows`,
+      );
+    }
+    chunks.push(writeColumnChunk(file, column, leafPath(column), cells, pageBytes));
+  }
+  return fileOf(table, file, [rowGroupOf(chunks, rows, groupStart, file.length)], rows);
+}
+
+function rowGroupOf(chunks: ColumnChunk[], rows: number, start: number, end: number): RowGroup {
+  let totalBytes = 0n;
+  for (const c of chunks) totalBytes += c.meta_data?.total_uncompressed_size ?? 0n;
+  return {
+    columns: chunks,
+    total_byte_size: totalBytes,
+    num_rows: BigInt(rows),
+    file_offset: BigInt(start),
+    total_compressed_size: BigInt(end - start),
+  };
+}
+
+/** Ends `file` (its row groups written) with the footer and magic, and returns a copy of exactly the file. */
+function fileOf(table: ParquetTable, file: ByteSink, rowGroups: RowGroup[], rowCount: number): Uint8Array {
   const footer = new ByteWriter();
   const metadata: FileMetaData = {
     version: 2, // the format 2.x features used: RLE_DICTIONARY, logical types

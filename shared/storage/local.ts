@@ -5,11 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { PreconditionFailedError, StorageError } from '../errors.js';
 import { createInFolder, errorCode, INTERNAL_PREFIX, tempPathFor, withKeyLock } from './local-files.js';
 import { removeEmptyFolders, sweepTree } from './local-sweep.js';
+import { readableChunks } from './read-stream.js';
 import type {
   PutOptions,
   Storage,
@@ -49,6 +50,9 @@ export function assertValidPrefix(prefix: string): void {
 
 /** S3's order: keys compare as UTF-8 bytes. */
 export const compareKeys = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/** Chunk size of `getStream` on a folder: few reads per file, little held per stream. */
+const READ_CHUNK_BYTES = 1024 * 1024;
 
 const md5Hex = (body: Uint8Array): string => createHash('md5').update(body).digest('hex');
 
@@ -128,6 +132,35 @@ export class LocalStorage implements Storage {
       return body === undefined ? undefined : { body, etag: md5Hex(body) };
     } catch (error) {
       throw wrap(error, `cannot read ${key} in ${this.location}`, key);
+    }
+  }
+
+  async getStream(key: string): Promise<AsyncIterable<Uint8Array> | undefined> {
+    assertValidKey(key);
+    this.#counts.reads += 1;
+    const failed = (error: unknown) => wrap(error, `cannot read ${key} in ${this.location}`, key);
+    try {
+      const handle = await open(this.#path(key), 'r').catch((error: unknown) => {
+        const code = errorCode(error);
+        if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+        throw error;
+      });
+      if (!handle) return undefined;
+      // A folder opens for reading too; like `get`, it is not an object.
+      const isFile = await handle.stat().then(
+        (stats) => stats.isFile(),
+        async (error: unknown) => {
+          await handle.close();
+          throw error;
+        },
+      );
+      if (!isFile) {
+        await handle.close();
+        return undefined;
+      }
+      return readableChunks(handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES }), failed);
+    } catch (error) {
+      throw failed(error);
     }
   }
 

@@ -1,6 +1,8 @@
 /**
  * `Storage` on an S3 bucket under a prefix. Small bodies and every conditional write go as one
- * PutObject; large unconditional bodies as a multipart upload (@aws-sdk/lib-storage).
+ * PutObject; large unconditional bodies as a multipart upload (@aws-sdk/lib-storage). `get`
+ * buffers an object whole (for small ones: records, staged files of one unit); `getStream`
+ * hands a large one over as its response body arrives.
  */
 
 import { Readable } from 'node:stream';
@@ -16,6 +18,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { ConfigError, PreconditionFailedError, StorageError } from '../errors.js';
 import { assertValidKey, assertValidPrefix } from './local.js';
+import { readableChunks } from './read-stream.js';
 import type { PutOptions, Storage, StorageStats, StoredObject } from './storage.js';
 
 /** S3's smallest part (except the last), and lib-storage's default part size. */
@@ -193,6 +196,24 @@ export class S3Storage implements Storage {
     } catch (error) {
       if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;
       throw toStorageError(error, `cannot read ${this.location}/${key}`, key);
+    }
+  }
+
+  async getStream(key: string): Promise<AsyncIterable<Uint8Array> | undefined> {
+    assertValidKey(key);
+    this.#counts.reads += 1;
+    const failed = (error: unknown) => toStorageError(error, `cannot read ${this.location}/${key}`, key);
+    try {
+      const result = await this.#client.send(
+        new GetObjectCommand({ Bucket: this.#bucket, Key: this.#prefix + key }),
+      );
+      // In Node the SDK's body is the response itself (an IncomingMessage): read as it arrives.
+      if (!(result.Body instanceof Readable))
+        throw new StorageError(`S3 sent no body stream for ${key}`, key);
+      return readableChunks(result.Body, failed);
+    } catch (error) {
+      if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;
+      throw failed(error);
     }
   }
 

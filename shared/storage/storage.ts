@@ -59,8 +59,20 @@ export interface Storage {
     chunks: AsyncIterable<Uint8Array>,
     options?: Pick<PutOptions, 'contentType'>,
   ): Promise<{ etag: string; bytes: number }>;
-  /** Reads one object; `undefined` when there is none. */
+  /** Reads one object whole; `undefined` when there is none. For objects of a bounded size: see `getStream`. */
   get(key: string): Promise<StoredObject | undefined>;
+  /**
+   * Reads one object as a stream of chunks, holding only what is in transit (S3: the response
+   * body as it arrives; folder: the file in chunks of 1 MiB), whatever the object's size;
+   * `undefined` when there is none. Errors while reading are `StorageError`s. A reader that
+   * stops before the end ends its iteration (`for await` with `break`, or `return()`), which
+   * frees the connection or file handle; a stream opened and never read must be ended so too.
+   *
+   * @example
+   * const chunks = await storage.getStream('raw/reports/dt=2026-11-26/r-0.jsonl.gz');
+   * if (chunks) for await (const chunk of chunks) out.write(chunk);
+   */
+  getStream(key: string): Promise<AsyncIterable<Uint8Array> | undefined>;
   /** Every key under a prefix, in lexicographic order. */
   list(prefix: string): AsyncIterable<string>;
   /** Deletes keys; missing keys are not an error. */

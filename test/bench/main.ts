@@ -1,6 +1,6 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
- * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
+ * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cli-memory, cost, lambda, unit-memory,
  * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
  * windows, scale.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
@@ -11,7 +11,7 @@ import { benchCliStartup } from './cli-startup.js';
 import { benchClient } from './client.js';
 import { benchCost } from './cost.js';
 import { benchEncode } from './encode.js';
-import { benchExport } from './export-main.js';
+import { benchCliMemory, benchExport } from './export-main.js';
 import { benchIcebergCurrent } from './iceberg-current.js';
 import { benchIcebergMetadata } from './iceberg-metadata.js';
 import { benchLambda } from './lambda.js';
@@ -27,6 +27,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   client: benchClient,
   encode: () => benchEncode(),
   export: benchExport,
+  'cli-memory': benchCliMemory,
   cost: benchCost,
   lambda: benchLambda,
   'unit-memory': benchUnitMemory,

@@ -411,6 +411,7 @@ export function fastFolder(root: string): Storage {
     },
     putStream: (key, chunks) => local.putStream(key, chunks),
     get: (key) => local.get(key),
+    getStream: (key) => local.getStream(key),
     list: (prefix) => local.list(prefix),
     delete: (keys) => local.delete(keys),
     stats: () => local.stats(),

@@ -38,6 +38,10 @@ export function crashingStorage(inner: Storage, crashWhen: (call: StorageCall) =
       gate({ op: 'get', key });
       return inner.get(key);
     },
+    async getStream(key) {
+      gate({ op: 'get', key });
+      return inner.getStream(key);
+    },
     async *list(prefix) {
       gate({ op: 'list', key: prefix });
       yield* inner.list(prefix);

@@ -6,8 +6,11 @@
  * each) are decoded and encoded again into large ones, large ones are copied as they are, and
  * one footer lists them. Raw files are gzip members, and a gzip stream of several
  * members is one valid file: their bytes are concatenated. Output is streamed (a multipart
- * upload on S3), so memory holds a few staged files, one row group being gathered and a few
- * parts per output, whatever the run's size.
+ * upload on S3), so memory per output is a constant, whatever the run's size: staged Parquet
+ * files read ahead up to {@link READ_AHEAD_BYTES}, the small row groups being gathered (their
+ * encoded bytes, at most one output group's) with one column of them decoded at a time, a few
+ * raw files' streams in transit, and the upload's parts in flight (S3: 4 × 8 MiB); two outputs
+ * are written at once.
  */
 import { ExporterError } from '../../errors.js';
 import { ParquetRegroup, type RegroupOptions } from '../../parquet/regroup.js';
@@ -23,8 +26,18 @@ import { mapPool } from './pool.js';
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024;
 /** Published files written at once (each streams its own inputs). */
 export const PUBLISH_CONCURRENCY = 2;
-/** Staged files read ahead of the one being written, per output file. */
-const READ_AHEAD = 4;
+/**
+ * Bytes of staged Parquet files read ahead of the one being regrouped, per output (at least
+ * one file is, whatever its size: a staged file holds one unit's rows of one table). 16 MiB
+ * keeps several files in flight on S3 where they are ~20–200 KB, and bounds what a few large
+ * ones may hold.
+ */
+const READ_AHEAD_BYTES = 16 * 1024 * 1024;
+/**
+ * Raw staged files opened ahead of the one being copied, per output: each holds only what its
+ * connection has buffered, not the file, so their number and not their size is what to bound.
+ */
+const STREAMS_AHEAD = 4;
 
 export interface PublishOptions {
   /** Start a further file once a file's inputs add up to this many bytes; default 256 MB. */
@@ -122,26 +135,76 @@ export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBy
   return plans;
 }
 
-/** Reads staged files in order, a few ahead of the writer. */
+const missing = (input: FileEntry) =>
+  new ExporterError(`staged file ${input.key} is missing`, { retryable: true });
+
+/**
+ * Reads staged Parquet files whole, in order, up to {@link READ_AHEAD_BYTES} of them ahead of
+ * the one the writer has (regrouping needs a file's footer before its rows).
+ */
 async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
   const read = (input: FileEntry) =>
     storage.get(input.key).then((found) => {
-      if (!found) throw new ExporterError(`staged file ${input.key} is missing`, { retryable: true });
+      if (!found) throw missing(input);
       return found.body;
     });
-  const ahead: Promise<Uint8Array>[] = [];
+  const ahead: { body: Promise<Uint8Array>; bytes: number }[] = [];
+  let aheadBytes = 0;
   let next = 0;
-  while (next < inputs.length && ahead.length < READ_AHEAD) ahead.push(read(inputs[next++]!));
-  // Rejections of files read ahead are observed when their turn comes; keep them from going unhandled.
-  for (const p of ahead) p.catch(() => undefined);
-  while (ahead.length > 0) {
-    const body = await ahead.shift()!;
-    if (next < inputs.length) {
-      const p = read(inputs[next++]!);
-      p.catch(() => undefined);
-      ahead.push(p);
+  const fill = () => {
+    while (
+      next < inputs.length &&
+      (ahead.length === 0 || aheadBytes + inputs[next]!.bytes <= READ_AHEAD_BYTES)
+    ) {
+      const input = inputs[next++]!;
+      const body = read(input);
+      // Rejections of files read ahead are observed when their turn comes; keep them from going unhandled.
+      body.catch(() => undefined);
+      ahead.push({ body, bytes: input.bytes });
+      aheadBytes += input.bytes;
     }
-    yield body;
+  };
+  fill();
+  while (ahead.length > 0) {
+    const { body, bytes } = ahead.shift()!;
+    const file = await body;
+    aheadBytes -= bytes;
+    fill();
+    yield file;
+  }
+}
+
+/**
+ * Streams staged files' bytes in order, {@link STREAMS_AHEAD} opened ahead of the one being
+ * copied so that their requests overlap, none of them held whole. Streams opened and not read
+ * (the write failed) are ended, which frees their connections.
+ */
+async function* streamInOrder(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
+  const open = (input: FileEntry) =>
+    storage.getStream(input.key).then((found) => {
+      if (!found) throw missing(input);
+      return found;
+    });
+  const ahead: Promise<AsyncIterable<Uint8Array>>[] = [];
+  let next = 0;
+  const fill = () => {
+    while (next < inputs.length && ahead.length < STREAMS_AHEAD) {
+      const stream = open(inputs[next++]!);
+      stream.catch(() => undefined);
+      ahead.push(stream);
+    }
+  };
+  try {
+    fill();
+    while (ahead.length > 0) {
+      const stream = await ahead.shift()!;
+      fill();
+      yield* stream;
+    }
+  } finally {
+    for (const stream of ahead) {
+      stream.then((s) => s[Symbol.asyncIterator]().return?.()).catch(() => undefined);
+    }
   }
 }
 
@@ -154,7 +217,7 @@ async function* parquetBytes(
   const regroup = new ParquetRegroup(table, options);
   yield regroup.start();
   for await (const file of readInOrder(storage, inputs)) yield* await regroup.append(file);
-  yield* regroup.finish();
+  yield* await regroup.finish();
 }
 
 /** Passes `chunks` through, handing the last one (a Parquet file's footer) to `take`. */
@@ -193,7 +256,7 @@ export async function writeOutput(
             footer = last;
           },
         )
-      : readInOrder(storage, plan.inputs);
+      : streamInOrder(storage, plan.inputs);
   const { bytes } = await storage.putStream(plan.key, chunks);
   if (footer) options.onFooter?.(plan.key, footer);
   const rows = plan.inputs.reduce((n, f) => n + f.rows, 0);

@@ -6,7 +6,7 @@
  * If-None-Match on PutObject, and test/helpers/fauxqs.ts enforces S3's rules in front of it.
  * S3's 409 ConditionalRequestConflict is tested with a mocked client in test/unit/storage/s3.test.ts.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +59,9 @@ const adapters: Adapter[] = [
 const text = (body: Uint8Array | undefined): string | undefined =>
   body === undefined ? undefined : new TextDecoder().decode(body);
 
+/** File descriptors open in this process (files and sockets alike; Linux). */
+const openDescriptors = async (): Promise<number> => (await readdir('/proc/self/fd')).length;
+
 async function collect(keys: AsyncIterable<string>): Promise<string[]> {
   const out: string[] = [];
   for await (const key of keys) out.push(key);
@@ -82,6 +85,37 @@ describe.each(adapters)('Storage contract: $name', (adapter) => {
     expect((await storage.get('a/bytes.bin'))?.body).toEqual(bytes);
     expect((await storage.get('a/bytes.bin'))?.etag).toBe(put2.etag);
     expect((await storage.get('a/empty'))?.body.byteLength).toBe(0);
+  });
+
+  it('streams an object in chunks that join to its bytes, and a missing key or a folder as undefined', async () => {
+    const storage = adapter.open();
+    // Larger than one chunk of either adapter's stream, with no repeating pattern to hide a misplaced chunk.
+    const big = new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => (i * 7919) % 251);
+    await storage.put('dir/big.bin', big);
+    await storage.put('dir/empty', '');
+
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of (await storage.getStream('dir/big.bin'))!) chunks.push(chunk);
+    const empty: Uint8Array[] = [];
+    for await (const chunk of (await storage.getStream('dir/empty'))!) empty.push(chunk);
+
+    expect(Buffer.concat(chunks).equals(Buffer.from(big))).toBe(true);
+    expect(Buffer.concat(empty).byteLength).toBe(0);
+    expect(await storage.getStream('missing')).toBeUndefined();
+    expect(await storage.getStream('dir')).toBeUndefined();
+  });
+
+  it('frees the file or connection of a stream stopped part way, and of one opened but never read', async () => {
+    const storage = adapter.open();
+    await storage.put('big.bin', new Uint8Array(4 * 1024 * 1024));
+    await storage.get('big.bin'); // S3: its connection is kept alive, and counted before
+    const before = await openDescriptors();
+
+    for await (const _ of (await storage.getStream('big.bin'))!) break;
+    await (await storage.getStream('big.bin'))![Symbol.asyncIterator]().return?.();
+    await new Promise((resolve) => setTimeout(resolve, 100)); // closes are asynchronous
+
+    expect(await openDescriptors()).toBeLessThanOrEqual(before);
   });
 
   it('overwrites an object with a new ETag; the same content keeps its ETag', async () => {

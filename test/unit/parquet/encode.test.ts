@@ -16,7 +16,12 @@ import {
   TABLES,
   type TableDef,
 } from '../../../shared/export/tables.js';
-import { encodeParquet, encodeParquetColumns } from '../../../shared/parquet/encode.js';
+import {
+  ColumnBuffer,
+  encodeParquet,
+  encodeParquetColumns,
+  encodeRowGroupByColumn,
+} from '../../../shared/parquet/encode.js';
 import {
   type DuckDb,
   type JsRow,
@@ -182,6 +187,32 @@ describe('encodeParquet', () => {
     expect(() => encodeParquet(TABLES.media_images, [])).toThrow(/media_images: no rows/);
     const empty = TABLES.questions.columns.map(() => []);
     expect(() => encodeParquetColumns(TABLES.questions, empty)).toThrow(/questions: no rows/);
+  });
+
+  it('encodes a row group column by column to the same bytes, asking for each column only after the one before', async () => {
+    const table = TABLES.questions;
+    const rows = hardRows(table, 300);
+    const buffer = new ColumnBuffer(table);
+    for (const row of rows) buffer.add(row);
+    const asked: number[] = [];
+    const bytes = await encodeRowGroupByColumn(
+      table,
+      rows.length,
+      async (i) => {
+        asked.push(i);
+        return buffer.columns[i]!;
+      },
+      { pageBytes: 1024 },
+    );
+    expect(asked).toEqual(table.columns.map((_, i) => i));
+    expect(
+      Buffer.from(bytes).equals(
+        Buffer.from(encodeParquetColumns(table, buffer.columns, { pageBytes: 1024 })),
+      ),
+    ).toBe(true);
+    expectRoundTrip(table, rows, await readParquet(db, bytes));
+    await expect(encodeRowGroupByColumn(table, 0, async () => [])).rejects.toThrow(/questions: no rows/);
+    await expect(encodeRowGroupByColumn(table, 2, async () => [null])).rejects.toThrow(/1 cells for 2 rows/);
   });
 
   it('writes columns whose every value is NULL, an empty list or a list of NULLs', async () => {

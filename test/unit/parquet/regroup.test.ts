@@ -53,7 +53,7 @@ async function regroup(inputs: readonly Uint8Array[], options = SMALL): Promise<
   const r = new ParquetRegroup(TABLE, options);
   const chunks = [r.start()];
   for (const input of inputs) chunks.push(...(await r.append(input)));
-  chunks.push(...r.finish());
+  chunks.push(...(await r.finish()));
   return new Uint8Array(Buffer.concat(chunks));
 }
 

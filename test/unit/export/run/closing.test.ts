@@ -105,6 +105,7 @@ function countingStreams(storage: Storage): { storage: Storage; streamed: string
     location: storage.location,
     put: (key, body, options) => storage.put(key, body, options),
     get: (key) => storage.get(key),
+    getStream: (key) => storage.getStream(key),
     list: (prefix) => storage.list(prefix),
     delete: (keys) => storage.delete(keys),
     stats: () => storage.stats(),

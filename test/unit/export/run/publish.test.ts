@@ -10,6 +10,7 @@ import type { FileEntry, RunRef } from '../../../../shared/export/state/records.
 import { TABLES, type TableName } from '../../../../shared/export/tables.js';
 import type { ParquetTable } from '../../../../shared/parquet/schema.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
+import type { Storage } from '../../../../shared/storage/storage.js';
 import { type DuckDb, openDuckDb } from '../../../helpers/duckdb.js';
 import { tempDir } from '../../../helpers/export.js';
 import { realisticReports } from '../../../helpers/realistic-reports.js';
@@ -107,6 +108,35 @@ describe('publishRun', () => {
 
     expect(second).toEqual(first);
     for (const [i, f] of second.entries()) expect((await storage.get(f.key))?.body).toEqual(bytes[i]);
+  });
+
+  it('streams raw staged files through getStream, never reading one whole, and says which one is missing', async () => {
+    const wholeReads: string[] = [];
+    const inner: Storage = storage;
+    const watched: Storage = {
+      location: storage.location,
+      put: (key, body, options) => storage.put(key, body, options),
+      putStream: (key, chunks, options) => inner.putStream(key, chunks, options),
+      get: (key) => {
+        wholeReads.push(key);
+        return storage.get(key);
+      },
+      getStream: (key) => storage.getStream(key),
+      list: (prefix) => storage.list(prefix),
+      delete: (keys) => storage.delete(keys),
+      stats: () => storage.stats(),
+    };
+    const expected = await publishRun(storage, RUN, staged);
+
+    const files = await publishRun(watched, RUN, staged);
+
+    expect(files).toEqual(expected);
+    expect(wholeReads.filter((key) => key.endsWith('.jsonl.gz'))).toEqual([]);
+    const gone = { ...staged.find((f) => f.format === 'jsonl')!, key: `${RUN.run_id}/gone.jsonl.gz` };
+    // The write that was reading it fails, with the reason as its cause.
+    await expect(publishRun(storage, RUN, [gone])).rejects.toMatchObject({
+      cause: { message: expect.stringContaining('gone.jsonl.gz is missing') },
+    });
   });
 
   /** Row groups of a Parquet object, from its footer. */
