@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { PreconditionFailedError, StorageError } from '../errors.js';
 import { createInFolder, errorCode, INTERNAL_PREFIX, tempPathFor, withKeyLock } from './local-files.js';
@@ -126,6 +126,27 @@ export class LocalStorage implements Storage {
     try {
       const body = await readIfExists(this.#path(key));
       return body === undefined ? undefined : { body, etag: md5Hex(body) };
+    } catch (error) {
+      throw wrap(error, `cannot read ${key} in ${this.location}`, key);
+    }
+  }
+
+  async getRange(key: string, start: number, end: number): Promise<Uint8Array | undefined> {
+    assertValidKey(key);
+    this.#counts.reads += 1;
+    try {
+      const handle = await open(this.#path(key), 'r').catch((error: unknown) => {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      });
+      if (!handle) return undefined;
+      try {
+        const buffer = Buffer.alloc(Math.max(0, end - start));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
+        return buffer.subarray(0, bytesRead);
+      } finally {
+        await handle.close();
+      }
     } catch (error) {
       throw wrap(error, `cannot read ${key} in ${this.location}`, key);
     }
