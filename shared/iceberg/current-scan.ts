@@ -29,10 +29,12 @@ const compressors = {
 };
 
 /**
- * A footer read's first guess at the tail's size: our footers take a few KB per row group, so
- * one read holds the footer of any file up to ~100 row groups (hyparquet reads more if not).
+ * A footer read's first guess at the tail's size: our footers take ~1–2 KB per row group, so
+ * one read holds the footer of a file of a few row groups; hyparquet reads the rest of a larger
+ * one. Kept small: a small file's tail is most of it, and a column chunk inside it is served
+ * from the tail already read.
  */
-const FOOTER_GUESS_BYTES = 256 * 1024;
+const FOOTER_GUESS_BYTES = 16 * 1024;
 
 /**
  * The rows a run supersedes in a current table: the rows of `jobs`, and the rows of a campaign
@@ -116,14 +118,23 @@ export function pathWithin(entry: ManifestEntry, fieldId: number, path: string):
   return (low === undefined || path >= low) && (high === undefined || path <= high || path.startsWith(high));
 }
 
-/** An object of storage as hyparquet reads it: by byte range, `byteLength` from the manifest. */
+/**
+ * An object of storage as hyparquet reads it: by byte range, `byteLength` from the manifest.
+ * The last tail read is kept, and a range inside it is cut from it instead of read again.
+ */
 function rangedBuffer(storage: Storage, location: string, byteLength: number): AsyncBuffer {
   const key = keyOfLocation(storage, location);
+  let tail: { start: number; bytes: Uint8Array } | undefined;
   return {
     byteLength,
-    async slice(start: number, end?: number) {
-      const body = await readRange(storage, key, start, end ?? byteLength);
-      if (!body) throw new Error(`Iceberg file ${location} is missing`);
+    async slice(start: number, end = byteLength) {
+      let body: Uint8Array | undefined;
+      if (tail && start >= tail.start) body = tail.bytes.subarray(start - tail.start, end - tail.start);
+      else {
+        body = await readRange(storage, key, start, end);
+        if (!body) throw new Error(`Iceberg file ${location} is missing`);
+        if (end === byteLength) tail = { start, bytes: body };
+      }
       return body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
     },
   };
