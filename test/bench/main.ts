@@ -1,7 +1,7 @@
 /**
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cost, lambda, unit-memory,
- * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
+ * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current, iceberg-current-scale,
  * windows.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
  * REGROUP_TIME_REPORTS (default 100,000).
@@ -13,6 +13,7 @@ import { benchCost } from './cost.js';
 import { benchEncode } from './encode.js';
 import { benchExport } from './export-main.js';
 import { benchIcebergCurrent } from './iceberg-current.js';
+import { benchIcebergCurrentScale } from './iceberg-current-scale.js';
 import { benchIcebergMetadata } from './iceberg-metadata.js';
 import { benchLambda } from './lambda.js';
 import { benchParquetScan } from './parquet-scan.js';
@@ -40,6 +41,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   'cli-startup': benchCliStartup,
   'iceberg-metadata': benchIcebergMetadata,
   'iceberg-current': benchIcebergCurrent,
+  'iceberg-current-scale': benchIcebergCurrentScale,
   windows: benchWindows,
 };
 
