@@ -20,6 +20,7 @@
 
 import { zstdDecompressSync } from 'node:zlib';
 import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetRead } from 'hyparquet';
+import { ExporterError } from '../errors.js';
 import { readRange, type Storage } from '../storage/storage.js';
 import type { ManifestEntry } from './avro.js';
 import { keyOfLocation } from './commit.js';
@@ -123,7 +124,10 @@ export function pathWithin(entry: ManifestEntry, fieldId: number, path: string):
  * The last tail read is kept, and a range inside it is cut from it instead of read again.
  */
 function rangedBuffer(storage: Storage, location: string, byteLength: number): AsyncBuffer {
-  const key = keyOfLocation(storage, location);
+  return rangedKey(storage, keyOfLocation(storage, location), byteLength);
+}
+
+function rangedKey(storage: Storage, key: string, byteLength: number): AsyncBuffer {
   let tail: { start: number; bytes: Uint8Array } | undefined;
   return {
     byteLength,
@@ -132,7 +136,7 @@ function rangedBuffer(storage: Storage, location: string, byteLength: number): A
       if (tail && start >= tail.start) body = tail.bytes.subarray(start - tail.start, end - tail.start);
       else {
         body = await readRange(storage, key, start, end);
-        if (!body) throw new Error(`Iceberg file ${location} is missing`);
+        if (!body) throw new ExporterError(`Parquet file ${key} is missing`, { retryable: true });
         if (end === byteLength) tail = { start, bytes: body };
       }
       return body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
@@ -281,4 +285,25 @@ export async function readDeleteFile(
     }
   }
   return targets;
+}
+
+/**
+ * The bigint `columns` of a Parquet object of `byteLength` bytes, one row group at a time, as
+ * numbers: only those column chunks are read, by byte range.
+ *
+ * @example
+ * for await (const { job_id } of idColumnGroups(storage, key, size, ['job_id'])) jobs.push(...job_id);
+ */
+export async function* idColumnGroups<C extends string>(
+  storage: Storage,
+  key: string,
+  byteLength: number,
+  columns: readonly C[],
+): AsyncGenerator<Record<C, Float64Array>> {
+  const file = rangedKey(storage, key, byteLength);
+  const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
+  for (const group of groupsOf(metadata)) {
+    if (group.rows > 0)
+      yield (await readIds(file, metadata, columns, group.start, group.rows)) as Record<C, Float64Array>;
+  }
 }

@@ -21,8 +21,6 @@
  * its own; it names its files by path, and only older files (already in the base) are named, so
  * the run's own files, added at the same sequence number, are never touched by it.
  */
-import { zstdDecompressSync } from 'node:zlib';
-import { parquetReadObjects } from 'hyparquet';
 import { icebergDataKey } from '../export/layout.js';
 import { encodeParquet } from '../parquet/encode.js';
 import type { ParquetTable } from '../parquet/schema.js';
@@ -63,10 +61,6 @@ export const POSITION_DELETES: ParquetTable = {
     { name: 'file_path', type: 'string', nullable: false, fieldId: DELETE_FILE_PATH_ID },
     { name: 'pos', type: 'bigint', nullable: false, fieldId: DELETE_POS_ID },
   ],
-};
-
-const compressors = {
-  ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)),
 };
 
 /** A manifest entry with what it inherits from its manifest filled in. */
@@ -328,16 +322,3 @@ export function supersedeJobs(
 /** A rewritten manifest left with no entries at all. */
 const isEmpty = (m: ManifestFile) =>
   m.added_files_count + m.existing_files_count + m.deleted_files_count === 0;
-
-/** The values of bigint `columns` in a Parquet file, row by row, as numbers. */
-export async function idColumnsOf<C extends string>(
-  body: Uint8Array,
-  columns: readonly C[],
-): Promise<Record<C, number>[]> {
-  const file = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
-  const rows = (await parquetReadObjects({ file, columns: [...columns], compressors })) as Record<
-    C,
-    bigint
-  >[];
-  return rows.map((r) => Object.fromEntries(columns.map((c) => [c, Number(r[c])])) as Record<C, number>);
-}
