@@ -19,7 +19,14 @@
  *
  * A position delete applies to data files of its partition with a data sequence number up to
  * its own; it names its files by path, and only older files (already in the base) are named, so
- * the run's own files, added at the same sequence number, are never touched by it.
+ * the run's own files, added at the same sequence number, are never touched by it. *
+ * Finding the superseded rows reads only what can hold them (`current-scan.ts`): data files by
+ * their manifest bounds of `job_id` and `campaign_id`, row groups by their statistics, and of
+ * those only the id column chunks, by byte range, one group at a time. Memory grows with the
+ * run (its ids, the positions it deletes), not with the table. The data files are the run's
+ * history files copied byte for byte, not sorted again by job id: publish writes reports in
+ * unit order (a campaign's jobs together), so a row group already holds neighbouring ids, and
+ * sorting a 256 MB file would need an external sort in finish-run's memory.
  */
 import { icebergDataKey } from '../export/layout.js';
 import { encodeParquet } from '../parquet/encode.js';
