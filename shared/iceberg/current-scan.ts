@@ -201,28 +201,54 @@ async function readIds(
   return out;
 }
 
+/**
+ * Ascending row positions as runs of consecutive ones: a job's rows sit together in a file, so
+ * a run superseding whole jobs (or a whole file: 7.5M positions at 100k reports) keeps a few
+ * numbers per job, not one per row.
+ */
+export class PositionRuns {
+  /** Pairs: the first position of a run, and the one after its last. */
+  readonly #bounds: number[] = [];
+  count = 0;
+
+  /** Adds `pos`, greater than every position added before. */
+  add(pos: number): void {
+    const last = this.#bounds.length - 1;
+    if (last > 0 && this.#bounds[last] === pos) this.#bounds[last] = pos + 1;
+    else this.#bounds.push(pos, pos + 1);
+    this.count++;
+  }
+
+  *positions(): Generator<number> {
+    for (let i = 0; i < this.#bounds.length; i += 2) {
+      for (let pos = this.#bounds[i]!; pos < this.#bounds[i + 1]!; pos++) yield pos;
+    }
+  }
+}
+
 /** What a data file holds of the rule: the positions it supersedes, out of `rows`. */
 export interface FileHits {
   rows: number;
-  /** Positions of live rows (not deleted before) that the rule supersedes, ascending. */
-  hits: number[];
+  /** Positions of live rows (not deleted before) that the rule supersedes. */
+  hits: PositionRuns;
 }
 
 /**
  * The live rows of one data file that the rule supersedes, reading its footer and, of the row
  * groups whose statistics can hold the rule's ids, the id columns it needs.
  *
- * @param deleted positions of the file already deleted (by earlier delete files)
+ * @param deleted positions of the file already deleted (by earlier delete files), ascending
  */
 export async function scanDataFile(
   storage: Storage,
   entry: ManifestEntry,
   sorted: SortedRule,
-  deleted: ReadonlySet<number> | undefined,
+  deleted: readonly number[] = [],
 ): Promise<FileHits> {
   const file = rangedBuffer(storage, entry.data_file.file_path, Number(entry.data_file.file_size_in_bytes));
   const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
-  const hits: number[] = [];
+  const hits = new PositionRuns();
+  let nextDeleted = 0;
   for (const group of groupsOf(metadata)) {
     const columns = columnsFor(sorted, group.stats('job_id'), group.stats('campaign_id'));
     if (columns.length === 0 || group.rows === 0) continue;
@@ -231,13 +257,14 @@ export async function scanDataFile(
     const campaigns = ids.campaign_id;
     for (let i = 0; i < group.rows; i++) {
       const pos = group.start + i;
-      if (deleted?.has(pos)) continue;
+      while (nextDeleted < deleted.length && deleted[nextDeleted]! < pos) nextDeleted++;
+      if (deleted[nextDeleted] === pos) continue;
       const job = jobs[i]!;
       if (
         sorted.rule.jobs.has(job) ||
         (campaigns && sorted.rule.listings.get(campaigns[i]!)?.has(job) === false)
       )
-        hits.push(pos);
+        hits.add(pos);
     }
   }
   return { rows: Number(metadata.num_rows), hits };
@@ -245,13 +272,14 @@ export async function scanDataFile(
 
 /**
  * The (file_path, pos) rows of a position delete file, keeping the positions of `wanted` files
- * only; returns every file it names (its targets).
+ * only (in no particular order across delete files: sort before use); returns every file it
+ * names (its targets).
  */
 export async function readDeleteFile(
   storage: Storage,
   entry: ManifestEntry,
   wanted: ReadonlySet<string>,
-  into: Map<string, Set<number>>,
+  into: Map<string, number[]>,
 ): Promise<Set<string>> {
   const file = rangedBuffer(storage, entry.data_file.file_path, Number(entry.data_file.file_size_in_bytes));
   const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
@@ -279,9 +307,9 @@ export async function readDeleteFile(
       const target = paths[i]!;
       targets.add(target);
       if (!wanted.has(target)) continue;
-      const set = into.get(target) ?? new Set<number>();
-      set.add(positions[i]!);
-      into.set(target, set);
+      const list = into.get(target) ?? [];
+      list.push(positions[i]!);
+      into.set(target, list);
     }
   }
   return targets;

@@ -144,6 +144,12 @@ interface Superseded {
   newDeletes: Map<string, { file_path: string; pos: number }[]>;
 }
 
+/** `list` sorted ascending (in place), each value once. */
+function ascending(list: number[]): number[] {
+  list.sort((a, b) => a - b);
+  return list.filter((v, i) => i === 0 || v !== list[i - 1]);
+}
+
 /**
  * Finds the rows `rule` supersedes among the live files of `baseManifests`, reading only the
  * data files whose bounds can hold them, and the delete files whose bounds can name those
@@ -181,7 +187,7 @@ async function findSuperseded(
 
   // Rows of the candidates already deleted, from the delete files whose bounds can name them.
   const wanted = new Set(candidates.map((e) => e.data_file.file_path));
-  const deleted = new Map<string, Set<number>>();
+  const deleted = new Map<string, number[]>();
   const deleteFiles = live.filter(
     (e) =>
       e.data_file.content === CONTENT.POSITION_DELETES &&
@@ -193,16 +199,16 @@ async function findSuperseded(
 
   await eachLimited(candidates, SCAN_CONCURRENCY, async (e) => {
     const path = e.data_file.file_path;
-    const gone = deleted.get(path);
+    const gone = ascending(deleted.get(path) ?? []);
     const { rows, hits } = await scanDataFile(storage, e, sorted, gone);
-    if (hits.length === 0) return;
-    if ((gone?.size ?? 0) + hits.length >= rows) {
+    if (hits.count === 0) return;
+    if (gone.length + hits.count >= rows) {
       found.removed.add(path);
       return;
     }
     const dt = e.data_file.partition.dt ?? '';
     const list = found.newDeletes.get(dt) ?? [];
-    for (const pos of hits) list.push({ file_path: path, pos });
+    for (const pos of hits.positions()) list.push({ file_path: path, pos });
     found.newDeletes.set(dt, list);
   });
   return found;

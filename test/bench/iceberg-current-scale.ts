@@ -18,7 +18,7 @@
 import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { dataFileMetrics } from '../../shared/iceberg/metrics.js';
 import { type CurrentTableName, icebergParquetTable } from '../../shared/iceberg/schema.js';
@@ -253,10 +253,17 @@ async function setup(lake: string, jobs: number, variants: readonly Variant[]): 
     });
   }
   // The second run's files, one set per variant, in no snapshot until its child commits them.
+  // (`full` exports every job again: its files are the first run's, copied; the commit reads
+  // only their footers.)
   for (const variant of variants) {
     const { jobs: exported } = secondRun(variant, jobs);
-    for (const table of TABLES)
-      await writeTableFile(storage, table, 'run-2', SECOND_DT, exported, `run-2-${variant}`);
+    for (const table of TABLES) {
+      const key = runFileKey(table, SECOND_DT, `run-2-${variant}`);
+      if (variant === 'full') {
+        await mkdir(dirname(join(lake, key)), { recursive: true });
+        await cp(join(lake, runFileKey(table, dt, 'run-1-0')), join(lake, key));
+      } else await writeTableFile(storage, table, 'run-2', SECOND_DT, exported, `run-2-${variant}`);
+    }
   }
   return bytes;
 }

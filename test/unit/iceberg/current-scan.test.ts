@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commitRun } from '../../../shared/iceberg/commit.js';
 import { type SupersedeRule, supersedeJobs } from '../../../shared/iceberg/current.js';
-import { anyWithin } from '../../../shared/iceberg/current-scan.js';
+import { anyWithin, PositionRuns } from '../../../shared/iceberg/current-scan.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { syntheticRow, writeDataFile } from '../../helpers/iceberg-rows.js';
@@ -166,5 +166,14 @@ describe('anyWithin', () => {
     expect(anyWithin(ids, 21, undefined)).toBe(false);
     expect(anyWithin(ids, undefined, 3)).toBe(true);
     expect(anyWithin(new Float64Array(0), undefined, undefined)).toBe(false);
+  });
+});
+
+describe('PositionRuns', () => {
+  it('gives back every position added, in order, while keeping consecutive ones as runs', () => {
+    const runs = new PositionRuns();
+    for (const pos of [0, 1, 2, 5, 7, 8]) runs.add(pos);
+    expect([...runs.positions()]).toEqual([0, 1, 2, 5, 7, 8]);
+    expect(runs.count).toBe(6);
   });
 });
