@@ -209,7 +209,11 @@ export class S3Storage implements Storage {
         }),
       );
       if (result.Body === undefined) throw new StorageError(`S3 sent no body for ${key}`, key);
-      return await result.Body.transformToByteArray();
+      const body = await result.Body.transformToByteArray();
+      // A server that ignores Range answers the whole object (200, no Content-Range): cut it.
+      return result.ContentRange === undefined && body.length > end - start
+        ? body.subarray(start, end)
+        : body;
     } catch (error) {
       if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;
       // A range past the end of a non-empty object: nothing there (as a file read returns).
