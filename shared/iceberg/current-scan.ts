@@ -11,9 +11,10 @@
  *
  * Memory is one row group's ids per file being read, plus the positions found; no set of the
  * table's ids is ever built. No index of our own: the `job_id` chunk, dictionary- and
- * RLE-encoded with a job's rows next to each other, is about the size such an index would be,
- * and it can never disagree with the data (a file rewritten by an engine's compaction needs no
- * index rebuilt). What it reads still grows with the table when the run's jobs are spread over
+ * RLE-encoded with a job's rows next to each other, is smaller than such an index would be
+ * (measured: ~2.4 bytes a report a table, footers included, where an index needs at least a
+ * job id and a position), and it can never disagree with the data (a file rewritten by an
+ * engine's compaction needs no index rebuilt). What it reads still grows with the table when the run's jobs are spread over
  * every file's range (a full listing, or changed jobs all over the id space); see BENCHMARKS.md,
  * "iceberg-current at scale".
  */
@@ -119,14 +120,16 @@ export function pathWithin(entry: ManifestEntry, fieldId: number, path: string):
   return (low === undefined || path >= low) && (high === undefined || path <= high || path.startsWith(high));
 }
 
-/**
- * An object of storage as hyparquet reads it: by byte range, `byteLength` from the manifest.
- * The last tail read is kept, and a range inside it is cut from it instead of read again.
- */
+/** An Iceberg data or delete file as hyparquet reads it (see {@link rangedKey}). */
 function rangedBuffer(storage: Storage, location: string, byteLength: number): AsyncBuffer {
   return rangedKey(storage, keyOfLocation(storage, location), byteLength);
 }
 
+/**
+ * An object of storage as hyparquet reads it: by byte range, `byteLength` known beforehand
+ * (from the manifest or the run's file list). The last tail read is kept, and a range inside it
+ * is cut from it instead of read again.
+ */
 function rangedKey(storage: Storage, key: string, byteLength: number): AsyncBuffer {
   let tail: { start: number; bytes: Uint8Array } | undefined;
   return {
