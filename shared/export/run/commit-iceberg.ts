@@ -117,8 +117,14 @@ async function copyPublished(deps: ExportDeps, from: string, to: string, bytes: 
   }
   async function* parts() {
     for (let at = 0; at < bytes; at += COPY_PART_BYTES) {
-      const part = await readRange(storage, from, at, Math.min(bytes, at + COPY_PART_BYTES));
+      const end = Math.min(bytes, at + COPY_PART_BYTES);
+      const part = await readRange(storage, from, at, end);
       if (!part) throw missing();
+      // The manifest gives the copy the same size: a shorter object would make a corrupt file.
+      if (part.length !== end - at)
+        throw new ExporterError(`published file ${from} is shorter than its ${bytes} bytes`, {
+          retryable: true,
+        });
       yield part;
     }
   }
