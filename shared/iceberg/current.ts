@@ -19,10 +19,15 @@
  *
  * A position delete applies to data files of its partition with a data sequence number up to
  * its own; it names its files by path, and only older files (already in the base) are named, so
- * the run's own files, added at the same sequence number, are never touched by it.
+ * the run's own files, added at the same sequence number, are never touched by it. *
+ * Finding the superseded rows reads only what can hold them (`current-scan.ts`): data files by
+ * their manifest bounds of `job_id` and `campaign_id`, row groups by their statistics, and of
+ * those only the id column chunks, by byte range, one group at a time. Memory grows with the
+ * run (its ids, the positions it deletes), not with the table. The data files are the run's
+ * history files copied byte for byte, not sorted again by job id: publish writes reports in
+ * unit order (a campaign's jobs together), so a row group already holds neighbouring ids, and
+ * sorting a 256 MB file would need an external sort in finish-run's memory.
  */
-import { zstdDecompressSync } from 'node:zlib';
-import { parquetReadObjects } from 'hyparquet';
 import { icebergDataKey } from '../export/layout.js';
 import { encodeParquet } from '../parquet/encode.js';
 import type { ParquetTable } from '../parquet/schema.js';
@@ -40,6 +45,15 @@ import {
   NO_CHANGE,
   writeManifest,
 } from './commit.js';
+import {
+  columnsFor,
+  manifestBounds,
+  pathWithin,
+  readDeleteFile,
+  type SupersedeRule,
+  scanDataFile,
+  sortedRule,
+} from './current-scan.js';
 import { dataFileMetrics } from './metrics.js';
 import { baseTableOf, fieldId, type IcebergTableName } from './schema.js';
 
@@ -54,10 +68,6 @@ export const POSITION_DELETES: ParquetTable = {
     { name: 'file_path', type: 'string', nullable: false, fieldId: DELETE_FILE_PATH_ID },
     { name: 'pos', type: 'bigint', nullable: false, fieldId: DELETE_POS_ID },
   ],
-};
-
-const compressors = {
-  ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)),
 };
 
 /** A manifest entry with what it inherits from its manifest filled in. */
@@ -78,48 +88,7 @@ async function readObject(storage: Storage, location: string): Promise<ArrayBuff
   return body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
 }
 
-/** The (file_path, pos) rows of a position delete file. */
-async function readDeletes(
-  storage: Storage,
-  location: string,
-): Promise<{ file_path: string; pos: bigint }[]> {
-  return (await parquetReadObjects({
-    file: await readObject(storage, location),
-    columns: ['file_path', 'pos'],
-    compressors,
-  })) as { file_path: string; pos: bigint }[];
-}
-
-/**
- * The rows a run supersedes in a current table: the rows of `jobs`, and the rows of a campaign
- * of `listings` whose job that listing does not hold.
- */
-export interface SupersedeRule {
-  /** Jobs whose older rows go: the jobs the run exported, and those whose report answered 404. */
-  readonly jobs: ReadonlySet<number>;
-  /** The job ids of each campaign the run listed completely (a campaign gone listed none). */
-  readonly listings: ReadonlyMap<number, ReadonlySet<number>>;
-}
-
-/** True when the rule supersedes a row of (`job`, `campaign`). */
-export const supersedes = (rule: SupersedeRule, job: number, campaign: number): boolean =>
-  rule.jobs.has(job) || rule.listings.get(campaign)?.has(job) === false;
-
-/** A file's bounds of a bigint column, as numbers (undefined when the file has none). */
-function boundsOf(entry: ManifestEntry, field: number): { low?: bigint; high?: bigint } {
-  const bound = (m: ManifestEntry['data_file']['lower_bounds']) =>
-    m?.find((kv) => kv.key === field)?.value.readBigInt64LE();
-  const low = bound(entry.data_file.lower_bounds);
-  const high = bound(entry.data_file.upper_bounds);
-  return { ...(low !== undefined && { low }), ...(high !== undefined && { high }) };
-}
-
-/** True when the file's bounds of `field` leave no room for any of the sorted `ids`. */
-function outsideBounds(entry: ManifestEntry, field: number, ids: readonly number[]): boolean {
-  if (ids.length === 0) return true;
-  const { low, high } = boundsOf(entry, field);
-  return (high !== undefined && high < BigInt(ids[0]!)) || (low !== undefined && low > BigInt(ids.at(-1)!));
-}
+export { type SupersedeRule, supersedes } from './current-scan.js';
 
 /** The manifest entry of a new position delete file, added by `snapshotId`. */
 const deleteEntry = (
@@ -149,8 +118,11 @@ const deleteEntry = (
   },
 });
 
-/** Data files read at once: each is held whole in memory while its job ids are read. */
-const READ_CONCURRENCY = 4;
+/**
+ * Data files scanned at once: each holds one row group's ids (a few MB at most) while it is
+ * read, so memory does not depend on it; more would only overlap more reads.
+ */
+const SCAN_CONCURRENCY = 4;
 
 /** Runs `task` over `items`, at most `limit` at a time. */
 async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>) {
@@ -164,8 +136,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T
 /** What a rule finds in a table's live files: data files wholly superseded, and the rows of the others. */
 interface Superseded {
   manifests: { manifest: ManifestFile; entries: ManifestEntry[] }[];
-  deleteFiles: ManifestEntry[];
-  /** The data files each delete file points at. */
+  /** The delete files read, and the data files each points at (only they can point at a removed file). */
   targets: Map<string, Set<string>>;
   /** Data files all of whose rows go. */
   removed: Set<string>;
@@ -173,7 +144,18 @@ interface Superseded {
   newDeletes: Map<string, { file_path: string; pos: number }[]>;
 }
 
-/** Reads the live files of `manifests` and finds the rows `rule` supersedes. */
+/** `list` sorted ascending (in place), each value once. */
+function ascending(list: number[]): number[] {
+  list.sort((a, b) => a - b);
+  return list.filter((v, i) => i === 0 || v !== list[i - 1]);
+}
+
+/**
+ * Finds the rows `rule` supersedes among the live files of `baseManifests`, reading only the
+ * data files whose bounds can hold them, and the delete files whose bounds can name those
+ * (`current-scan.ts`). Manifests are read whole: their size grows with the number of files, a
+ * few hundred bytes each, not with rows.
+ */
 async function findSuperseded(
   storage: Storage,
   table: IcebergTableName,
@@ -188,59 +170,45 @@ async function findSuperseded(
       ),
     })),
   );
+  const found: Superseded = { manifests, targets: new Map(), removed: new Set(), newDeletes: new Map() };
+  const sorted = sortedRule(rule);
+  if (sorted.jobs.length === 0 && sorted.campaigns.length === 0) return found;
   const live = manifests.flatMap((m) => m.entries.filter((e) => e.status !== STATUS.DELETED));
-  const dataFiles = live.filter((e) => e.data_file.content === CONTENT.DATA);
-  const deleteFiles = live.filter((e) => e.data_file.content === CONTENT.POSITION_DELETES);
-  const found: Superseded = {
-    manifests,
-    deleteFiles,
-    targets: new Map(),
-    removed: new Set(),
-    newDeletes: new Map(),
-  };
-  const jobs = [...rule.jobs].sort((a, b) => a - b);
-  const campaigns = [...rule.listings.keys()].sort((a, b) => a - b);
-  if (jobs.length === 0 && campaigns.length === 0) return found;
-
-  // Rows already deleted, per data file.
-  const deleted = new Map<string, Set<bigint>>();
-  await eachLimited(deleteFiles, READ_CONCURRENCY, async (e) => {
-    const own = new Set<string>();
-    for (const row of await readDeletes(storage, e.data_file.file_path)) {
-      own.add(row.file_path);
-      const set = deleted.get(row.file_path) ?? new Set<bigint>();
-      set.add(BigInt(row.pos));
-      deleted.set(row.file_path, set);
-    }
-    found.targets.set(e.data_file.file_path, own);
-  });
 
   const base = baseTableOf(table);
   const jobIdField = fieldId(base, 'job_id');
   const campaignIdField = fieldId(base, 'campaign_id');
-  await eachLimited(dataFiles, READ_CONCURRENCY, async (e) => {
+  const candidates = live.filter(
+    (e) =>
+      e.data_file.content === CONTENT.DATA &&
+      columnsFor(sorted, manifestBounds(e, jobIdField), manifestBounds(e, campaignIdField)).length > 0,
+  );
+  if (candidates.length === 0) return found;
+
+  // Rows of the candidates already deleted, from the delete files whose bounds can name them.
+  const wanted = new Set(candidates.map((e) => e.data_file.file_path));
+  const deleted = new Map<string, number[]>();
+  const deleteFiles = live.filter(
+    (e) =>
+      e.data_file.content === CONTENT.POSITION_DELETES &&
+      candidates.some((c) => pathWithin(e, DELETE_FILE_PATH_ID, c.data_file.file_path)),
+  );
+  await eachLimited(deleteFiles, SCAN_CONCURRENCY, async (e) => {
+    found.targets.set(e.data_file.file_path, await readDeleteFile(storage, e, wanted, deleted));
+  });
+
+  await eachLimited(candidates, SCAN_CONCURRENCY, async (e) => {
     const path = e.data_file.file_path;
-    if (outsideBounds(e, jobIdField, jobs) && outsideBounds(e, campaignIdField, campaigns)) return;
-    const gone = deleted.get(path) ?? new Set<bigint>();
-    const rows = (await parquetReadObjects({
-      file: await readObject(storage, path),
-      columns: ['job_id', 'campaign_id'],
-      compressors,
-    })) as { job_id: bigint; campaign_id: bigint }[];
-    const hit: number[] = [];
-    for (let pos = 0; pos < rows.length; pos++) {
-      const row = rows[pos]!;
-      if (!gone.has(BigInt(pos)) && supersedes(rule, Number(row.job_id), Number(row.campaign_id)))
-        hit.push(pos);
-    }
-    if (hit.length === 0) return;
-    if (gone.size + hit.length >= rows.length) {
+    const gone = ascending(deleted.get(path) ?? []);
+    const { rows, hits } = await scanDataFile(storage, e, sorted, gone);
+    if (hits.count === 0) return;
+    if (gone.length + hits.count >= rows) {
       found.removed.add(path);
       return;
     }
     const dt = e.data_file.partition.dt ?? '';
     const list = found.newDeletes.get(dt) ?? [];
-    for (const pos of hit) list.push({ file_path: path, pos });
+    for (const pos of hits.positions()) list.push({ file_path: path, pos });
     found.newDeletes.set(dt, list);
   });
   return found;
@@ -273,7 +241,7 @@ export function supersedeJobs(
 ): (base: BaseContext) => Promise<BaseChange> {
   return async (ctx) => {
     const table = ctx.table;
-    const { manifests, deleteFiles, targets, removed, newDeletes } = await findSuperseded(
+    const { manifests, targets, removed, newDeletes } = await findSuperseded(
       storage,
       table,
       ctx.manifests,
@@ -282,10 +250,9 @@ export function supersedeJobs(
     if (removed.size === 0 && newDeletes.size === 0)
       return { manifests: [...ctx.manifests], counts: NO_CHANGE };
     // A delete file that points only at removed data files goes with them.
+    // Only a delete file read can point at a removed file: its bounds can name that file.
     const removedDeletes = new Set(
-      deleteFiles
-        .filter((e) => [...(targets.get(e.data_file.file_path) ?? [])].every((p) => removed.has(p)))
-        .map((e) => e.data_file.file_path),
+      [...targets].filter(([, files]) => [...files].every((p) => removed.has(p))).map(([path]) => path),
     );
 
     const counts: ChangeCounts = { ...NO_CHANGE };
@@ -368,16 +335,3 @@ export function supersedeJobs(
 /** A rewritten manifest left with no entries at all. */
 const isEmpty = (m: ManifestFile) =>
   m.added_files_count + m.existing_files_count + m.deleted_files_count === 0;
-
-/** The values of bigint `columns` in a Parquet file, row by row, as numbers. */
-export async function idColumnsOf<C extends string>(
-  body: Uint8Array,
-  columns: readonly C[],
-): Promise<Record<C, number>[]> {
-  const file = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
-  const rows = (await parquetReadObjects({ file, columns: [...columns], compressors })) as Record<
-    C,
-    bigint
-  >[];
-  return rows.map((r) => Object.fromEntries(columns.map((c) => [c, Number(r[c])])) as Record<C, number>);
-}

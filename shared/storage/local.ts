@@ -164,6 +164,27 @@ export class LocalStorage implements Storage {
     }
   }
 
+  async getRange(key: string, start: number, end: number): Promise<Uint8Array | undefined> {
+    assertValidKey(key);
+    this.#counts.reads += 1;
+    try {
+      const handle = await open(this.#path(key), 'r').catch((error: unknown) => {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      });
+      if (!handle) return undefined;
+      try {
+        const buffer = Buffer.alloc(Math.max(0, end - start));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
+        return buffer.subarray(0, bytesRead);
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      throw wrap(error, `cannot read ${key} in ${this.location}`, key);
+    }
+  }
+
   async *list(prefix: string): AsyncIterable<string> {
     assertValidPrefix(prefix);
     this.#counts.lists += 1;

@@ -217,6 +217,32 @@ export class S3Storage implements Storage {
     }
   }
 
+  async getRange(key: string, start: number, end: number): Promise<Uint8Array | undefined> {
+    assertValidKey(key);
+    if (end <= start) return new Uint8Array(0);
+    this.#counts.reads += 1;
+    try {
+      const result = await this.#client.send(
+        new GetObjectCommand({
+          Bucket: this.#bucket,
+          Key: this.#prefix + key,
+          Range: `bytes=${start}-${end - 1}`,
+        }),
+      );
+      if (result.Body === undefined) throw new StorageError(`S3 sent no body for ${key}`, key);
+      const body = await result.Body.transformToByteArray();
+      // A server that ignores Range answers the whole object (200, no Content-Range): cut it.
+      return result.ContentRange === undefined && body.length > end - start
+        ? body.subarray(start, end)
+        : body;
+    } catch (error) {
+      if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;
+      // A range past the end of a non-empty object: nothing there (as a file read returns).
+      if (statusOf(error) === 416) return new Uint8Array(0);
+      throw toStorageError(error, `cannot read ${this.location}/${key}`, key);
+    }
+  }
+
   async *list(prefix: string): AsyncIterable<string> {
     assertValidPrefix(prefix);
     let continuationToken: string | undefined;

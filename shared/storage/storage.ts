@@ -73,6 +73,12 @@ export interface Storage {
    * if (chunks) for await (const chunk of chunks) out.write(chunk);
    */
   getStream(key: string): Promise<AsyncIterable<Uint8Array> | undefined>;
+  /**
+   * Reads the bytes `[start, end)` of one object (fewer when it is shorter); `undefined` when
+   * there is none. Optional, for readers that need a few parts of a large object (a Parquet
+   * footer, one column chunk): {@link readRange} falls back to `get` without it.
+   */
+  getRange?(key: string, start: number, end: number): Promise<Uint8Array | undefined>;
   /** Every key under a prefix, in lexicographic order. */
   list(prefix: string): AsyncIterable<string>;
   /** Deletes keys; missing keys are not an error. */
@@ -97,4 +103,18 @@ export async function listAll(storage: Storage, prefix: string): Promise<string[
   const keys: string[] = [];
   for await (const key of storage.list(prefix)) keys.push(key);
   return keys;
+}
+
+/**
+ * The bytes `[start, end)` of one object: a ranged read where the adapter has one, otherwise
+ * the whole object cut (a wrapper made for tests may not forward `getRange`).
+ */
+export async function readRange(
+  storage: Storage,
+  key: string,
+  start: number,
+  end: number,
+): Promise<Uint8Array | undefined> {
+  if (storage.getRange) return storage.getRange(key, start, end);
+  return (await storage.get(key))?.body.subarray(start, end);
 }

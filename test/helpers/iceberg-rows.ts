@@ -5,7 +5,7 @@
  */
 import { dataFileMetrics } from '../../shared/iceberg/metrics.js';
 import { type IcebergTableName, icebergParquetTable } from '../../shared/iceberg/schema.js';
-import { encodeParquet } from '../../shared/parquet/encode.js';
+import { type EncodeOptions, encodeParquet } from '../../shared/parquet/encode.js';
 import type { Cell, Row } from '../../shared/parquet/schema.js';
 import type { Storage } from '../../shared/storage/storage.js';
 
@@ -42,9 +42,10 @@ export async function writeDataFile(
   stem: string,
   dt: string,
   rows: Row[],
+  options: EncodeOptions = {},
 ) {
   const parquet = icebergParquetTable(table);
-  const bytes = encodeParquet(parquet, rows);
+  const bytes = encodeParquet(parquet, rows, options);
   const key = `iceberg/${table}/data/dt=${dt}/${stem}.parquet`;
   await storage.put(key, bytes);
   return { key, dt, bytes: bytes.length, metrics: dataFileMetrics(bytes, parquet) };

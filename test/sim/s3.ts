@@ -227,9 +227,17 @@ export class SimS3 {
       case 'GetObjectCommand': {
         const found = this.objects.get(String(input.Key));
         if (!found) throw new SdkError('NoSuchKey', 404, 'The specified key does not exist.');
-        const body = new Uint8Array(found.body);
+        const range = /^bytes=(\d+)-(\d+)$/.exec(String(input.Range ?? ''));
+        const whole = found.body;
+        const body = new Uint8Array(range ? whole.subarray(Number(range[1]), Number(range[2]) + 1) : whole);
         for (const listen of this.listeners) listen(actor, 'get', String(input.Key), undefined);
-        return { Body: { transformToByteArray: async () => body }, ETag: `"${found.etag}"` };
+        return {
+          Body: { transformToByteArray: async () => body },
+          ETag: `"${found.etag}"`,
+          ...(range && {
+            ContentRange: `bytes ${range[1]}-${Number(range[1]) + body.length - 1}/${whole.length}`,
+          }),
+        };
       }
       case 'ListObjectsV2Command': {
         const prefix = String(input.Prefix ?? '');

@@ -8,10 +8,12 @@
 import { ExporterError } from '../../errors.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import { type CommitFile, commitRun, snapshotIdOf } from '../../iceberg/commit.js';
-import { anySuperseded, idColumnsOf, type SupersedeRule, supersedeJobs } from '../../iceberg/current.js';
+import { anySuperseded, type SupersedeRule, supersedeJobs } from '../../iceberg/current.js';
+import { idColumnGroups } from '../../iceberg/current-scan.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
 import { dataFileMetrics } from '../../iceberg/metrics.js';
 import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../../iceberg/schema.js';
+import { readRange } from '../../storage/storage.js';
 import { icebergDataKey } from '../layout.js';
 import type { Manifest } from '../state/manifest.js';
 import type { FileEntry } from '../state/records.js';
@@ -91,11 +93,42 @@ export async function commitIcebergRun(
   return { catalog: catalog.kind, tables };
 }
 
-/** The rows of a published file of the run, by their bigint `columns`. */
-async function publishedIds<C extends string>(deps: ExportDeps, f: CommitFile, columns: readonly C[]) {
-  const found = await deps.storage.get(f.key);
-  if (!found) throw new ExporterError(`published file ${f.key} is missing`, { retryable: true });
-  return idColumnsOf(found.body, columns);
+/** The rows of a published file of the run, by their bigint `columns`, a row group at a time. */
+function publishedIds<C extends string>(deps: ExportDeps, f: CommitFile, columns: readonly C[]) {
+  return idColumnGroups(deps.storage, f.key, f.bytes, columns);
+}
+
+/** Bytes of a published file read at a time while it is copied under a current table. */
+const COPY_PART_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Copies a published file of `bytes` bytes to `to`, a part at a time (a stream of ranged reads
+ * into a streamed write), so that a 256 MB file is never held whole. A storage without ranged
+ * reads (a test's wrapper) copies it whole.
+ */
+async function copyPublished(deps: ExportDeps, from: string, to: string, bytes: number): Promise<void> {
+  const missing = () => new ExporterError(`published file ${from} is missing`, { retryable: true });
+  const storage = deps.storage;
+  if (!storage.getRange) {
+    const found = await storage.get(from);
+    if (!found) throw missing();
+    await storage.put(to, found.body);
+    return;
+  }
+  async function* parts() {
+    for (let at = 0; at < bytes; at += COPY_PART_BYTES) {
+      const end = Math.min(bytes, at + COPY_PART_BYTES);
+      const part = await readRange(storage, from, at, end);
+      if (!part) throw missing();
+      // The manifest gives the copy the same size: a shorter object would make a corrupt file.
+      if (part.length !== end - at)
+        throw new ExporterError(`published file ${from} is shorter than its ${bytes} bytes`, {
+          retryable: true,
+        });
+      yield part;
+    }
+  }
+  await storage.putStream(to, parts());
 }
 
 /**
@@ -110,7 +143,8 @@ async function supersedeRuleOf(
 ): Promise<SupersedeRule> {
   const jobs = new Set<number>(manifest.not_found_jobs ?? []);
   for (const f of committed.get('reports') ?? []) {
-    for (const { job_id } of await publishedIds(deps, f, ['job_id'])) jobs.add(job_id);
+    for await (const group of publishedIds(deps, f, ['job_id']))
+      for (const job of group.job_id) jobs.add(job);
   }
   const incomplete = new Set([
     ...(manifest.unlisted_campaigns ?? []),
@@ -118,13 +152,15 @@ async function supersedeRuleOf(
   ]);
   const listings = new Map<number, Set<number>>();
   for (const f of committed.get('campaigns') ?? []) {
-    for (const { campaign_id } of await publishedIds(deps, f, ['campaign_id'])) {
-      if (!incomplete.has(campaign_id)) listings.set(campaign_id, new Set());
+    for await (const group of publishedIds(deps, f, ['campaign_id'])) {
+      for (const campaign of group.campaign_id)
+        if (!incomplete.has(campaign)) listings.set(campaign, new Set());
     }
   }
   for (const f of committed.get('jobs') ?? []) {
-    for (const { job_id, campaign_id } of await publishedIds(deps, f, ['job_id', 'campaign_id'])) {
-      listings.get(campaign_id)?.add(job_id);
+    for await (const group of publishedIds(deps, f, ['job_id', 'campaign_id'])) {
+      for (let i = 0; i < group.job_id.length; i++)
+        listings.get(group.campaign_id[i]!)?.add(group.job_id[i]!);
     }
   }
   return { jobs, listings };
@@ -151,9 +187,7 @@ async function commitCurrentTables(
     for (const f of committed.get(base) ?? []) {
       const stem = f.key.slice(f.key.lastIndexOf('/') + 1, -'.parquet'.length);
       const key = icebergDataKey(table, manifest.dt, stem);
-      const found = await deps.storage.get(f.key);
-      if (!found) throw new ExporterError(`published file ${f.key} is missing`, { retryable: true });
-      await deps.storage.put(key, found.body);
+      await copyPublished(deps, f.key, key, f.bytes);
       files.push({ ...f, key });
     }
     if (files.length === 0 && !(await changes(deps, catalog, table, manifest.run_id, rule))) continue;

@@ -129,6 +129,18 @@ describe.each(adapters)('Storage contract: $name', (adapter) => {
     expect(text((await storage.get('k'))?.body)).toBe('one');
   });
 
+  it('reads a byte range of an object, cut at its end; undefined for a missing key', async () => {
+    const storage = adapter.open();
+    await storage.put('r/bytes.bin', new Uint8Array([10, 11, 12, 13, 14, 15]));
+
+    const range = async (start: number, end: number) => [
+      ...((await storage.getRange?.('r/bytes.bin', start, end)) ?? []),
+    ];
+    expect(await range(1, 4)).toEqual([11, 12, 13]);
+    expect(await range(4, 100)).toEqual([14, 15]);
+    expect(await storage.getRange?.('r/missing', 0, 4)).toBeUndefined();
+  });
+
   it('returns undefined for a missing key and for a prefix of other keys', async () => {
     const storage = adapter.open();
     await storage.put('dir/file.json', '{}');

@@ -51,6 +51,16 @@ describe('S3Storage with a mocked client', () => {
     expect(call?.args[0].input.IfMatch).toBeUndefined();
   });
 
+  it('reads a byte range with a Range header, and cuts the whole object a server sent instead', async () => {
+    s3Mock.on(GetObjectCommand).resolves(storedBody('0123456789', '"r"'));
+    const storage = new S3Storage({ bucket: 'lake', client });
+
+    const part = await storage.getRange('k', 2, 5);
+
+    expect(s3Mock.commandCalls(GetObjectCommand)[0]?.args[0].input).toMatchObject({ Range: 'bytes=2-4' });
+    expect(Buffer.from(part!).toString()).toBe('234');
+  });
+
   it('sends If-Match with the ETag quoted', async () => {
     s3Mock.on(PutObjectCommand).resolves({ ETag: '"def"' });
     const storage = new S3Storage({ bucket: 'lake', client });

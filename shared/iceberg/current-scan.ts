@@ -1,0 +1,340 @@
+/**
+ * Finding the rows a run supersedes in a current table's data files, reading only what can hold
+ * them (`current.ts` makes the snapshot from what this finds). Three sieves, coarse to fine:
+ *
+ * 1. A data file's manifest bounds of `job_id` and `campaign_id`: a file none of whose range
+ *    holds a job of the run (nor a campaign it listed completely) is not opened.
+ * 2. A row group's Parquet statistics of the same columns, from the footer (one ranged read of
+ *    the file's tail): a group that cannot hold one is not read.
+ * 3. In the groups left, only the `job_id` column chunk (and `campaign_id`'s when a listing can
+ *    apply) is read, by byte range, and decoded one group at a time.
+ *
+ * Memory is one row group's ids per file being read, plus the positions found; no set of the
+ * table's ids is ever built. No index of our own: the `job_id` chunk, dictionary- and
+ * RLE-encoded with a job's rows next to each other, is smaller than such an index would be
+ * (measured: ~2.4 bytes a report a table, footers included, where an index needs at least a
+ * job id and a position), and it can never disagree with the data (a file rewritten by an
+ * engine's compaction needs no index rebuilt). What it reads still grows with the table when the run's jobs are spread over
+ * every file's range (a full listing, or changed jobs all over the id space); see BENCHMARKS.md,
+ * "iceberg-current at scale".
+ */
+
+import { zstdDecompressSync } from 'node:zlib';
+import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetRead } from 'hyparquet';
+import { ExporterError } from '../errors.js';
+import { readRange, type Storage } from '../storage/storage.js';
+import type { ManifestEntry } from './avro.js';
+import { keyOfLocation } from './commit.js';
+
+const compressors = {
+  ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)),
+};
+
+/**
+ * A footer read's first guess at the tail's size: our footers take ~1–2 KB per row group, so
+ * one read holds the footer of a file of a few row groups; hyparquet reads the rest of a larger
+ * one. Kept small: a small file's tail is most of it, and a column chunk inside it is served
+ * from the tail already read.
+ */
+const FOOTER_GUESS_BYTES = 16 * 1024;
+
+/**
+ * The rows a run supersedes in a current table: the rows of `jobs`, and the rows of a campaign
+ * of `listings` whose job that listing does not hold.
+ */
+export interface SupersedeRule {
+  /** Jobs whose older rows go: the jobs the run exported, and those whose report answered 404. */
+  readonly jobs: ReadonlySet<number>;
+  /** The job ids of each campaign the run listed completely (a campaign gone listed none). */
+  readonly listings: ReadonlyMap<number, ReadonlySet<number>>;
+}
+
+/** True when the rule supersedes a row of (`job`, `campaign`). */
+export const supersedes = (rule: SupersedeRule, job: number, campaign: number): boolean =>
+  rule.jobs.has(job) || rule.listings.get(campaign)?.has(job) === false;
+
+/** A rule with its job and campaign ids sorted, for range tests against bounds. */
+export interface SortedRule {
+  readonly rule: SupersedeRule;
+  readonly jobs: Float64Array;
+  readonly campaigns: Float64Array;
+}
+
+export function sortedRule(rule: SupersedeRule): SortedRule {
+  return {
+    rule,
+    jobs: Float64Array.from(rule.jobs).sort(),
+    campaigns: Float64Array.from(rule.listings.keys()).sort(),
+  };
+}
+
+/** True when the sorted `ids` hold a value in [`low`, `high`] (a missing bound is open). */
+export function anyWithin(ids: Float64Array, low?: number, high?: number): boolean {
+  if (ids.length === 0) return false;
+  // The first id at or above `low`, by binary search.
+  let lo = 0;
+  let hi = ids.length;
+  if (low !== undefined) {
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ids[mid]! < low) lo = mid + 1;
+      else hi = mid;
+    }
+  }
+  return lo < ids.length && (high === undefined || ids[lo]! <= high);
+}
+
+/** Which columns a range of rows must be read for: none when the rule cannot apply to it. */
+export function columnsFor(
+  sorted: SortedRule,
+  job: { low?: number; high?: number },
+  campaign: { low?: number; high?: number },
+): readonly ('job_id' | 'campaign_id')[] {
+  if (anyWithin(sorted.campaigns, campaign.low, campaign.high)) return ['job_id', 'campaign_id'];
+  if (anyWithin(sorted.jobs, job.low, job.high)) return ['job_id'];
+  return [];
+}
+
+/** A file's bounds of a bigint column of field id `field`, as numbers. */
+export function manifestBounds(entry: ManifestEntry, field: number): { low?: number; high?: number } {
+  const bound = (m: ManifestEntry['data_file']['lower_bounds']) => {
+    const value = m?.find((kv) => kv.key === field)?.value;
+    return value && value.length === 8 ? Number(value.readBigInt64LE()) : undefined;
+  };
+  const low = bound(entry.data_file.lower_bounds);
+  const high = bound(entry.data_file.upper_bounds);
+  return { ...(low !== undefined && { low }), ...(high !== undefined && { high }) };
+}
+
+/**
+ * True when a delete file's `file_path` bounds leave room for `path`. An upper bound may be cut
+ * (the spec allows truncated string bounds), so a path it is a prefix of is within.
+ */
+export function pathWithin(entry: ManifestEntry, fieldId: number, path: string): boolean {
+  const text = (m: ManifestEntry['data_file']['lower_bounds']) => {
+    const value = m?.find((kv) => kv.key === fieldId)?.value;
+    return value ? value.toString('utf8') : undefined;
+  };
+  const low = text(entry.data_file.lower_bounds);
+  const high = text(entry.data_file.upper_bounds);
+  return (low === undefined || path >= low) && (high === undefined || path <= high || path.startsWith(high));
+}
+
+/** An Iceberg data or delete file as hyparquet reads it (see {@link rangedKey}). */
+function rangedBuffer(storage: Storage, location: string, byteLength: number): AsyncBuffer {
+  return rangedKey(storage, keyOfLocation(storage, location), byteLength);
+}
+
+/**
+ * An object of storage as hyparquet reads it: by byte range, `byteLength` known beforehand
+ * (from the manifest or the run's file list). The last tail read is kept, and a range inside it
+ * is cut from it instead of read again.
+ */
+function rangedKey(storage: Storage, key: string, byteLength: number): AsyncBuffer {
+  let tail: { start: number; bytes: Uint8Array } | undefined;
+  return {
+    byteLength,
+    async slice(start: number, end = byteLength) {
+      let body: Uint8Array | undefined;
+      if (tail && start >= tail.start) body = tail.bytes.subarray(start - tail.start, end - tail.start);
+      else {
+        body = await readRange(storage, key, start, end);
+        if (!body) throw new ExporterError(`Parquet file ${key} is missing`, { retryable: true });
+        if (end === byteLength) tail = { start, bytes: body };
+      }
+      return body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
+    },
+  };
+}
+
+/** One row group's place in a file and its statistics of a column, as numbers. */
+interface GroupStats {
+  start: number;
+  rows: number;
+  stats(column: string): { low?: number; high?: number };
+}
+
+function groupsOf(metadata: FileMetaData): GroupStats[] {
+  let start = 0;
+  return metadata.row_groups.map((group) => {
+    const rows = Number(group.num_rows);
+    const out: GroupStats = {
+      start,
+      rows,
+      stats(column) {
+        const chunk = group.columns.find((c) => c.meta_data?.path_in_schema.join('.') === column);
+        const s = chunk?.meta_data?.statistics;
+        const asNumber = (v: unknown) =>
+          typeof v === 'bigint' || typeof v === 'number' ? Number(v) : undefined;
+        const low = asNumber(s?.min_value ?? s?.min);
+        const high = asNumber(s?.max_value ?? s?.max);
+        return { ...(low !== undefined && { low }), ...(high !== undefined && { high }) };
+      },
+    };
+    start += rows;
+    return out;
+  });
+}
+
+/** Reads `columns` of rows [`start`, `start + rows`) as numbers, column by column. */
+async function readIds(
+  file: AsyncBuffer,
+  metadata: FileMetaData,
+  columns: readonly string[],
+  start: number,
+  rows: number,
+): Promise<Record<string, Float64Array>> {
+  const out: Record<string, Float64Array> = {};
+  for (const c of columns) out[c] = new Float64Array(rows);
+  await parquetRead({
+    file,
+    metadata,
+    columns: [...columns],
+    rowStart: start,
+    rowEnd: start + rows,
+    compressors,
+    onChunk: ({ columnName, columnData, rowStart }) => {
+      const target = out[columnName]!;
+      for (let i = 0; i < columnData.length; i++) {
+        const at = rowStart - start + i;
+        if (at >= 0 && at < rows) target[at] = Number(columnData[i] as bigint | number);
+      }
+    },
+  });
+  return out;
+}
+
+/**
+ * Ascending row positions as runs of consecutive ones: a job's rows sit together in a file, so
+ * a run superseding whole jobs (or a whole file: 7.5M positions at 100k reports) keeps a few
+ * numbers per job, not one per row.
+ */
+export class PositionRuns {
+  /** Pairs: the first position of a run, and the one after its last. */
+  readonly #bounds: number[] = [];
+  count = 0;
+
+  /** Adds `pos`, greater than every position added before. */
+  add(pos: number): void {
+    const last = this.#bounds.length - 1;
+    if (last > 0 && this.#bounds[last] === pos) this.#bounds[last] = pos + 1;
+    else this.#bounds.push(pos, pos + 1);
+    this.count++;
+  }
+
+  *positions(): Generator<number> {
+    for (let i = 0; i < this.#bounds.length; i += 2) {
+      for (let pos = this.#bounds[i]!; pos < this.#bounds[i + 1]!; pos++) yield pos;
+    }
+  }
+}
+
+/** What a data file holds of the rule: the positions it supersedes, out of `rows`. */
+export interface FileHits {
+  rows: number;
+  /** Positions of live rows (not deleted before) that the rule supersedes. */
+  hits: PositionRuns;
+}
+
+/**
+ * The live rows of one data file that the rule supersedes, reading its footer and, of the row
+ * groups whose statistics can hold the rule's ids, the id columns it needs.
+ *
+ * @param deleted positions of the file already deleted (by earlier delete files), ascending
+ */
+export async function scanDataFile(
+  storage: Storage,
+  entry: ManifestEntry,
+  sorted: SortedRule,
+  deleted: readonly number[] = [],
+): Promise<FileHits> {
+  const file = rangedBuffer(storage, entry.data_file.file_path, Number(entry.data_file.file_size_in_bytes));
+  const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
+  const hits = new PositionRuns();
+  let nextDeleted = 0;
+  for (const group of groupsOf(metadata)) {
+    const columns = columnsFor(sorted, group.stats('job_id'), group.stats('campaign_id'));
+    if (columns.length === 0 || group.rows === 0) continue;
+    const ids = await readIds(file, metadata, columns, group.start, group.rows);
+    const jobs = ids.job_id!;
+    const campaigns = ids.campaign_id;
+    for (let i = 0; i < group.rows; i++) {
+      const pos = group.start + i;
+      while (nextDeleted < deleted.length && deleted[nextDeleted]! < pos) nextDeleted++;
+      if (deleted[nextDeleted] === pos) continue;
+      const job = jobs[i]!;
+      if (
+        sorted.rule.jobs.has(job) ||
+        (campaigns && sorted.rule.listings.get(campaigns[i]!)?.has(job) === false)
+      )
+        hits.add(pos);
+    }
+  }
+  return { rows: Number(metadata.num_rows), hits };
+}
+
+/**
+ * The (file_path, pos) rows of a position delete file, keeping the positions of `wanted` files
+ * only (in no particular order across delete files: sort before use); returns every file it
+ * names (its targets).
+ */
+export async function readDeleteFile(
+  storage: Storage,
+  entry: ManifestEntry,
+  wanted: ReadonlySet<string>,
+  into: Map<string, number[]>,
+): Promise<Set<string>> {
+  const file = rangedBuffer(storage, entry.data_file.file_path, Number(entry.data_file.file_size_in_bytes));
+  const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
+  const targets = new Set<string>();
+  for (const group of groupsOf(metadata)) {
+    const paths = new Array<string>(group.rows);
+    const positions = new Float64Array(group.rows);
+    await parquetRead({
+      file,
+      metadata,
+      columns: ['file_path', 'pos'],
+      rowStart: group.start,
+      rowEnd: group.start + group.rows,
+      compressors,
+      onChunk: ({ columnName, columnData, rowStart }) => {
+        for (let i = 0; i < columnData.length; i++) {
+          const at = rowStart - group.start + i;
+          if (at < 0 || at >= group.rows) continue;
+          if (columnName === 'file_path') paths[at] = columnData[i] as string;
+          else positions[at] = Number(columnData[i] as bigint | number);
+        }
+      },
+    });
+    for (let i = 0; i < group.rows; i++) {
+      const target = paths[i]!;
+      targets.add(target);
+      if (!wanted.has(target)) continue;
+      const list = into.get(target) ?? [];
+      list.push(positions[i]!);
+      into.set(target, list);
+    }
+  }
+  return targets;
+}
+
+/**
+ * The bigint `columns` of a Parquet object of `byteLength` bytes, one row group at a time, as
+ * numbers: only those column chunks are read, by byte range.
+ *
+ * @example
+ * for await (const { job_id } of idColumnGroups(storage, key, size, ['job_id'])) jobs.push(...job_id);
+ */
+export async function* idColumnGroups<C extends string>(
+  storage: Storage,
+  key: string,
+  byteLength: number,
+  columns: readonly C[],
+): AsyncGenerator<Record<C, Float64Array>> {
+  const file = rangedKey(storage, key, byteLength);
+  const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
+  for (const group of groupsOf(metadata)) {
+    if (group.rows > 0)
+      yield (await readIds(file, metadata, columns, group.start, group.rows)) as Record<C, Float64Array>;
+  }
+}
