@@ -208,9 +208,17 @@ export class S3Storage implements Storage {
         new GetObjectCommand({ Bucket: this.#bucket, Key: this.#prefix + key }),
       );
       // In Node the SDK's body is the response itself (an IncomingMessage): read as it arrives.
-      if (!(result.Body instanceof Readable))
-        throw new StorageError(`S3 sent no body stream for ${key}`, key);
-      return readableChunks(result.Body, failed);
+      if (result.Body instanceof Readable) return readableChunks(result.Body, failed);
+      // A body that is no Node stream (another runtime's, the simulation's bucket): read whole.
+      const body = result.Body;
+      if (body === undefined) throw new StorageError(`S3 sent no body for ${key}`, key);
+      return {
+        async *[Symbol.asyncIterator]() {
+          yield await body.transformToByteArray().catch((error: unknown) => {
+            throw failed(error);
+          });
+        },
+      };
     } catch (error) {
       if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;
       throw failed(error);
