@@ -101,18 +101,10 @@ function settings(env: NodeJS.ProcessEnv): Settings {
 }
 
 /** One invocation as seen from here: the child's own figures, or what sampling saw of a process that died. */
-interface Invocation {
+type Invocation = Omit<ChildFigures, 'closed' | 'process_cpu_seconds' | 'rss_before_mb'> & {
   outcome: 'closed' | 'returned' | 'crashed' | 'killed';
-  seconds: number;
-  cpu_seconds: number;
-  peak_rss_mb: number;
-  peak_heap_mb: number;
-  reads: number;
-  writes: number;
-  lists: number;
-  deletes: number;
   error?: string;
-}
+};
 
 /** CPU seconds (user + sys) and VmHWM of a live process, from /proc. */
 async function sampleProc(pid: number): Promise<{ cpu: number; hwm: number } | undefined> {
