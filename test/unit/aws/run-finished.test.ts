@@ -5,7 +5,7 @@ import {
   RunFinishedDetailSchema,
   runFinishedDetail,
 } from '../../../shared/aws/run-finished.js';
-import { buildManifest } from '../../../shared/export/run/closing.js';
+import { buildManifest } from '../../../shared/export/run/closing-tally.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { emptyRequestCounts } from '../../../shared/export/state/records.js';
 import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildManifest, ClosingTally } from '../../../../shared/export/run/closing.js';
+import { buildManifest, ClosingTally } from '../../../../shared/export/run/closing-tally.js';
 import { isComplete, type RunRecords } from '../../../../shared/export/run/run-records.js';
 import {
   DtSchema,
