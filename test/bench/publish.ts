@@ -13,12 +13,12 @@
  * are imported on demand by the parent. Longer than the house's ~400 lines: its parts (the
  * staged-run builder, the child, the request accounting) serve only this section.
  */
+
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { S3Client } from '@aws-sdk/client-s3';
 import { appendReportRows, campaignRow, jobRow } from '../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
@@ -33,6 +33,7 @@ import { LocalStorage } from '../../shared/storage/local.js';
 import { S3Storage, STREAM_PART_BYTES } from '../../shared/storage/s3.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import type { LocalAws, LoggedRequest } from '../helpers/fauxqs.js';
+import { loopbackS3Client } from '../helpers/loopback-s3.js';
 import { realisticReports } from '../helpers/realistic-reports.js';
 
 const tempDir = (prefix: string): Promise<string> => mkdtemp(join(tmpdir(), `${prefix}-`));
@@ -211,12 +212,7 @@ interface ChildFigures {
 
 function childStorage(target: ChildConfig['target']): Storage {
   if (target.kind === 'folder') return new LocalStorage(target.root);
-  const client = new S3Client({
-    endpoint: target.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    forcePathStyle: true,
-  });
+  const client = loopbackS3Client(target.endpoint);
   return new S3Storage({ bucket: BUCKET, prefix: target.prefix, client });
 }
 

@@ -6,7 +6,6 @@
  */
 
 import { readFile } from 'node:fs/promises';
-import { S3Client } from '@aws-sdk/client-s3';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { finishRun } from '../../shared/export/run/finish-run.js';
@@ -15,6 +14,7 @@ import { silentLog } from '../../shared/log.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { Storage } from '../../shared/storage/storage.js';
+import { loopbackS3Client } from '../helpers/loopback-s3.js';
 
 export type Target =
   | { kind: 'folder'; root: string }
@@ -75,12 +75,7 @@ export async function invokeFinish(deps: ExportDeps, config: ChildConfig): Promi
 
 function storageOf(target: Target): Storage {
   if (target.kind === 'folder') return new LocalStorage(target.root);
-  const client = new S3Client({
-    endpoint: target.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    forcePathStyle: true,
-  });
+  const client = loopbackS3Client(target.endpoint);
   return new S3Storage({ bucket: target.bucket, prefix: target.prefix, client });
 }
 

@@ -11,9 +11,10 @@
  * front of fauxqs' own handler, one write per key at a time, as S3 serialises them.
  */
 import type { AddressInfo } from 'node:net';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
+import { LOOPBACK_CREDENTIALS, LOOPBACK_REGION, loopbackS3Client } from './loopback-s3.js';
 
 export interface LoggedRequest {
   method: string;
@@ -41,9 +42,9 @@ export interface LocalAws {
   close(): Promise<void>;
 }
 
-const REGION = 'us-east-1';
+const REGION = LOOPBACK_REGION;
 // fauxqs accepts any credentials and never checks signatures.
-const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+const CREDENTIALS = LOOPBACK_CREDENTIALS;
 
 export interface LocalAwsOptions {
   /**
@@ -79,7 +80,7 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
 
   const clients: Array<{ destroy(): void }> = [];
   const s3Client = (): S3Client => {
-    const client = new S3Client({ endpoint, region: REGION, credentials: CREDENTIALS, forcePathStyle: true });
+    const client = loopbackS3Client(endpoint);
     clients.push(client);
     return client;
   };
