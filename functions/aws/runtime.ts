@@ -19,6 +19,7 @@ import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { TableFormat } from '../../shared/export/layout.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
+import { LAMBDA_API_RETRY } from '../../shared/export/run/time-budget.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
@@ -162,8 +163,9 @@ export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
         keySource: `the secret ${env.API_KEY_SECRET_ID}`,
         limiter,
         maxBodyBytes: bodyLimitBytes(env.MAX_BODY_MIB),
-        // A Lambda does not sleep through long waits: the message comes back later instead.
-        retry: { maxRetryAfterMs: 5_000, maxElapsedMs: 30_000 },
+        // A Lambda does not sleep through long waits: the message comes back later instead. The
+        // steps' time bounds (time-budget.ts) rest on this policy.
+        retry: LAMBDA_API_RETRY,
       });
     },
     get storage() {
