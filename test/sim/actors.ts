@@ -287,7 +287,7 @@ export async function unitHandler(world: World, actor: Actor, delivery: Delivery
 export async function finishHandler(
   world: World,
   actor: Actor,
-  limits: { timeoutMs: number; handOnShare: number; lease: boolean },
+  limits: { timeoutMs: number; handOnShare: number | undefined; lease: boolean },
 ): Promise<string[]> {
   const deps = depsFor(world, actor);
   const now = deps.now();

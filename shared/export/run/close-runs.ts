@@ -83,7 +83,17 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
   const result: CloseRunsResult = { closed: [], failures: [], handedOn: [] };
   let drained: boolean | undefined;
   const finish = { announce: options.announce, handOnAt: options.handOnAt, leaseMs: options.leaseMs };
+  // Whether this look has worked on a run's closing: it takes one at least, however late.
+  let closedOne = false;
   for (const [runId, folder] of await runFolders(deps)) {
+    // A run's closing started after the hand-on time could run past half the timeout: the next
+    // look takes the runs left (sweeping a closed one's folder is quick, and goes on).
+    const timeIsUp = options.handOnAt !== undefined && deps.now().getTime() >= options.handOnAt;
+    if (!folder.closed && closedOne && timeIsUp) {
+      deps.log.info('time is up: the next look takes the runs left', { run_id: runId });
+      result.handedOn.push(runId);
+      break;
+    }
     try {
       if (folder.closed) {
         await sweepClosedRun(
@@ -99,6 +109,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         // A CLI closing its own run right now: leave it to the CLI.
         if (closing.driver === 'local' && (await heldBy(deps, runId, options.now))) continue;
         // Its closing started and was cut short (a timeout, a hand-on, a second finisher): take it up.
+        closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: false });
         continue;
@@ -109,6 +120,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
       if (record.starting) {
         // A start that died after its first record: closed (failed) once start-run cannot be alive.
         if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
+        closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: true });
         continue;
@@ -129,6 +141,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         drained ??= await options.queuesDrained();
         deferUnreported = !drained;
       }
+      closedOne = true;
       const manifest = await finishRun(deps, runId, { force: true, deferUnreported, ...finish });
       if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
     } catch (error) {
