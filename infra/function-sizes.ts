@@ -29,7 +29,7 @@ export const FUNCTION_SIZES = {
     timeoutSeconds: 300,
     // No timeout setting: RUN_START_GRACE_MS (shared/export/run/start-run.ts) is this timeout.
     reason:
-      'Lists the campaigns and, after an interruption, closes the run left open (recovery): more memory for a very large run left open; its 5 minutes are how long finish-run lets a start take.',
+      'Lists the campaigns and, after an interruption, closes the run left open (recovery, for 30 s and outputs of 16 MB at most: recoveryLimits; finish-run publishes the rest); its 5 minutes are how long finish-run lets a start take.',
   },
   'plan-campaign': {
     memoryMb: 512,
@@ -47,6 +47,6 @@ export const FUNCTION_SIZES = {
     memoryMb: 1024,
     timeoutSeconds: 900,
     reason:
-      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
+      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts outputs for 180 s of its 900 so that the two in flight end within half of it (finisherLimits); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
   },
 } as const satisfies Record<string, FunctionSize>;
