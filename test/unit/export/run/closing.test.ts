@@ -359,6 +359,39 @@ describe('closing a run in steps', () => {
   });
 });
 
+describe('a finish-run look past its hand-on time', () => {
+  it('takes up no further run, and leaves it to the next look', async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const storage = new LocalStorage(await tempDir('closing-two-runs'));
+    // Two runs whose start failed: complete, each closed in one go (nothing to publish).
+    const runs = ['20261122T031500Z-aaaaaa', '20261122T031600Z-bbbbbb'];
+    const fatal = { message: 'API key expired (API_KEY_EXPIRED)' };
+    for (const run_id of runs)
+      await storage.put(
+        STATE_KEYS.runRecord(run_id),
+        encodeRecord(runRecord({ run_id, campaign_ids: [], fatal })),
+      );
+    const look = (announce: () => Promise<void>) =>
+      closeRuns(finisher(storage, clock), {
+        now: clock.now,
+        deadlineMs: 6 * 3600_000,
+        queuesDrained: async () => true,
+        announce,
+        ...finisherLimits(clock.now, 900_000),
+      });
+
+    // Closing the first run takes the look past its hand-on time.
+    const first = await look(async () => {
+      clock.now += 200_000;
+    });
+    const second = await look(async () => {});
+
+    expect(first.closed.map((c) => c.manifest.run_id)).toEqual([runs[0]]);
+    expect(first.handedOn).toEqual([runs[1]]);
+    expect(second.closed.map((c) => c.manifest.run_id)).toEqual([runs[1]]);
+  });
+});
+
 describe('a run cut by its deadline', () => {
   const deadlineMs = 6 * 3_600_000;
   const overdue = Date.parse('2026-11-22T03:15:00Z') + deadlineMs + 60_000;
