@@ -47,6 +47,6 @@ export const FUNCTION_SIZES = {
     memoryMb: 1024,
     timeoutSeconds: 900,
     reason:
-      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts outputs for 180 s of its 900 so that the two in flight end within half of it (finisherLimits); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
+      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts an output only if it can end within half its timeout (finisherLimits: a full 256 MB output not after 180 s of 900); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
   },
 } as const satisfies Record<string, FunctionSize>;

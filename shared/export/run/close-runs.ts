@@ -30,10 +30,12 @@ export interface CloseRunsOptions {
   /** Announces a closed run (called before its records are cleared). */
   announce(manifest: Manifest): Promise<void>;
   /**
-   * Epoch ms after which a closing starts no further step and is handed on to the next look
-   * (finish-run sets it well before its timeout). Absent: no limit.
+   * Epoch ms after which no further run is taken up, and (without `endBy`) a closing starts no
+   * further step and is handed on to the next look. Absent: no limit.
    */
   handOnAt?: number | undefined;
+  /** Epoch ms by which the finisher must have ended (`FinishOptions.endBy`). */
+  endBy?: number | undefined;
   /** The closing lease's length: longer than a finisher can live (`FinishOptions.leaseMs`). */
   leaseMs?: number | undefined;
 }
@@ -82,7 +84,12 @@ async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boo
 export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Promise<CloseRunsResult> {
   const result: CloseRunsResult = { closed: [], failures: [], handedOn: [] };
   let drained: boolean | undefined;
-  const finish = { announce: options.announce, handOnAt: options.handOnAt, leaseMs: options.leaseMs };
+  const finish = {
+    announce: options.announce,
+    handOnAt: options.handOnAt,
+    endBy: options.endBy,
+    leaseMs: options.leaseMs,
+  };
   // Whether this look has worked on a run's closing: it takes one at least, however late.
   let closedOne = false;
   for (const [runId, folder] of await runFolders(deps)) {

@@ -45,7 +45,7 @@ import {
 import { commitIcebergRun } from './commit-iceberg.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
 import type { PublishOptions } from './publish.js';
-import { HandedOn, publishClosing } from './publish-closing.js';
+import { HandedOn, publishClosing, tailMs } from './publish-closing.js';
 import {
   isComplete,
   isCompleteInStorage,
@@ -79,6 +79,12 @@ export interface FinishOptions {
    * that it ends within half its timeout (`finisherLimits`). Absent: no limit (CLI).
    */
   handOnAt?: number | undefined;
+  /**
+   * Epoch ms by which this finisher must have ended (`finisherLimits`): instead of `handOnAt`,
+   * an output is started only if it can end by then (`outputInFlightMs`), and the Iceberg commit
+   * and the steps after the publish only if their `tailMs` fits; else it hands on.
+   */
+  endBy?: number | undefined;
   /**
    * Outputs of more staged input than this are left to the next finisher (`HandedOn`): a
    * finisher with less time or CPU than finish-run's (start-run's recovery) writes small ones only.
@@ -194,6 +200,7 @@ async function publishAndRecord(
       const published = await publishClosing(deps, manifest, closing, {
         ...options.publish,
         handOnAt: options.handOnAt,
+        endBy: options.endBy,
         maxOutputBytes: options.maxOutputBytes,
       });
       files = published.files;
@@ -201,7 +208,7 @@ async function publishAndRecord(
       // The commit is the publish of an Iceberg run: its snapshots make the files visible.
       if (tableFormatOf(manifest) === 'iceberg') {
         // A finisher that published outputs and has no time left leaves the commit to the next.
-        if (published.written > 0) handOnIfDue(deps, options, manifest.run_id);
+        if (published.written > 0) handOnIfDue(deps, options, manifest, 2);
         await options.checkLock?.();
         iceberg = await commitIcebergRun(deps, manifest, files, published.footers);
         worked = true;
@@ -230,10 +237,17 @@ async function publishAndRecord(
   }
 }
 
-/** Throws `HandedOn` once the finisher's time is up. */
-function handOnIfDue(deps: ExportDeps, options: FinishOptions, runId: string): void {
-  if (options.handOnAt !== undefined && deps.now().getTime() >= options.handOnAt)
-    throw new HandedOn(`run ${runId}: its finisher's time is up; the next one goes on`);
+/**
+ * Throws `HandedOn` once the finisher's time is up: with `endBy`, when `steps` steps of the
+ * run's `tailMs` no longer fit before it (the Iceberg commit and what follows: 2; what follows: 1).
+ */
+function handOnIfDue(deps: ExportDeps, options: FinishOptions, manifest: Manifest, steps: number): void {
+  const now = deps.now().getTime();
+  const due =
+    options.endBy !== undefined
+      ? now + steps * tailMs(manifest.counts.jobs) > options.endBy
+      : options.handOnAt !== undefined && now >= options.handOnAt;
+  if (due) throw new HandedOn(`run ${manifest.run_id}: its finisher's time is up; the next one goes on`);
 }
 
 /** Freezes the closing from the run's records; `undefined` when there is nothing to close (yet). */
@@ -316,7 +330,7 @@ async function closeFrom(
   // A finisher that published and has no time left leaves the rest (the state, the records'
   // deletion: a minute or two at 1M reports) to the next, which starts with it; one that did
   // none of the publish goes on, so that every look makes progress.
-  if (worked) handOnIfDue(deps, options, runId);
+  if (worked) handOnIfDue(deps, options, manifest, 1);
   await recordTableFormat(deps.storage, manifest);
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
   // One campaign's outcomes at a time (a few in flight); applying them again changes nothing.

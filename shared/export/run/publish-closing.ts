@@ -40,23 +40,43 @@ export const OUTPUT_WORST_MS = 130_000;
 
 /**
  * What may still be running when a finisher stops starting outputs: PUBLISH_CONCURRENCY of them,
- * which share its CPU, so each takes that many times as long; then their records and the lease
- * given back (seconds).
+ * which share its CPU, so each takes that many times as long.
  */
-export const PUBLISH_IN_FLIGHT_WORST_MS = PUBLISH_CONCURRENCY * OUTPUT_WORST_MS + 10_000;
+export const PUBLISH_IN_FLIGHT_WORST_MS = PUBLISH_CONCURRENCY * OUTPUT_WORST_MS;
 
 /**
- * The limits of a finisher that has `remainingMs` to live: it starts no output once it could
- * still be writing at half its time (`time-budget.ts`): finish-run's 900 s hand on at 180 s, and
- * end by 450 s at worst. A `share` of the remaining time instead: the simulation's finishers.
- * It leases the closing for all of its time (it cannot outlive its timeout).
+ * How long an output of `bytes` of staged input may take with another beside it in flight, at
+ * finish-run's 1,024 MB: {@link OUTPUT_WORST_MS} per 256 MB, doubled for the CPU they share.
  */
-export const finisherLimits = (nowMs: number, remainingMs: number, share?: number) => ({
-  handOnAt:
-    nowMs +
-    (share === undefined ? stopStartingAfter(remainingMs, PUBLISH_IN_FLIGHT_WORST_MS) : remainingMs * share),
-  leaseMs: remainingMs,
-});
+export const outputInFlightMs = (bytes: number): number =>
+  (PUBLISH_IN_FLIGHT_WORST_MS * bytes) / DEFAULT_MAX_FILE_BYTES;
+
+/** A finisher's wrap-up once its last step ends: the outputs' records, the lease given back. */
+const FINISH_WRAP_UP_MS = 10_000;
+
+/**
+ * The steps after the publish (the Iceberg commit; the state, announcement and the records'
+ * deletion), by the run's jobs: a fixed part, and about 2 minutes for 1,000,000 jobs (the
+ * scale bench's second invocation deleted ~81,000 keys and applied ~10,000 campaigns' state; an
+ * estimate, not measured apart).
+ */
+export const tailMs = (jobs: number): number => 5_000 + jobs * 0.12;
+
+/**
+ * The limits of a finisher that has `remainingMs` to live, so that it ends within half its time
+ * (`time-budget.ts`): by `endBy` (half its time less the wrap-up), it starts an output only if
+ * the output could end by then ({@link outputInFlightMs}: a full 256 MB output not after 180 s of
+ * finish-run's 900, a small one until near the end), and the commit and the steps after the
+ * publish only if their {@link tailMs} fits; a further run is taken up only before `handOnAt`,
+ * when a full output and the steps after it still fit. A `share` of the remaining time
+ * instead: the simulation's finishers, which hand on at that point. It leases the closing for
+ * all of its time (it cannot outlive its timeout).
+ */
+export function finisherLimits(nowMs: number, remainingMs: number, share?: number) {
+  if (share !== undefined) return { handOnAt: nowMs + remainingMs * share, leaseMs: remainingMs };
+  const endBy = nowMs + stopStartingAfter(remainingMs, FINISH_WRAP_UP_MS);
+  return { endBy, handOnAt: Math.max(nowMs, endBy - PUBLISH_IN_FLIGHT_WORST_MS), leaseMs: remainingMs };
+}
 
 /**
  * start-run's recovery of a run left open starts no output after this (ms after it starts)...
@@ -121,7 +141,11 @@ export async function publishClosing(
   deps: Pick<ExportDeps, 'storage' | 'now'>,
   run: RunRef,
   closing: ClosingRecord,
-  options: PublishOptions & { handOnAt?: number | undefined; maxOutputBytes?: number | undefined } = {},
+  options: PublishOptions & {
+    handOnAt?: number | undefined;
+    endBy?: number | undefined;
+    maxOutputBytes?: number | undefined;
+  } = {},
 ): Promise<PublishedFiles> {
   const { storage } = deps;
   const runId = run.run_id;
@@ -146,8 +170,13 @@ export async function publishClosing(
     take(slot, file, footer);
   };
   // Every finisher writes one output at least before it hands on: each look makes progress.
-  const timeIsUp = () =>
-    options.handOnAt !== undefined && started > 0 && deps.now().getTime() >= options.handOnAt;
+  // With `endBy`, an output starts only if it can end by then; else none starts after `handOnAt`.
+  const timeIsUp = (bytes: number) => {
+    if (started === 0) return false;
+    const now = deps.now().getTime();
+    if (options.endBy !== undefined) return now + outputInFlightMs(bytes) > options.endBy;
+    return options.handOnAt !== undefined && now >= options.handOnAt;
+  };
   let started = 0;
   const start = async (plan: OutputPlan) => {
     const slot = slots.push(undefined) - 1;
@@ -157,11 +186,10 @@ export async function publishClosing(
     }
     while (inFlight.size >= PUBLISH_CONCURRENCY) await Promise.race(inFlight);
     if (failure) return;
+    const bytes = plan.inputs.reduce((n, input) => n + input.bytes, 0);
     // An output too large for this finisher's time is left to one that has it (start-run's recovery).
-    const tooLarge =
-      options.maxOutputBytes !== undefined &&
-      plan.inputs.reduce((n, input) => n + input.bytes, 0) > options.maxOutputBytes;
-    if (handedOn || timeIsUp() || tooLarge) {
+    const tooLarge = options.maxOutputBytes !== undefined && bytes > options.maxOutputBytes;
+    if (handedOn || timeIsUp(bytes) || tooLarge) {
       handedOn = true;
       return;
     }

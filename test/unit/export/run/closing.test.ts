@@ -19,6 +19,7 @@ import {
   finisherLimits,
   HandedOn,
   OUTPUT_WORST_MS,
+  outputInFlightMs,
   PUBLISH_IN_FLIGHT_WORST_MS,
   RECOVERY_OUTPUT_BYTES,
   RECOVERY_STOP_MS,
@@ -190,7 +191,7 @@ describe('closing a run in steps', () => {
     expect(await bytesOf(stepped, manifest!.files)).toEqual(await bytesOf(whole, once!.files));
   });
 
-  it("starts no output past finish-run's hand-on time, so that the outputs in flight end within half its timeout", async () => {
+  it("starts an output only if it can end within half finish-run's timeout", async () => {
     const timeoutMs = FUNCTION_SIZES['finish-run'].timeoutSeconds * 1000;
     /** Each output takes this much of the look's time. */
     const outputMs = 40_000;
@@ -217,16 +218,16 @@ describe('closing a run in steps', () => {
     });
 
     await expect(look).rejects.toBeInstanceOf(HandedOn);
-    const stopMs = limits.handOnAt - startedAt;
-    // finish-run's 900 s: no output started after 180 s.
-    expect(stopMs).toBe(180_000);
-    expect(starts.length).toBe(Math.ceil(stopMs / outputMs));
-    for (const at of starts) expect(at).toBeLessThan(stopMs);
-    // The last output started, and the one beside it, may take the longest an output can: the
-    // look still ends within half its timeout.
-    expect(Math.max(...starts) + PUBLISH_IN_FLIGHT_WORST_MS).toBeLessThanOrEqual(
-      MAX_TIMEOUT_SHARE * timeoutMs,
-    );
+    // finish-run's 900 s: it must end by 440 s (half, less its wrap-up); an output starts only if
+    // it can end by then with another beside it. These are small: they start until near the end.
+    const endBy = limits.endBy! - startedAt;
+    expect(endBy).toBe(440_000);
+    for (const at of starts) expect(at + outputInFlightMs(MAX_FILE_BYTES)).toBeLessThanOrEqual(endBy);
+    // And it did not stop early: the next would have started at the clock that ended the last.
+    expect(Math.max(...starts) + outputMs + outputInFlightMs(MAX_FILE_BYTES)).toBeGreaterThan(endBy);
+    // A full output, 256 MB of staged input, may take 260 s beside another: none starts after 180 s.
+    expect(endBy - outputInFlightMs(DEFAULT_MAX_FILE_BYTES)).toBe(180_000);
+    expect(180_000 + PUBLISH_IN_FLIGHT_WORST_MS).toBeLessThanOrEqual(MAX_TIMEOUT_SHARE * timeoutMs);
   });
 
   it("leaves outputs too large for start-run's recovery to the next finisher, which ends with the manifest of one close", async () => {
