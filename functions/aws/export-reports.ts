@@ -29,6 +29,9 @@ export async function exportReportsHandler(
   // One unit at a time: each fetches its reports concurrently, and memory stays one unit's worth.
   return eachMessage(event, source, async (record) => {
     const unit = UnitSchema.parse(JSON.parse(record.body));
+    // A unit reached after the invocation's time for requests (behind a slow one of its batch)
+    // sends none: it goes on in a new message as one cut short does, not counted as a failure.
+    const reachedLate = msUntilStop() <= 0;
     // Reports this delivery got an outcome for: the progress a unit handed on must have made.
     let decided = 0;
     // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
@@ -47,11 +50,12 @@ export async function exportReportsHandler(
     const summary = exported.value;
     countFatal(summary.fatal);
     const pending = summary.fatal ? 0 : pendingJobs(summary);
-    if (pending > 0 && decided > 0 && msUntilStop() <= 0) {
+    if (pending > 0 && (decided > 0 || reachedLate) && msUntilStop() <= 0) {
       // Cut by the invocation's time, not failing: the rest goes on in a new message, which
       // counts no delivery towards maxReceiveCount (as plan-campaign's listing does). Each one
-      // gets some reports first, so the chain ends with the unit. Sent before this one is
-      // deleted: a crash in between leaves two deliveries, which resume from one summary.
+      // gets some reports first, or had no time at all, so the chain ends with the unit. Sent
+      // before this one is deleted: a crash in between leaves two deliveries, which resume from
+      // one summary.
       await sendAll(clients.sqs, queueUrl, [unit]);
       logger.info('unit handed on before the deadline', { run_id: unit.run_id, unit: unit.unit, pending });
       return;

@@ -110,4 +110,35 @@ describe('export-reports near its timeout', () => {
     expect(Object.values(done.jobs).every((r) => r.outcome === 'exported')).toBe(true);
     for (const job of jobs) expect(bed.sim.stats.reportRequestsByJob.get(job.id)).toBe(1);
   });
+
+  it('hands on a unit its batch reached after the time for requests, without a request and without counting a failure', async () => {
+    const jobs = bed.sim.dataset.campaigns[0]!.jobs.filter((j) => j.state === 'published').slice(
+      JOBS,
+      2 * JOBS,
+    );
+    const unitOf = (name: string, part: typeof jobs): Unit => ({
+      run_id: RUN_ID,
+      dt: '2026-11-22',
+      mode: 'full',
+      campaign_id: part[0]!.campaignId,
+      unit: name,
+      jobs: part.map((j) => ({ job_id: j.id, fp: `fp-${j.id}` })),
+    });
+    const slow = unitOf('c1-u1', jobs.slice(0, 6));
+    const late = unitOf('c1-u2', jobs.slice(6, 8));
+    sqs.resetHistory();
+    bed.sim.resetStats();
+    const slowApi = {
+      ...context('export-reports'),
+      getRemainingTimeInMillis: () => TIMEOUT_MS - bed.sim.stats.byEndpoint.report * REPORT_MS,
+    };
+
+    const result = await exportReports(sqsEvent([{ body: slow }, { body: late, receiveCount: 4 }]), slowApi);
+
+    expect(result).toEqual({ batchItemFailures: [] });
+    // The first unit used the time (four reports); the second sent nothing, and both go on.
+    expect(bed.sim.stats.byEndpoint.report).toBe(4);
+    expect(sentTo(QUEUE_URLS.report).map((m) => UnitSchema.parse(m).unit)).toEqual(['c1-u1', 'c1-u2']);
+    expect(sqs.commandCalls(ChangeMessageVisibilityCommand)).toEqual([]);
+  });
 });
