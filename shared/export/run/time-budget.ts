@@ -1,7 +1,7 @@
 /**
  * How long a Lambda invocation may run, and the longest single steps that bound rests on. Issue
  * 31's target: no invocation over half its timeout, what is left going to the next one (a new
- * plan message, the next finish-run look, the unit's next delivery). The other half absorbs
+ * plan or report message, the next finish-run look). The other half absorbs
  * what the estimates below do not know (a slower CPU, a slower API), so that a step late by that
  * much still ends before its timeout and keeps what it did.
  *
