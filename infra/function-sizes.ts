@@ -29,13 +29,13 @@ export const FUNCTION_SIZES = {
     timeoutSeconds: 300,
     // No timeout setting: RUN_START_GRACE_MS (shared/export/run/start-run.ts) is this timeout.
     reason:
-      'Lists the campaigns and, after an interruption, closes the run left open (recovery): more memory for a very large run left open; its 5 minutes are how long finish-run lets a start take.',
+      'Lists the campaigns and, after an interruption, closes the run left open (recovery, for 30 s and outputs of 16 MB at most: recoveryLimits; finish-run publishes the rest); its 5 minutes are how long finish-run lets a start take.',
   },
   'plan-campaign': {
     memoryMb: 512,
     timeoutSeconds: 300,
     reason:
-      "Lists one campaign's jobs, 100 a page one after another: a campaign of 100,000 jobs is 1,000 pages (3.5 s CPU, 320 MB), which a slow API can stretch past 5 minutes; raise the timeout for such campaigns.",
+      "Lists one campaign's jobs, 100 a page one after another: a campaign of 100,000 jobs is 1,000 pages (3.5 s CPU, 320 MB); the listing is checkpointed and handed on to a new message within half the timeout (no page started after 55 s of 300), so a longer timeout only means fewer hand-ons.",
   },
   'export-reports': {
     memoryMb: 1024,
@@ -47,6 +47,6 @@ export const FUNCTION_SIZES = {
     memoryMb: 1024,
     timeoutSeconds: 900,
     reason:
-      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
+      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts an output only if it can end within half its timeout (finisherLimits: a full 256 MB output not after 180 s of 900); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
   },
 } as const satisfies Record<string, FunctionSize>;

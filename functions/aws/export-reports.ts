@@ -1,26 +1,47 @@
 /**
  * export-reports (report queue): each message is a unit of up to UNIT_SIZE reports of one
- * campaign. A unit with jobs still pending (429 storm, 5xx) goes back to the queue with a
- * growing visibility timeout and resumes from its summary on the next delivery; on the last
- * delivery its pending jobs are left to end the run as failed (the next run asks again).
+ * campaign. An invocation sends requests for the first part of its time only (`exportSendMs`),
+ * so that it ends within half its timeout: a unit cut short by that, having got some of its
+ * reports, goes on in a new message. A unit with jobs still pending for other reasons (429
+ * storm, 5xx) goes back to the queue with a growing visibility timeout and resumes from its
+ * summary on the next delivery; on the last delivery its pending jobs are left to end the run as
+ * failed (the next run asks again).
  */
-import type { SQSEvent } from 'aws-lambda';
+import type { Context, SQSEvent } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
-import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
+import { exportSendMs, exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { UnitSchema } from '../../shared/export/state/records.js';
 import { required } from './env.js';
-import { eachMessage, receiveCountOf } from './queue.js';
+import { eachMessage, receiveCountOf, sendAll } from './queue.js';
 import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
 
-export async function exportReportsHandler(event: SQSEvent) {
-  const deps = await apiDeps();
-  const source = { sqs: clients.sqs, queueUrl: required(env, 'REPORT_QUEUE_URL'), log: coreLog };
+export async function exportReportsHandler(
+  event: SQSEvent,
+  context: Pick<Context, 'getRemainingTimeInMillis'>,
+) {
+  // The invocation's whole time, taken first: no request is sent past exportSendMs of it.
+  const timeoutMs = context.getRemainingTimeInMillis();
+  const msUntilStop = () => exportSendMs(timeoutMs) - (timeoutMs - context.getRemainingTimeInMillis());
+  const deps = await apiDeps({ msUntilStop });
+  const queueUrl = required(env, 'REPORT_QUEUE_URL');
+  const source = { sqs: clients.sqs, queueUrl, log: coreLog };
   // One unit at a time: each fetches its reports concurrently, and memory stays one unit's worth.
   return eachMessage(event, source, async (record) => {
     const unit = UnitSchema.parse(JSON.parse(record.body));
+    // A unit reached after the invocation's time for requests (behind a slow one of its batch)
+    // sends none: it goes on in a new message as one cut short does, not counted as a failure.
+    const reachedLate = msUntilStop() <= 0;
+    // Reports this delivery got an outcome for: the progress a unit handed on must have made.
+    let decided = 0;
     // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
-    const options = { resume: true, concurrency: env.REPORT_CONCURRENCY };
+    const options = {
+      resume: true,
+      concurrency: env.REPORT_CONCURRENCY,
+      onReport: (result: { outcome: string }) => {
+        if (result.outcome !== 'pending') decided++;
+      },
+    };
     const exported = await runStep(deps, unit.run_id, (d) => exportUnit(d, unit, options));
     if (!exported.ran) {
       logger.warn('unit of a finished run dropped', { run_id: unit.run_id, unit: unit.unit });
@@ -29,6 +50,16 @@ export async function exportReportsHandler(event: SQSEvent) {
     const summary = exported.value;
     countFatal(summary.fatal);
     const pending = summary.fatal ? 0 : pendingJobs(summary);
+    if (pending > 0 && (decided > 0 || reachedLate) && msUntilStop() <= 0) {
+      // Cut by the invocation's time, not failing: the rest goes on in a new message, which
+      // counts no delivery towards maxReceiveCount (as plan-campaign's listing does). Each one
+      // gets some reports first, or had no time at all, so the chain ends with the unit. Sent
+      // before this one is deleted: a crash in between leaves two deliveries, which resume from
+      // one summary.
+      await sendAll(clients.sqs, queueUrl, [unit]);
+      logger.info('unit handed on before the deadline', { run_id: unit.run_id, unit: unit.unit, pending });
+      return;
+    }
     if (pending > 0 && receiveCountOf(record) < env.MAX_RECEIVE_COUNT) {
       throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
         retryable: true,

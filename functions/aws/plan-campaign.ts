@@ -12,10 +12,15 @@ import { eachMessage, sendAll } from './queue.js';
 import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
 
 export async function planCampaignHandler(event: SQSEvent, context: Context) {
+  // The invocation's whole time, taken first: the listing stops starting pages in time to end
+  // within half of it (job-listing.ts `listingStopMs`).
+  const deadline = {
+    remainingMs: () => context.getRemainingTimeInMillis(),
+    timeoutMs: context.getRemainingTimeInMillis(),
+  };
   const deps = await apiDeps();
   const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
   const source = { sqs: clients.sqs, queueUrl: planQueueUrl, log: coreLog };
-  const deadline = { remainingMs: () => context.getRemainingTimeInMillis() };
   return eachMessage(event, source, async (record) => {
     const message = PlanMessageSchema.parse(JSON.parse(record.body));
     // A listing out of retries (5xx, 429) throws retryable: the message comes back later.

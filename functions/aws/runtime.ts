@@ -15,10 +15,12 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
+import { limiterUntil } from '../../shared/api/deadline-limiter.js';
 import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { TableFormat } from '../../shared/export/layout.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
+import { LAMBDA_API_RETRY } from '../../shared/export/run/time-budget.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
@@ -143,14 +145,19 @@ export async function readApiKey(fresh = false): Promise<string> {
   return parsed.data;
 }
 
-/** The core's dependencies for one invocation of a function that calls the API: reads the key first. */
-export async function apiDeps(): Promise<ExportDeps> {
-  return exportDeps({ apiKey: await readApiKey() });
+/**
+ * The core's dependencies for one invocation of a function that calls the API: reads the key
+ * first. `msUntilStop`: no request is sent once it is zero or less (the invocation's time for
+ * requests is up: `limiterUntil`), and its callers get a retryable `not sent` outcome.
+ */
+export async function apiDeps(options: { msUntilStop?: () => number } = {}): Promise<ExportDeps> {
+  return exportDeps({ apiKey: await readApiKey(), ...options });
 }
 
 /** The core's dependencies, with the API key to use (none: the function does not call the API). */
-export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
+export function exportDeps(key: { apiKey?: unknown; msUntilStop?: () => number } = {}): ExportDeps {
   const apiKey = typeof key.apiKey === 'string' ? key.apiKey : undefined;
+  const { msUntilStop } = key;
   return {
     api: () => {
       if (apiKey === undefined) throw new ConfigError('this function does not call the Integration API');
@@ -160,10 +167,12 @@ export function exportDeps(key: { apiKey?: unknown } = {}): ExportDeps {
         apiKey,
         refreshApiKey: () => readApiKey(true),
         keySource: `the secret ${env.API_KEY_SECRET_ID}`,
-        limiter,
+        // The container's limiter, for this invocation only until its time for requests is up.
+        limiter: msUntilStop ? limiterUntil(limiter, msUntilStop) : limiter,
         maxBodyBytes: bodyLimitBytes(env.MAX_BODY_MIB),
-        // A Lambda does not sleep through long waits: the message comes back later instead.
-        retry: { maxRetryAfterMs: 5_000, maxElapsedMs: 30_000 },
+        // A Lambda does not sleep through long waits: the message comes back later instead. The
+        // steps' time bounds (time-budget.ts) rest on this policy.
+        retry: LAMBDA_API_RETRY,
       });
     },
     get storage() {

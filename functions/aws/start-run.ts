@@ -14,11 +14,14 @@ import {
 } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
+import type { SizeEstimate } from '../../shared/export/run/estimate.js';
 import { estimateTime } from '../../shared/export/run/estimate.js';
 import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
-import { sizeOfRun } from '../../shared/export/run/job-counts.js';
-import { finisherLimits } from '../../shared/export/run/publish-closing.js';
-import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
+import { sizeBeforeStart, sizeOfRun } from '../../shared/export/run/job-counts.js';
+import { recoveryLimits } from '../../shared/export/run/publish-closing.js';
+import { FIRST_RECORD_GRACE_MS, RUN_START_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
+import { REQUEST_WORST_MS, stopStartingAfter } from '../../shared/export/run/time-budget.js';
+import { lockedError, lockHolder } from '../../shared/export/state/lock.js';
 import type { RunRecord } from '../../shared/export/state/records.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
@@ -39,14 +42,19 @@ import {
 /** The lock of a queue-carried run outlives its deadline by this much (finish-run looks every 5 minutes). */
 const QUEUE_LOCK_MARGIN_MINUTES = 15;
 /**
- * A full run's estimate asks no more after this: a minute of start-run's five, enough for
- * DEFAULT_MAX_COUNTED counts at 1 req/s; what was counted by then stands.
+ * What start-run does after its estimate: sends a plan message per campaign (ten a request),
+ * seconds even for thousands of campaigns.
  */
-const ESTIMATE_TIME_MS = 60_000;
+const START_WRAP_UP_MS = 10_000;
 /** The lock's owner for runs the Lambdas carry (a CLI writes `pid@host`). */
 const LOCK_OWNER = 'aws-lambda';
 
 export async function startRunHandler(event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) {
+  const startedAt = Date.now();
+  // The invocation's whole time (start-run's timeout is RUN_START_GRACE_MS): a full run's
+  // estimate starts no request past the point that keeps the invocation within half of it.
+  const timeoutMs = context?.getRemainingTimeInMillis() ?? RUN_START_GRACE_MS;
+  const estimateStopAt = startedAt + stopStartingAfter(timeoutMs, REQUEST_WORST_MS + START_WRAP_UP_MS);
   const input = StartRunEventSchema.parse(event ?? {});
   const refused = backfillBeforeProjection(input.date, env.PROJECTION_START_DATE);
   if (refused !== undefined) {
@@ -56,6 +64,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     });
     return { status: 'refused', reason: refused };
   }
+  if (input.estimate === 'only') return estimateOnly(await apiDeps(), estimateStopAt);
   const deps = await withCatalog(await apiDeps());
   // A start that starts no run gives its scheduled time back: a later delivery may start one.
   let release = async () => {};
@@ -98,9 +107,9 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce,
-      ...(context && {
-        recovery: finisherLimits(deps.now().getTime(), context.getRemainingTimeInMillis(), RECOVERY_SHARE),
-      }),
+      // A run left open is closed only as far as start-run's time allows (small outputs, for
+      // RECOVERY_STOP_MS); finish-run's next look publishes the rest.
+      ...(context && { recovery: recoveryLimits(deps.now().getTime(), context.getRemainingTimeInMillis()) }),
     });
   } catch (error) {
     await giveBack();
@@ -119,8 +128,12 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     logger.error('run failed at start', { ...started.record.fatal });
     return { run_id: runId, status: 'failed', error: started.record.fatal.message };
   }
-  // A full run says how long it takes, before its campaigns are planned (aws start prints it).
-  const estimate = input.mode === 'full' ? await estimateFullRun(deps, started.record) : undefined;
+  // A full run says how long it takes, before its campaigns are planned (logged; `aws start`
+  // asked for it before the start, and skips it here).
+  const estimate =
+    input.mode === 'full' && input.estimate !== 'skip'
+      ? await estimateFullRun(deps, started.record, estimateStopAt)
+      : undefined;
   const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
   try {
     await sendAll(clients.sqs, required(env, 'PLAN_QUEUE_URL'), messages);
@@ -139,12 +152,21 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
  * A full run's size (its campaigns' job totals, requests recorded for the manifest) at the
  * stack's rate and deadline; logged, and answered for `aws start`. None when it could not count.
  */
-async function estimateFullRun(deps: ExportDeps, record: RunRecord): Promise<FullRunEstimate | undefined> {
+async function estimateFullRun(
+  deps: ExportDeps,
+  record: RunRecord,
+  stopAt: number,
+): Promise<FullRunEstimate | undefined> {
   const size = await sizeOfRun(deps, record, {
-    stopAt: deps.now().getTime() + ESTIMATE_TIME_MS,
+    stopAt,
     keep: (requests) => recordUnrecordedRequests(deps, record.run_id, requests),
   });
   if (!size) return undefined;
+  return logEstimate(size);
+}
+
+/** The stack's pace for a run of `size`, logged as `full run estimated`. */
+function logEstimate(size: SizeEstimate): FullRunEstimate {
   const estimate: FullRunEstimate = {
     size,
     rate: deploymentRate(env),
@@ -162,10 +184,21 @@ async function estimateFullRun(deps: ExportDeps, record: RunRecord): Promise<Ful
 }
 
 /**
- * A run left open that start-run closes (its deadline and the finisher's lock margin passed) is
- * closed for a third of the time start-run has, under the closing lease; a large closing is then
- * handed on to finish-run, which takes it up on its next look.
+ * `{"estimate": "only"}`: a full run's size and the stack's pace, and no run started (no lock,
+ * nothing written): `aws start --full` says it before it starts the run. An output another run
+ * holds is answered `skipped` before any request, as the start would be. A key or an API that
+ * fails is answered as `error`: the start that follows meets it and says it.
  */
-const RECOVERY_SHARE = 1 / 3;
+async function estimateOnly(deps: ExportDeps, stopAt: number) {
+  const held = await lockHolder(deps.storage, deps.now(), FIRST_RECORD_GRACE_MS);
+  if (held) return { status: 'skipped', reason: describeError(lockedError(deps.storage, held)) };
+  try {
+    const size = await sizeBeforeStart(deps, { stopAt });
+    return { status: 'estimated', estimate: logEstimate(size) };
+  } catch (error) {
+    logger.warn('could not estimate the full run', { error: describeError(error) });
+    return { status: 'estimated', error: describeError(error) };
+  }
+}
 
 export const handler = lambdaHandler(startRunHandler);

@@ -9,7 +9,11 @@ import { parseArgs } from 'node:util';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import * as z from 'zod';
-import { backfillBeforeProjection, type StartRunEvent } from '../../shared/aws/payloads.js';
+import {
+  backfillBeforeProjection,
+  type FullRunEstimate,
+  type StartRunEvent,
+} from '../../shared/aws/payloads.js';
 import { DEFAULT_STAGE, stackNameOf } from '../../shared/aws/stack-name.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
 import { DtSchema, RunIdSchema } from '../../shared/export/state/records.js';
@@ -46,8 +50,9 @@ the SDK finds (AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a role).
 Commands:
   start [--full | --incremental] [--date YYYY-MM-DD]
         invokes start-run and waits for its answer; prints the run id on stdout. A full run
-        first counts its campaigns' jobs and says on stderr how long it takes at the stack's
-        rateCeiling, what its runDeadlineMinutes leaves to later runs and what shortens it. --date names
+        first has start-run count its campaigns' jobs (starting nothing) and says on stderr how
+        long it takes at the stack's rateCeiling, what its runDeadlineMinutes leaves to later
+        runs and what shortens it, then starts it. --date names
         the run's dt= partition (default: today, UTC): a backfill is --full with a --date,
         and lands today's state of the API under that date (the API keeps no history). A
         date before the stack's partition projection start (output ProjectionStartDate,
@@ -203,8 +208,21 @@ export async function awsCommand(
       }
       // No retries: an invocation lost on the way back may have started a run (aws-stack.ts).
       const lambda = io.lambda ?? new LambdaClient({ ...region, maxAttempts: 1 });
-      const outcome = await invokeStartRun(lambda, output(OUTPUT.startRunFunction), parsed.event);
-      return reportStart(outcome, out);
+      const startRun = output(OUTPUT.startRunFunction);
+      if (parsed.event.mode !== 'full')
+        return reportStart(await invokeStartRun(lambda, startRun, parsed.event), out);
+      // A full run says how long it takes before it starts: start-run answers the estimate
+      // alone (no lock, nothing written), then starts the run without counting again.
+      const estimated = await invokeStartRun(lambda, startRun, { ...parsed.event, estimate: 'only' });
+      // A stack deployed before `estimate` existed ignores it and starts the run: that is the start.
+      if (estimated.kind === 'answer' && estimated.answer.status !== 'estimated') {
+        if (estimated.answer.status === 'started' && estimated.answer.estimate)
+          stderr.write(`${awsEstimateLine(estimated.answer.estimate)}\n`);
+        return reportStart(estimated, out);
+      }
+      const estimate = sayEstimate(estimated, stderr);
+      const started = await invokeStartRun(lambda, startRun, { ...parsed.event, estimate: 'skip' });
+      return reportStart(withEstimate(started, estimate), out);
     }
     const storage = openStorage(output(OUTPUT.dataLocation), { ...region, ...io.storageOptions });
     if (parsed.sub === 'runs') return await showRuns(storage, parsed.limit, out);
@@ -222,6 +240,31 @@ interface Out {
   now: () => Date;
 }
 
+/**
+ * The estimate start-run answered, said on stderr before the run starts; or why there is none
+ * (the start goes on: it says the error itself if it meets one).
+ */
+function sayEstimate(outcome: StartOutcome, stderr: ProgressStream): FullRunEstimate | undefined {
+  if (outcome.kind === 'answer' && outcome.answer.status === 'estimated' && outcome.answer.estimate) {
+    stderr.write(`${awsEstimateLine(outcome.answer.estimate)}\n`);
+    return outcome.answer.estimate;
+  }
+  const why =
+    outcome.kind === 'error'
+      ? outcome.message
+      : outcome.answer.status === 'estimated'
+        ? (outcome.answer.error ?? 'start-run counted nothing')
+        : outcome.answer.status;
+  stderr.write(`full run: no estimate (${why}); starting it all the same\n`);
+  return undefined;
+}
+
+/** The start's answer with the estimate said before it (`--json` gives both, as one answer). */
+function withEstimate(outcome: StartOutcome, estimate: FullRunEstimate | undefined): StartOutcome {
+  if (!estimate || outcome.kind !== 'answer' || outcome.answer.status !== 'started') return outcome;
+  return { kind: 'answer', answer: { ...outcome.answer, estimate } };
+}
+
 /** start-run's answer as the run id (stdout) and one line (stderr); the exit code. */
 function reportStart(outcome: StartOutcome, { stdout, stderr, json }: Out): number {
   if (json) stdout.write(`${JSON.stringify(outcome.kind === 'answer' ? outcome.answer : outcome.payload)}\n`);
@@ -233,7 +276,6 @@ function reportStart(outcome: StartOutcome, { stdout, stderr, json }: Out): numb
   switch (answer.status) {
     case 'started':
       if (!json) stdout.write(`${answer.run_id}\n`);
-      if (answer.estimate) stderr.write(`${awsEstimateLine(answer.estimate)}\n`);
       stderr.write(
         `run ${answer.run_id} started: ${answer.campaigns} campaign(s) to plan; follow it with: aws status ${answer.run_id}\n`,
       );
@@ -252,6 +294,10 @@ function reportStart(outcome: StartOutcome, { stdout, stderr, json }: Out): numb
     case 'duplicate':
       stderr.write(`error: no run started: the scheduled time ${answer.scheduled_time} has had its start\n`);
       return AWS_EXIT.notStarted;
+    case 'estimated':
+      // Asked only with `estimate: only`, which reportStart is never given.
+      stderr.write('error: start-run answered an estimate where a start was asked; no run started\n');
+      return AWS_EXIT.failed;
   }
 }
 

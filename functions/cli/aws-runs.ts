@@ -7,7 +7,13 @@ import { RUNS_PREFIX, STATE_KEYS } from '../../shared/export/layout.js';
 import { type ClosingRecord, readClosing } from '../../shared/export/run/closing.js';
 import { openRuns } from '../../shared/export/run/finish-run.js';
 import { mapPool } from '../../shared/export/run/pool.js';
-import { isComplete, type RunRecords, readRunRecords } from '../../shared/export/run/run-records.js';
+import {
+  type CampaignRecords,
+  type RunRecords,
+  RunVanished,
+  readRunRecord,
+  recordsInStorage,
+} from '../../shared/export/run/run-records.js';
 import { type LockRecord, LockRecordSchema, lockIsFree } from '../../shared/export/state/lock.js';
 import {
   emptyCounts,
@@ -21,6 +27,8 @@ import {
   type Mode,
   parseRecord,
   type RequestCounts,
+  type RunRecord,
+  type UnitSummary,
 } from '../../shared/export/state/records.js';
 import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
 import type { Storage } from '../../shared/storage/storage.js';
@@ -60,80 +68,150 @@ export interface RunProgress {
 /** The errors shown for a run: the first few (the manifest counts them all). */
 const MAX_ERRORS = 5;
 
-/** A run's progress from its records (`readRunRecords`). */
-export function progressOf(records: RunRecords): RunProgress {
-  const { record, plans, units } = records;
-  const counts = emptyCounts();
-  counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
-  counts.campaigns_invalid = record.campaigns_invalid;
-  counts.duplicates = record.duplicates;
-  let requests = addRequestCounts(record.requests, records.unrecorded);
-  const errors: string[] = [];
-  // A run still starting carries the fatal error it would close with if its start died: not one yet.
-  if (record.fatal && !record.starting) errors.push(`run: ${record.fatal.message}`);
-  let unitsTotal = 0;
-  let unitsDone = 0;
-  let retrying = 0;
-  let waiting = 0;
-  for (const plan of plans.values()) {
-    requests = addRequestCounts(requests, plan.requests);
-    counts.duplicates += plan.duplicates;
-    if (plan.fatal) errors.push(`campaign ${plan.campaign_id}: ${plan.fatal.message}`);
-    if (plan.unlisted !== undefined) {
-      errors.push(`campaign ${plan.campaign_id} not listed: ${plan.unlisted}`);
-      continue;
+/**
+ * An open run's progress, tallied one campaign at a time: what it holds is the counts and the
+ * first errors, whatever the run's size (a run of a million reports has ~10,000 unit records).
+ */
+class ProgressTally {
+  private readonly counts = emptyCounts();
+  private requests: RequestCounts;
+  private readonly errors: string[] = [];
+  private errorsLeftOut = 0;
+  private units = { total: 0, done: 0 };
+  private retrying = 0;
+  private waiting = 0;
+  private planned = 0;
+  /** Every campaign planned and every planned job with a final outcome (`isComplete`'s rule). */
+  private complete = true;
+
+  constructor(
+    private readonly record: RunRecord,
+    unrecorded: RequestCounts,
+  ) {
+    this.counts.campaigns = record.campaign_ids.length + record.campaigns_invalid;
+    this.counts.campaigns_invalid = record.campaigns_invalid;
+    this.counts.duplicates = record.duplicates;
+    this.requests = addRequestCounts(record.requests, unrecorded);
+    // A run still starting carries the fatal error it would close with if its start died: not one yet.
+    if (record.fatal && !record.starting) this.error(`run: ${record.fatal.message}`);
+  }
+
+  /** Keeps the first MAX_ERRORS errors, and counts the others. */
+  private error(line: string): void {
+    if (this.errors.length < MAX_ERRORS) this.errors.push(line);
+    else this.errorsLeftOut++;
+  }
+
+  add({ campaignId, plan, units }: CampaignRecords): void {
+    if (!plan) {
+      this.complete = false;
+      return;
     }
-    counts.jobs += plan.jobs;
-    counts.reports_unchanged += plan.unchanged.length;
-    counts.reports_invalid += plan.jobs_invalid;
-    unitsTotal += plan.units.length;
+    this.planned++;
+    this.requests = addRequestCounts(this.requests, plan.requests);
+    this.counts.duplicates += plan.duplicates;
+    if (plan.fatal) this.error(`campaign ${campaignId}: ${plan.fatal.message}`);
+    // A campaign whose listing stopped cut no units: nothing of it is left to do.
+    if (plan.unlisted !== undefined) {
+      this.error(`campaign ${campaignId} not listed: ${plan.unlisted}`);
+      // Complete by finish-run's rule (`isComplete`) only when the units it names are done.
+      const done = (name: string) => {
+        const unit = units.get(name);
+        return unit !== undefined && Object.values(unit.jobs).every((r) => r.outcome !== 'pending');
+      };
+      if (!plan.units.every(done)) this.complete = false;
+      return;
+    }
+    this.counts.jobs += plan.jobs;
+    this.counts.reports_unchanged += plan.unchanged.length;
+    this.counts.reports_invalid += plan.jobs_invalid;
+    this.units.total += plan.units.length;
     let tried = 0;
     for (const name of plan.units) {
       const unit = units.get(name);
-      if (!unit) continue;
-      requests = addRequestCounts(requests, unit.requests);
-      if (unit.fatal) errors.push(`unit ${name}: ${unit.fatal.message}`);
+      if (!unit) {
+        this.complete = false;
+        continue;
+      }
+      this.requests = addRequestCounts(this.requests, unit.requests);
+      if (unit.fatal) this.error(`unit ${name}: ${unit.fatal.message}`);
       const results = Object.entries(unit.jobs);
       tried += results.length;
       let pending = 0;
       for (const [jobId, result] of results) {
         if (result.outcome === 'pending') pending++;
-        else counts[OUTCOME_COUNTER[result.outcome]]++;
+        else this.counts[OUTCOME_COUNTER[result.outcome]]++;
         if (result.outcome === 'failed' || result.outcome === 'pending')
-          errors.push(`job ${jobId} ${result.outcome}${result.detail ? `: ${result.detail}` : ''}`);
+          this.error(`job ${jobId} ${result.outcome}${result.detail ? `: ${result.detail}` : ''}`);
       }
-      retrying += pending;
-      if (pending === 0) unitsDone++;
+      this.retrying += pending;
+      if (pending === 0) this.units.done++;
+      else this.complete = false;
     }
-    waiting += plan.fetch.length - tried;
+    this.waiting += plan.fetch.length - tried;
   }
-  const campaignIds = new Set(record.campaign_ids);
-  const planned = [...plans.keys()].filter((id) => campaignIds.has(id)).length;
-  const phase: RunPhase = record.starting
-    ? 'starting'
-    : isComplete(records)
-      ? 'complete'
-      : planned < campaignIds.size
-        ? 'planning'
-        : 'exporting';
-  return {
-    run_id: record.run_id,
-    dt: record.dt,
-    mode: record.mode,
-    driver: record.driver,
-    started_at: record.started_at,
-    phase,
-    campaigns: { total: campaignIds.size, planned },
-    units: { total: unitsTotal, done: unitsDone },
-    counts,
-    retrying,
-    waiting,
-    requests,
-    errors:
-      errors.length > MAX_ERRORS
-        ? [...errors.slice(0, MAX_ERRORS), `… ${errors.length - MAX_ERRORS} more`]
-        : errors,
-  };
+
+  progress(): RunProgress {
+    const { record } = this;
+    const total = new Set(record.campaign_ids).size;
+    const phase: RunPhase = record.starting
+      ? 'starting'
+      : record.fatal || this.complete
+        ? 'complete'
+        : this.planned < total
+          ? 'planning'
+          : 'exporting';
+    return {
+      run_id: record.run_id,
+      dt: record.dt,
+      mode: record.mode,
+      driver: record.driver,
+      started_at: record.started_at,
+      phase,
+      campaigns: { total, planned: this.planned },
+      units: { ...this.units },
+      counts: this.counts,
+      retrying: this.retrying,
+      waiting: this.waiting,
+      requests: this.requests,
+      errors: this.errorsLeftOut > 0 ? [...this.errors, `… ${this.errorsLeftOut} more`] : [...this.errors],
+    };
+  }
+}
+
+/** A run's progress from its records held in memory (tests). */
+export function progressOf(records: RunRecords): RunProgress {
+  const tally = new ProgressTally(records.record, records.unrecorded);
+  for (const campaignId of records.record.campaign_ids) {
+    const plan = records.plans.get(campaignId);
+    const units = new Map<string, UnitSummary>();
+    for (const name of plan?.units ?? []) {
+      const unit = records.units.get(name);
+      if (unit) units.set(name, unit);
+    }
+    tally.add({ campaignId, plan, units });
+  }
+  return tally.progress();
+}
+
+/**
+ * A run's progress from its records in storage, read one campaign at a time (the closing's
+ * reader, `recordsInStorage`): its memory is one campaign's records. Undefined when the run has
+ * no records, or was closed while it was read.
+ */
+export async function progressInStorage(storage: Storage, runId: string): Promise<RunProgress | undefined> {
+  try {
+    const source = await recordsInStorage({ storage }, runId);
+    if (!source) return undefined;
+    const tally = new ProgressTally(source.record, source.unrecorded);
+    for await (const campaign of source.campaigns()) tally.add(campaign);
+    // Read last: a run closed meanwhile has lost its record, and its counts are its manifest's.
+    if (!(await readRunRecord({ storage }, runId))) return undefined;
+    return tally.progress();
+  } catch (error) {
+    if (error instanceof RunVanished) return undefined;
+    throw error;
+  }
 }
 
 /** What `status` found for one run id. */
@@ -150,8 +228,8 @@ export async function runState(storage: Storage, runId: string): Promise<RunStat
   if (!(await isClosed(storage, runId))) {
     const closing: ClosingRecord | undefined = await readClosing(deps, runId);
     if (closing) return { state: 'closing', manifest: closing.manifest };
-    const records = await readRunRecords(deps, runId);
-    if (records) return { state: 'open', progress: progressOf(records) };
+    const progress = await progressInStorage(storage, runId);
+    if (progress) return { state: 'open', progress };
   }
   const found = await findManifest(storage, runId);
   return found ? { state: 'closed', ...found } : { state: 'unknown' };

@@ -96,6 +96,12 @@ export const StartAnswerSchema = z.union([
   z.object({ status: z.literal('skipped'), reason: z.string() }),
   z.object({ status: z.literal('refused'), reason: z.string() }),
   z.object({ status: z.literal('duplicate'), scheduled_time: z.string(), claimed_at: z.string().optional() }),
+  /** `{"estimate": "only"}`: a full run's size and pace, or why it could not be counted; no run started. */
+  z.object({
+    status: z.literal('estimated'),
+    estimate: FullRunEstimateSchema.optional(),
+    error: z.string().optional(),
+  }),
 ]);
 export type StartAnswer = z.infer<typeof StartAnswerSchema>;
 

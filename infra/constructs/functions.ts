@@ -88,7 +88,12 @@ function defaultSize(name: FunctionName): Pick<FunctionSettings, 'timeout' | 'me
   };
 }
 
-/** A batch must fit in a third of the timeout at the rate ceiling; the rest absorbs latency and retries. */
+/**
+ * A batch must fit in a third of the timeout at the rate ceiling; the rest absorbs latency and
+ * retries. At the 300 s default that is the time export-reports sends requests for
+ * (`exportSendMs`, which keeps an invocation within half its timeout): a batch at the configured
+ * pace is not cut short; a slower API's is, and goes on in a new message.
+ */
 const EXPORT_TIME_SHARE = 3;
 /**
  * How many times over an answer is held while it is read and parsed (the chunks, their
@@ -188,6 +193,8 @@ export class ExporterFunctions extends Construct {
         // The lever that bounds the load on the API: at most this many concurrent batches.
         consume: { batchSize: config.reportBatchSize, maxConcurrency: config.reportMaxConcurrency },
       })
+      // A unit cut short by the invocation's time goes on in a new message of its own.
+      .bindReportQueue(queues.report.queue, 'send')
       // The last delivery keeps its message: pending jobs end the run failed, not in the DLQ.
       .configure('MAX_RECEIVE_COUNT', config.maxReceiveCount);
 

@@ -93,7 +93,8 @@ export interface RequestStats {
   byStatus: Record<string, number>;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
+/** How long one request may take, its answer read whole, unless `requestTimeoutMs` says otherwise. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_KEY_SOURCE = 'the configured API key';
 
 type Interpret<T> = (answer: Classified) => Step<T>;

@@ -19,6 +19,13 @@ export const StartRunEventSchema = z.object({
   mode: ModeSchema.default('incremental'),
   date: DtSchema.optional(),
   scheduled_time: z.iso.datetime({ offset: true }).optional(),
+  /**
+   * A full run's estimate (its size from the listings' totals, at the stack's pace): `only`
+   * answers it and starts nothing (no lock, nothing written: `aws start --full` says it before
+   * it starts the run); `skip` starts the run without it (said already). Absent: a full run
+   * estimates itself before its campaigns are planned, and logs it.
+   */
+  estimate: z.enum(['only', 'skip']).optional(),
 });
 export type StartRunEvent = z.input<typeof StartRunEventSchema>;
 

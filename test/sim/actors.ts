@@ -249,7 +249,7 @@ export async function planHandler(
   // A fault: an API so slow that the invocation's time runs out after each page. The listing
   // is then checkpointed and handed on page by page, through every interleaving of the seed.
   const slowApi = world.sim.faultsOn && actor.rng.chance(PLAN_OUT_OF_TIME);
-  const deadline = { remainingMs: () => (slowApi ? 0 : startedAt + timeoutMs - world.sim.now) };
+  const deadline = { remainingMs: () => (slowApi ? 0 : startedAt + timeoutMs - world.sim.now), timeoutMs };
   await eachMessage(world, actor, world.planQueue, delivery, async () => {
     const message = PlanMessageSchema.parse(delivery.message.body);
     const planned = await runStep(deps, message.run_id, (d) =>
@@ -287,7 +287,7 @@ export async function unitHandler(world: World, actor: Actor, delivery: Delivery
 export async function finishHandler(
   world: World,
   actor: Actor,
-  limits: { timeoutMs: number; handOnShare: number; lease: boolean },
+  limits: { timeoutMs: number; handOnShare: number | undefined; lease: boolean },
 ): Promise<string[]> {
   const deps = depsFor(world, actor);
   const now = deps.now();

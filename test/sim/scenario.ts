@@ -9,7 +9,6 @@
  * Then the invariants are read from the bucket.
  */
 
-import { FINISH_HAND_ON_SHARE } from '../../shared/export/run/publish-closing.js';
 import type { Mode, TableFormat } from '../../shared/export/state/records.js';
 import {
   Announcer,
@@ -277,7 +276,7 @@ async function simulate(
   const finishLimits = () => ({
     timeoutMs: FINISH_TIMEOUT_MS,
     lease: scenario.finishLease,
-    handOnShare: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn) ? 0 : FINISH_HAND_ON_SHARE,
+    handOnShare: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn) ? 0 : undefined,
   });
 
   const startTicks = () =>

@@ -30,10 +30,12 @@ export interface CloseRunsOptions {
   /** Announces a closed run (called before its records are cleared). */
   announce(manifest: Manifest): Promise<void>;
   /**
-   * Epoch ms after which a closing starts no further step and is handed on to the next look
-   * (finish-run sets it well before its timeout). Absent: no limit.
+   * Epoch ms after which no further run is taken up, and (without `endBy`) a closing starts no
+   * further step and is handed on to the next look. Absent: no limit.
    */
   handOnAt?: number | undefined;
+  /** Epoch ms by which the finisher must have ended (`FinishOptions.endBy`). */
+  endBy?: number | undefined;
   /** The closing lease's length: longer than a finisher can live (`FinishOptions.leaseMs`). */
   leaseMs?: number | undefined;
 }
@@ -82,8 +84,23 @@ async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boo
 export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Promise<CloseRunsResult> {
   const result: CloseRunsResult = { closed: [], failures: [], handedOn: [] };
   let drained: boolean | undefined;
-  const finish = { announce: options.announce, handOnAt: options.handOnAt, leaseMs: options.leaseMs };
+  const finish = {
+    announce: options.announce,
+    handOnAt: options.handOnAt,
+    endBy: options.endBy,
+    leaseMs: options.leaseMs,
+  };
+  // Whether this look has worked on a run's closing: it takes one at least, however late.
+  let closedOne = false;
   for (const [runId, folder] of await runFolders(deps)) {
+    // A run's closing started after the hand-on time could run past half the timeout: the next
+    // look takes the runs left (sweeping a closed one's folder is quick, and goes on).
+    const timeIsUp = options.handOnAt !== undefined && deps.now().getTime() >= options.handOnAt;
+    if (!folder.closed && closedOne && timeIsUp) {
+      deps.log.info('time is up: the next look takes the runs left', { run_id: runId });
+      result.handedOn.push(runId);
+      break;
+    }
     try {
       if (folder.closed) {
         await sweepClosedRun(
@@ -99,6 +116,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         // A CLI closing its own run right now: leave it to the CLI.
         if (closing.driver === 'local' && (await heldBy(deps, runId, options.now))) continue;
         // Its closing started and was cut short (a timeout, a hand-on, a second finisher): take it up.
+        closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: false });
         continue;
@@ -109,6 +127,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
       if (record.starting) {
         // A start that died after its first record: closed (failed) once start-run cannot be alive.
         if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
+        closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: true });
         continue;
@@ -129,6 +148,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         drained ??= await options.queuesDrained();
         deferUnreported = !drained;
       }
+      closedOne = true;
       const manifest = await finishRun(deps, runId, { force: true, deferUnreported, ...finish });
       if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
     } catch (error) {

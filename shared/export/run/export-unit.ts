@@ -5,7 +5,7 @@
  * pending and names its files by attempt; only files its summary lists are ever published, so
  * no (job_id, run_id) gets rows twice, even when a delivery died between its files and its summary.
  */
-import type { ReportOutcome, ValidationIssue } from '../../api/client.js';
+import { DEFAULT_TIMEOUT_MS, type ReportOutcome, type ValidationIssue } from '../../api/client.js';
 import { describeError, PreconditionFailedError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { appendReportRows } from '../format/flatten.js';
@@ -29,12 +29,30 @@ import {
 import { type ExportDeps, randomHex, randomOf, requestCounts } from './context.js';
 import { mapPool } from './pool.js';
 import { stageStep } from './staging.js';
+import { stopStartingAfter } from './time-budget.js';
 
 /**
  * Reports asked for at once within a unit: the limiter's ceiling, so that every report of the
  * unit waits in the limiter, which keeps in flight what rate x latency needs.
  */
 export const DEFAULT_FETCH_CONCURRENCY = RUN_DEFAULTS.concurrency.value;
+
+/**
+ * The longest a unit's wrap-up takes once its last report is in: its rows encoded and staged
+ * (100 large reports: 4.7 s here, BENCHMARKS.md unit-memory; about 10 s at export-reports'
+ * 0.58 vCPU), quarantines and the summary written.
+ */
+export const EXPORT_WRAP_UP_MS = 20_000;
+
+/**
+ * When, in ms after an export-reports invocation of `timeoutMs` starts, it sends no further
+ * request: one sent just before may take the request timeout (no retry of it is sent later),
+ * and the unit's wrap-up after it; the invocation then ends within half its timeout. The
+ * 300 s timeout: 100 s, the third of it a batch must fit at the rate ceiling
+ * (infra/constructs/functions.ts), so a batch at the configured pace is never cut.
+ */
+export const exportSendMs = (timeoutMs: number): number =>
+  stopStartingAfter(timeoutMs, DEFAULT_TIMEOUT_MS + EXPORT_WRAP_UP_MS);
 
 export interface ExportUnitOptions {
   /** Read the unit's summary first and fetch only its pending jobs (a redelivery). */

@@ -45,7 +45,7 @@ import {
 import { commitIcebergRun } from './commit-iceberg.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
 import type { PublishOptions } from './publish.js';
-import { HandedOn, publishClosing } from './publish-closing.js';
+import { HandedOn, publishClosing, tailMs } from './publish-closing.js';
 import {
   isComplete,
   isCompleteInStorage,
@@ -74,10 +74,22 @@ export interface FinishOptions {
    */
   deferUnreported?: boolean | undefined;
   /**
-   * Epoch ms (by `deps.now()`) after which this finisher starts no further output and hands the
-   * closing on (throws `HandedOn`), so that it ends well before its timeout. Absent: no limit (CLI).
+   * Epoch ms (by `deps.now()`) after which this finisher starts no further output, nor the steps
+   * after the publish once it did some of it, and hands the closing on (throws `HandedOn`), so
+   * that it ends within half its timeout (`finisherLimits`). Absent: no limit (CLI).
    */
   handOnAt?: number | undefined;
+  /**
+   * Epoch ms by which this finisher must have ended (`finisherLimits`): instead of `handOnAt`,
+   * an output is started only if it can end by then (`outputInFlightMs`), and the Iceberg commit
+   * and the steps after the publish only if their `tailMs` fits; else it hands on.
+   */
+  endBy?: number | undefined;
+  /**
+   * Outputs of more staged input than this are left to the next finisher (`HandedOn`): a
+   * finisher with less time or CPU than finish-run's (start-run's recovery) writes small ones only.
+   */
+  maxOutputBytes?: number | undefined;
   /**
    * Take the run's closing lease for this long (longer than the finisher can live): one finisher
    * at a time works on a closing; one that finds it held returns `undefined`. Absent: no lease
@@ -162,53 +174,62 @@ async function readManifest(deps: ExportDeps, key: string): Promise<Manifest | u
   return found ? parseRecord(ManifestSchema, found.body, key) : undefined;
 }
 
-/** Publishes the run's files and writes its manifest (once); returns the manifest of record. */
+/**
+ * Publishes the run's files and writes its manifest (once); returns the manifest of record, and
+ * whether this call did some of the long work (wrote an output, committed the Iceberg tables).
+ */
 async function publishAndRecord(
   deps: ExportDeps,
   closing: ClosingRecord,
   options: FinishOptions,
-): Promise<Manifest> {
+): Promise<{ manifest: Manifest; worked: boolean }> {
   // A run closed for an interrupted one says by whom (whether or not its own closing had begun).
   const manifest: Manifest = options.recoveredBy
     ? { ...closing.manifest, recovered_by: options.recoveredBy }
     : closing.manifest;
   const key = manifestKey(manifest.dt, manifest.run_id);
   const existing = await readManifest(deps, key);
-  if (existing) return existing; // Interrupted after the manifest: the data is out already.
+  // Interrupted after the manifest: the data is out already.
+  if (existing) return { manifest: existing, worked: false };
   let files: FileEntry[] = [];
   let iceberg: Manifest['iceberg'];
+  let worked = false;
   if (publishesFiles(closing)) {
     await options.checkLock?.();
     try {
       const published = await publishClosing(deps, manifest, closing, {
         ...options.publish,
         handOnAt: options.handOnAt,
+        endBy: options.endBy,
+        maxOutputBytes: options.maxOutputBytes,
       });
       files = published.files;
+      worked = published.written > 0;
       // The commit is the publish of an Iceberg run: its snapshots make the files visible.
       if (tableFormatOf(manifest) === 'iceberg') {
         // A finisher that published outputs and has no time left leaves the commit to the next.
-        if (published.written > 0) handOnIfDue(deps, options, manifest.run_id);
+        if (published.written > 0) handOnIfDue(deps, options, manifest, 2);
         await options.checkLock?.();
         iceberg = await commitIcebergRun(deps, manifest, files, published.footers);
+        worked = true;
       }
     } catch (error) {
       if (error instanceof HandedOn) throw error;
       // A second finisher may have completed the run (and cleared the staging) meanwhile.
       const stored = await readManifest(deps, key);
-      if (stored) return stored;
+      if (stored) return { manifest: stored, worked };
       throw error;
     }
   }
   const published: Manifest = { ...manifest, files, ...(iceberg && { iceberg }) };
   try {
     await deps.storage.put(key, encodeManifest(published), { ifNoneMatch: '*' });
-    return published;
+    return { manifest: published, worked };
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
     // Written by another finisher of the same closing: the manifest of record is that one.
     const stored = await readManifest(deps, key);
-    if (stored) return stored;
+    if (stored) return { manifest: stored, worked };
     throw new StorageError(`manifest ${key} was refused and is not there`, key, {
       cause: error,
       retryable: true,
@@ -216,10 +237,17 @@ async function publishAndRecord(
   }
 }
 
-/** Throws `HandedOn` once the finisher's time is up. */
-function handOnIfDue(deps: ExportDeps, options: FinishOptions, runId: string): void {
-  if (options.handOnAt !== undefined && deps.now().getTime() >= options.handOnAt)
-    throw new HandedOn(`run ${runId}: its finisher's time is up; the next one goes on`);
+/**
+ * Throws `HandedOn` once the finisher's time is up: with `endBy`, when `steps` steps of the
+ * run's `tailMs` no longer fit before it (the Iceberg commit and what follows: 2; what follows: 1).
+ */
+function handOnIfDue(deps: ExportDeps, options: FinishOptions, manifest: Manifest, steps: number): void {
+  const now = deps.now().getTime();
+  const due =
+    options.endBy !== undefined
+      ? now + steps * tailMs(manifest.counts.jobs) > options.endBy
+      : options.handOnAt !== undefined && now >= options.handOnAt;
+  if (due) throw new HandedOn(`run ${manifest.run_id}: its finisher's time is up; the next one goes on`);
 }
 
 /** Freezes the closing from the run's records; `undefined` when there is nothing to close (yet). */
@@ -298,7 +326,11 @@ async function closeFrom(
   closing: ClosingRecord,
   options: FinishOptions,
 ): Promise<Manifest | undefined> {
-  const manifest = await publishAndRecord(deps, closing, options);
+  const { manifest, worked } = await publishAndRecord(deps, closing, options);
+  // A finisher that published and has no time left leaves the rest (the state, the records'
+  // deletion: a minute or two at 1M reports) to the next, which starts with it; one that did
+  // none of the publish goes on, so that every look makes progress.
+  if (worked) handOnIfDue(deps, options, manifest, 1);
   await recordTableFormat(deps.storage, manifest);
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
   // One campaign's outcomes at a time (a few in flight); applying them again changes nothing.

@@ -96,3 +96,20 @@ export async function sizeOfRun(
     }
   }
 }
+
+/**
+ * A full run's size before any run starts (`aws start --full` says it first): verifies the key,
+ * lists the campaigns and asks the job totals of some of them, as a started run's estimate does,
+ * but takes no lock and writes nothing. Its requests belong to no run. Throws what the API
+ * answers that would stop a run (a revoked key: the start that follows would fail the same way).
+ */
+export async function sizeBeforeStart(
+  deps: ExportDeps,
+  options: JobCountOptions = {},
+): Promise<SizeEstimate> {
+  const api = deps.api();
+  await api.verify();
+  const campaignIds: number[] = [];
+  for await (const listed of api.campaigns()) if (listed.kind === 'item') campaignIds.push(listed.item.id);
+  return estimateSize(await countJobs(deps, campaignIds, options));
+}

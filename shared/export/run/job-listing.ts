@@ -20,6 +20,7 @@ import type { ApiClient } from './context.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
 import { ListingTally } from './listing.js';
 import { stageStep } from './staging.js';
+import { REQUEST_WORST_MS, stopStartingAfter } from './time-budget.js';
 
 /**
  * Pages per piece: 5,000 jobs at 100 a page, a piece of about 0.5 MB and two staged files. A
@@ -28,18 +29,31 @@ import { stageStep } from './staging.js';
 export const PAGES_PER_PIECE = 50;
 
 /**
- * How long before its deadline a listing stops starting pages, by default: a page's worst case
- * under the Lambdas' retry policy (a 30 s request timeout, then retries for up to 30 s) and the
- * checkpoint after it (staging a piece's files and writing it take a few seconds).
+ * The longest a delivery's wrap-up takes after its last page: a checkpoint (staging a piece's
+ * files and writing it: seconds), or at the listing's end the tail staged, the campaign's state
+ * read, the plan stored and its units sent (a campaign of 100,000 jobs: 3.5 s of CPU, ~12 s at
+ * plan-campaign's 0.29 vCPU, and 100 SQS batches).
  */
-export const HAND_ON_RESERVE_MS = 90_000;
+export const PLAN_WRAP_UP_MS = 30_000;
+
+/**
+ * When a delivery with `timeoutMs` to live starts no further page, in ms after it starts: a
+ * page started just before may take {@link REQUEST_WORST_MS}, and the wrap-up
+ * {@link PLAN_WRAP_UP_MS}, and the delivery still ends within half its timeout. plan-campaign's
+ * 300 s: no page after 55 s, the worst end at 150 s.
+ */
+export const listingStopMs = (timeoutMs: number): number =>
+  stopStartingAfter(timeoutMs, REQUEST_WORST_MS + PLAN_WRAP_UP_MS);
 
 /** When a listing must have handed on (AWS: the invocation's end). */
 export interface ListingDeadline {
   /** Milliseconds left (a Lambda's `context.getRemainingTimeInMillis`, passed in by the handler). */
   remainingMs(): number;
-  /** No page is started with less than this left; default {@link HAND_ON_RESERVE_MS}. */
-  reserveMs?: number | undefined;
+  /**
+   * The whole time the delivery had when it started (`remainingMs()` then): no page is started
+   * once {@link listingStopMs} of it has passed.
+   */
+  timeoutMs: number;
 }
 
 /** How a delivery's listing ended. */
@@ -178,7 +192,8 @@ async function listFromPieces(
     return true;
   };
   const timeUp = () =>
-    deadline !== undefined && deadline.remainingMs() < (deadline.reserveMs ?? HAND_ON_RESERVE_MS);
+    deadline !== undefined &&
+    deadline.timeoutMs - deadline.remainingMs() >= listingStopMs(deadline.timeoutMs);
 
   let end: ListingEnd = { kind: 'complete' };
   try {

@@ -10,7 +10,8 @@
  * bounded time; before starting one, the publish checks the caller's `handOnAt` and, once it has
  * passed, lets the outputs in flight finish, records them, and stops with `HandedOn`. The next
  * finisher carries on. A finisher writes one output at least before it hands on, so every look
- * makes progress however late it starts. Memory: one output's list of inputs per output in flight, and the
+ * makes progress however late it starts; one given `maxOutputBytes` (start-run's recovery)
+ * leaves a larger output, and all after it, to finish-run's next look. Memory: one output's list of inputs per output in flight, and the
  * regroup's own bound (`parquet/regroup.ts`).
  */
 import * as z from 'zod';
@@ -28,22 +29,76 @@ import {
   type PublishOptions,
   writeOutput,
 } from './publish.js';
+import { stopStartingAfter } from './time-budget.js';
 
 /**
- * The share of its remaining time a scheduled finisher (finish-run) works on closings before it
- * hands the rest on: an output in flight when it stops is at most 256 MB of staged input (about
- * 2 minutes at 1,024 MB), and the Iceberg commit and the state follow, so a look ends within
- * about half its timeout.
+ * The longest one output takes at finish-run's 1,024 MB (0.58 vCPU): at most 256 MB of staged
+ * input (`DEFAULT_MAX_FILE_BYTES`), 100-130 s there (BENCHMARKS.md, scale: an estimate from the
+ * regroup figures; Lambda itself was not measured).
  */
-export const FINISH_HAND_ON_SHARE = 0.3;
+export const OUTPUT_WORST_MS = 130_000;
 
 /**
- * The limits of a finisher that has `remainingMs` to live: it hands on once `share` of it has
- * passed, and leases the closing for all of it (it cannot outlive its timeout).
+ * What may still be running when a finisher stops starting outputs: PUBLISH_CONCURRENCY of them,
+ * which share its CPU, so each takes that many times as long.
  */
-export const finisherLimits = (nowMs: number, remainingMs: number, share = FINISH_HAND_ON_SHARE) => ({
-  handOnAt: nowMs + remainingMs * share,
+export const PUBLISH_IN_FLIGHT_WORST_MS = PUBLISH_CONCURRENCY * OUTPUT_WORST_MS;
+
+/**
+ * How long an output of `bytes` of staged input may take with another beside it in flight, at
+ * finish-run's 1,024 MB: {@link OUTPUT_WORST_MS} per 256 MB, doubled for the CPU they share.
+ */
+export const outputInFlightMs = (bytes: number): number =>
+  (PUBLISH_IN_FLIGHT_WORST_MS * bytes) / DEFAULT_MAX_FILE_BYTES;
+
+/** A finisher's wrap-up once its last step ends: the outputs' records, the lease given back. */
+const FINISH_WRAP_UP_MS = 10_000;
+
+/**
+ * The steps after the publish (the Iceberg commit; the state, announcement and the records'
+ * deletion), by the run's jobs: a fixed part, and about 2 minutes for 1,000,000 jobs (the
+ * scale bench's second invocation deleted ~81,000 keys and applied ~10,000 campaigns' state; an
+ * estimate, not measured apart).
+ */
+export const tailMs = (jobs: number): number => 5_000 + jobs * 0.12;
+
+/**
+ * The limits of a finisher that has `remainingMs` to live, so that it ends within half its time
+ * (`time-budget.ts`): by `endBy` (half its time less the wrap-up), it starts an output only if
+ * the output could end by then ({@link outputInFlightMs}: a full 256 MB output not after 180 s of
+ * finish-run's 900, a small one until near the end), and the commit and the steps after the
+ * publish only if their {@link tailMs} fits; a further run is taken up only before `handOnAt`,
+ * when a full output and the steps after it still fit. A `share` of the remaining time
+ * instead: the simulation's finishers, which hand on at that point. It leases the closing for
+ * all of its time (it cannot outlive its timeout).
+ */
+export function finisherLimits(nowMs: number, remainingMs: number, share?: number) {
+  if (share !== undefined) return { handOnAt: nowMs + remainingMs * share, leaseMs: remainingMs };
+  const endBy = nowMs + stopStartingAfter(remainingMs, FINISH_WRAP_UP_MS);
+  return { endBy, handOnAt: Math.max(nowMs, endBy - PUBLISH_IN_FLIGHT_WORST_MS), leaseMs: remainingMs };
+}
+
+/**
+ * start-run's recovery of a run left open starts no output after this (ms after it starts)...
+ */
+export const RECOVERY_STOP_MS = 30_000;
+
+/**
+ * ...nor one of more staged input than this: at start-run's 512 MB (0.29 vCPU, half
+ * finish-run's CPU) an output takes about twice {@link OUTPUT_WORST_MS} per 256 MB, 16 s for
+ * 16 MB, and two in flight about 35 s. Larger outputs are left to finish-run's next look.
+ */
+export const RECOVERY_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The limits of start-run's recovery, which has `remainingMs` to live and a run of its own to
+ * start after it: it publishes what is small for RECOVERY_STOP_MS at most, so that it ends in
+ * about 65 s (a fifth of start-run's 300 s), and hands the rest on to finish-run.
+ */
+export const recoveryLimits = (nowMs: number, remainingMs: number) => ({
+  handOnAt: nowMs + RECOVERY_STOP_MS,
   leaseMs: remainingMs,
+  maxOutputBytes: RECOVERY_OUTPUT_BYTES,
 });
 
 /** Thrown when a finisher's time is up: what it did is recorded, and the next finisher goes on. */
@@ -86,7 +141,11 @@ export async function publishClosing(
   deps: Pick<ExportDeps, 'storage' | 'now'>,
   run: RunRef,
   closing: ClosingRecord,
-  options: PublishOptions & { handOnAt?: number | undefined } = {},
+  options: PublishOptions & {
+    handOnAt?: number | undefined;
+    endBy?: number | undefined;
+    maxOutputBytes?: number | undefined;
+  } = {},
 ): Promise<PublishedFiles> {
   const { storage } = deps;
   const runId = run.run_id;
@@ -111,8 +170,13 @@ export async function publishClosing(
     take(slot, file, footer);
   };
   // Every finisher writes one output at least before it hands on: each look makes progress.
-  const timeIsUp = () =>
-    options.handOnAt !== undefined && started > 0 && deps.now().getTime() >= options.handOnAt;
+  // With `endBy`, an output starts only if it can end by then; else none starts after `handOnAt`.
+  const timeIsUp = (bytes: number) => {
+    if (started === 0) return false;
+    const now = deps.now().getTime();
+    if (options.endBy !== undefined) return now + outputInFlightMs(bytes) > options.endBy;
+    return options.handOnAt !== undefined && now >= options.handOnAt;
+  };
   let started = 0;
   const start = async (plan: OutputPlan) => {
     const slot = slots.push(undefined) - 1;
@@ -122,7 +186,10 @@ export async function publishClosing(
     }
     while (inFlight.size >= PUBLISH_CONCURRENCY) await Promise.race(inFlight);
     if (failure) return;
-    if (handedOn || timeIsUp()) {
+    const bytes = plan.inputs.reduce((n, input) => n + input.bytes, 0);
+    // An output too large for this finisher's time is left to one that has it (start-run's recovery).
+    const tooLarge = options.maxOutputBytes !== undefined && bytes > options.maxOutputBytes;
+    if (handedOn || timeIsUp(bytes) || tooLarge) {
       handedOn = true;
       return;
     }

@@ -26,6 +26,8 @@ export interface RecoverOptions {
   handOnAt?: number | undefined;
   /** Take each closing's lease for this long (`FinishOptions.leaseMs`). */
   leaseMs?: number | undefined;
+  /** Leave outputs larger than this to finish-run (`FinishOptions.maxOutputBytes`). */
+  maxOutputBytes?: number | undefined;
 }
 
 /**
@@ -61,6 +63,7 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
         announce: options.announce,
         handOnAt: options.handOnAt,
         leaseMs: options.leaseMs,
+        maxOutputBytes: options.maxOutputBytes,
       });
     } catch (error) {
       // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.

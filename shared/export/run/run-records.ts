@@ -3,7 +3,7 @@
  * record per campaign and one summary per unit. A run of a million reports has about ten
  * thousand unit records (~30 KB of heap each once parsed), so the closing reads them as a stream,
  * one campaign at a time (`campaignsOf`): its memory is one campaign's records, whatever the
- * run's size. `readRunRecords` holds them all, for the places that show one run's progress.
+ * run's size; so does `aws status` (functions/cli/aws-runs.ts). `readRunRecords` holds them all, for tests.
  */
 import { listAll, type Storage } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
@@ -166,7 +166,7 @@ export function recordsInMemory(records: RunRecords): RecordsSource {
 
 /**
  * Reads all of a run's records into memory; `undefined` when the run has none (finished
- * already, or unknown). For one run's progress (`aws status`) and tests: a closing streams them.
+ * already, or unknown). For tests: a closing and `aws status` stream them.
  */
 export async function readRunRecords(
   deps: Pick<ExportDeps, 'storage'>,

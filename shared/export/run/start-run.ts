@@ -65,7 +65,7 @@ export interface StartRunInput {
    * Limits on closing the runs it finds left open (AWS: a closing handed on before start-run's
    * timeout, under the closing lease, so that finish-run and start-run never work on one at once).
    */
-  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs'> | undefined;
+  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs' | 'maxOutputBytes'> | undefined;
 }
 
 export interface StartedRun {

@@ -112,6 +112,22 @@ async function holderRunIsOver(
   return (await storage.get(STATE_KEYS.runRecord(lock.run_id))) === undefined;
 }
 
+/**
+ * The lock's record when a run holds the output now, by the rules a start takes it by
+ * (`OutputLock.acquire`, without waiting); undefined when a start would take it. Reads only.
+ */
+export async function lockHolder(
+  storage: Storage,
+  now: Date,
+  recordGraceMs?: number,
+): Promise<LockRecord | undefined> {
+  const found = await storage.get(STATE_KEYS.lock);
+  if (!found) return undefined;
+  const held = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
+  if (lockIsFree(held, now) || (await holderRunIsOver(storage, held, now, recordGraceMs))) return undefined;
+  return held;
+}
+
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A lock this process holds on an output. */
@@ -333,7 +349,8 @@ function tokenOf(random: () => number): string {
 
 const encodeLock = (record: LockRecord): string => `${JSON.stringify(record)}\n`;
 
-function lockedError(storage: Storage, held: LockRecord | undefined): OutputLockedError {
+/** The error of a start that finds the output held by `held`. */
+export function lockedError(storage: Storage, held: LockRecord | undefined): OutputLockedError {
   const who = held ? `run ${held.run_id} (${held.owner}, since ${held.acquired_at})` : 'another run';
   return new OutputLockedError(`${who} is writing to ${storage.location}`, {
     hint: held

@@ -190,13 +190,17 @@ describe('aws command', () => {
     const runId = await start('--full', '--date', DT);
 
     expect(runId).toMatch(/^\d{8}T\d{6}Z-[0-9a-f]{6}$/);
-    const [invoke, ...more] = lambda.commandCalls(InvokeCommand).map((c) => c.args[0].input);
-    expect(more).toEqual([]);
-    expect(invoke).toMatchObject({ FunctionName: FUNCTION_NAME, InvocationType: 'RequestResponse' });
-    expect(JSON.parse(new TextDecoder().decode(invoke?.Payload as Uint8Array))).toEqual({
-      mode: 'full',
-      date: DT,
-    });
+    // A full run: its estimate first (start-run starts nothing), then the start, which skips it.
+    const invokes = lambda.commandCalls(InvokeCommand).map((c) => c.args[0].input);
+    expect(invokes).toHaveLength(2);
+    for (const invoke of invokes)
+      expect(invoke).toMatchObject({ FunctionName: FUNCTION_NAME, InvocationType: 'RequestResponse' });
+    expect(
+      invokes.map((invoke) => JSON.parse(new TextDecoder().decode(invoke.Payload as Uint8Array))),
+    ).toEqual([
+      { mode: 'full', date: DT, estimate: 'only' },
+      { mode: 'full', date: DT, estimate: 'skip' },
+    ]);
     expect(cloudFormation.commandCalls(DescribeStacksCommand)[0]?.args[0].input).toEqual({
       StackName: 'CampaignReportExporter',
     });
@@ -319,27 +323,55 @@ describe('aws command', () => {
     );
   });
 
-  it("says how long a full run takes at the stack's rate and deadline before its campaigns are planned", async () => {
+  it("says how long a full run takes at the stack's rate and deadline before it starts the run", async () => {
     stackHas();
     invokeRunsStartRun();
     const before = { total: bed.sim.stats.total, jobs: bed.sim.stats.byEndpoint.jobs };
+    // What happened, in order: each line on stderr, and each run start-run started (a lock taken).
+    const timeline: string[] = [];
+    const startsRun = lambda.on(InvokeCommand);
+    startsRun.callsFake(async (input: { Payload?: Uint8Array }) => {
+      const event = JSON.parse(new TextDecoder().decode(input.Payload));
+      const answer = await startRun(event, context('start-run'));
+      if ((await bed.storage.get(STATE_KEYS.lock)) !== undefined)
+        timeline.push(`run started (${event.estimate})`);
+      return { StatusCode: 200, Payload: lambdaPayload(answer) };
+    });
+    const stdout = new Captured();
+    const stderr = new (class extends Captured {
+      override write(chunk: string): boolean {
+        timeline.push(`stderr: ${chunk.split(/[;:]/)[0]}`);
+        return super.write(chunk);
+      }
+    })();
 
-    const { code, stdout, stderr } = await aws('start', '--full', '--date', DT);
+    const code = await awsCommand(
+      ['start', '--full', '--date', DT],
+      {},
+      {
+        stdout,
+        stderr,
+        cloudFormation: new CloudFormationClient({ region: 'us-east-1' }),
+        lambda: new LambdaClient({ region: 'us-east-1' }),
+      },
+    );
 
     expect(code).toBe(AWS_EXIT.ok);
-    const runId = stdout.trim();
+    const runId = stdout.text.trim();
+    expect(timeline).toEqual(['stderr: full run', 'run started (skip)', `stderr: run ${runId} started`]);
     // verify, 1 campaign page, 2 job pages, 14 reports: 18 requests at RATE_CEILING 20 (no budget table here).
-    expect(stderr.trim().split('\n')).toEqual([
+    expect(stderr.text.trim().split('\n')).toEqual([
       `full run: ${2 * JOBS_PER_CAMPAIGN} reports in 2 campaigns; at 20 requests/s (rateCeiling 20) about 1 s, ` +
         "longer if the API throttles (429); it fits the run deadline (1 h); to shorten it raise rateCeiling to the API's limit (deploy/<stage>.json)",
       expect.stringMatching(new RegExp(`^run ${runId} started: 2 campaign\\(s\\) to plan`)),
     ]);
-    // One count per campaign, sent before any plan message went out; the manifest counts them.
+    // One count per campaign, by the estimate alone (the start skips it); the estimate's requests
+    // (verify, the campaigns' page, the counts) belong to no run, the manifest counts the rest.
     expect(bed.sim.stats.byEndpoint.jobs - before.jobs).toBe(2);
     expect(planMessages(runId)).toHaveLength(2);
     const manifest = await runToTheEnd(runId);
-    expect(manifest.requests.total).toBe(bed.sim.stats.total - before.total);
-    // --json gives the estimate as start-run answered it.
+    expect(manifest.requests.total).toBe(bed.sim.stats.total - before.total - (2 + 2));
+    // --json gives the estimate as start-run answered it, in the start's answer.
     await bed.storage.delete([STATE_KEYS.lock]);
     const answered = await aws('start', '--full', '--date', DT, '--json');
     expect(JSON.parse(answered.stdout).estimate).toEqual({

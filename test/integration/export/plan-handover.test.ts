@@ -9,10 +9,11 @@ import { cliDeps } from '../../../functions/cli/deps.js';
 import type { RequestEvent } from '../../../shared/api/client.js';
 import { STATE_KEYS } from '../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../shared/export/run/context.js';
-import { HAND_ON_RESERVE_MS, PAGES_PER_PIECE } from '../../../shared/export/run/job-listing.js';
+import { listingStopMs, PAGES_PER_PIECE, PLAN_WRAP_UP_MS } from '../../../shared/export/run/job-listing.js';
 import { type PlanStep, planCampaign, planCampaignStep } from '../../../shared/export/run/plan-campaign.js';
 import { startRun } from '../../../shared/export/run/start-run.js';
 import { runStep } from '../../../shared/export/run/step.js';
+import { MAX_TIMEOUT_SHARE, REQUEST_WORST_MS } from '../../../shared/export/run/time-budget.js';
 import {
   addRequestCounts,
   emptyRequestCounts,
@@ -36,9 +37,9 @@ const PAGES = 25;
 const UNIT_SIZE = 100;
 /** plan-campaign's timeout. */
 const TIMEOUT_MS = 300_000;
-/** A slow API: each page takes 30 s. With 90 s kept in reserve, a delivery reads 8 pages. */
-const PAGE_MS = 30_000;
-const PAGES_PER_DELIVERY = Math.ceil((TIMEOUT_MS - HAND_ON_RESERVE_MS) / PAGE_MS + 1e-9);
+/** A slow API: each page takes 10 s. A delivery starts no page after 55 s, so it reads 6 pages. */
+const PAGE_MS = 10_000;
+const PAGES_PER_DELIVERY = Math.floor(listingStopMs(TIMEOUT_MS) / PAGE_MS) + 1;
 const BUCKET = 'plan-handover';
 
 let simulator: Simulator;
@@ -57,15 +58,18 @@ afterAll(async () => {
   await aws?.close();
 });
 
-/** A run on a prefix of its own, with a virtual clock that each jobs page moves on by PAGE_MS. */
-async function setUp() {
+/** A run on a prefix of its own, with a virtual clock that each jobs page moves on by `pageMs`. */
+async function setUp(pageMs = PAGE_MS) {
   const clock = { ms: 0 };
   const pages: number[] = [];
+  /** When each page in `pages` started, on the clock. */
+  const pageStarts: number[] = [];
   const onRequest = (event: RequestEvent) => {
     const page = /\/jobs\?page=(\d+)/.exec(event.path);
     if (!page) return;
     pages.push(Number(page[1]));
-    clock.ms += PAGE_MS;
+    pageStarts.push(clock.ms);
+    clock.ms += pageMs;
   };
   const storage: Storage = new S3Storage({
     bucket: BUCKET,
@@ -87,7 +91,8 @@ async function setUp() {
   /** One delivery, as the handler makes it: its deadline `timeoutMs` after it starts (null: none). */
   const deliver = async (timeoutMs: number | null = TIMEOUT_MS): Promise<PlanStep> => {
     const startedAt = clock.ms;
-    const deadline = timeoutMs === null ? undefined : { remainingMs: () => startedAt + timeoutMs - clock.ms };
+    const deadline =
+      timeoutMs === null ? undefined : { remainingMs: () => startedAt + timeoutMs - clock.ms, timeoutMs };
     const step = await runStep(deps, run.run_id, (d) =>
       planCampaignStep(d, message, { unitSize: UNIT_SIZE, deadline }),
     );
@@ -106,7 +111,7 @@ async function setUp() {
       sum = addRequestCounts(sum, parseRecord(RequestCountsSchema, (await storage.get(key))!.body, key));
     return sum;
   };
-  return { deps, storage, run, message, pages, deliver, storedPlans, plan, unrecorded };
+  return { deps, storage, run, message, pages, pageStarts, clock, deliver, storedPlans, plan, unrecorded };
 }
 
 /** What a plan says about the campaign, without what differs by delivery (file names, requests). */
@@ -123,8 +128,14 @@ describe('a campaign listing longer than one invocation', () => {
     const steps: PlanStep[] = [];
     for (let i = 0; i < 10 && steps.at(-1)?.kind !== 'planned'; i++) steps.push(await bed.deliver());
 
-    expect(PAGES_PER_DELIVERY).toBe(8);
-    expect(steps.map((s) => (s.kind === 'handed-on' ? s.nextPage : s.kind))).toEqual([9, 17, 25, 'planned']);
+    expect(PAGES_PER_DELIVERY).toBe(6);
+    expect(steps.map((s) => (s.kind === 'handed-on' ? s.nextPage : s.kind))).toEqual([
+      7,
+      13,
+      19,
+      25,
+      'planned',
+    ]);
     // Every page of the campaign asked once across the four deliveries: none listed again.
     expect(bed.pages).toEqual(Array.from({ length: PAGES }, (_, i) => i + 1));
     const resumed = await bed.plan();
@@ -144,18 +155,44 @@ describe('a campaign listing longer than one invocation', () => {
     const total = addRequestCounts(resumed.requests, await bed.unrecorded());
     expect(total).toEqual(whole.record.requests);
     expect(total.total).toBe(PAGES);
-    // Three hand-ons, one piece each; the uninterrupted listing wrote none (fewer than PAGES_PER_PIECE pages).
+    // Four hand-ons, one piece each; the uninterrupted listing wrote none (fewer than PAGES_PER_PIECE pages).
     expect(PAGES).toBeLessThan(PAGES_PER_PIECE);
-    expect(await listAll(bed.storage, STATE_KEYS.listingPrefix(bed.run.run_id, campaignId))).toHaveLength(3);
+    expect(await listAll(bed.storage, STATE_KEYS.listingPrefix(bed.run.run_id, campaignId))).toHaveLength(4);
     expect(await listAll(single.storage, STATE_KEYS.listingPrefix(single.run.run_id, campaignId))).toEqual(
       [],
     );
   });
 
+  it.each([PAGE_MS, 30_000, REQUEST_WORST_MS])(
+    'starts no page late enough to pass half its timeout, and none stops early (pages of %i ms)',
+    async (pageMs) => {
+      const bed = await setUp(pageMs);
+      const stopMs = listingStopMs(TIMEOUT_MS);
+      let last: PlanStep | undefined;
+      for (let i = 0; i <= PAGES && last?.kind !== 'planned'; i++) {
+        const startedAt = bed.clock.ms;
+        const firstPage = bed.pageStarts.length;
+        last = await bed.deliver();
+        const starts = bed.pageStarts.slice(firstPage).map((at) => at - startedAt);
+        const lastStart = starts.at(-1) ?? 0;
+        // A page is started only before the stop (the first one always): with the longest a page
+        // may take and the wrap-up after it, the delivery ends within half its timeout.
+        if (starts.length > 1) expect(lastStart).toBeLessThan(stopMs);
+        expect(lastStart + REQUEST_WORST_MS + PLAN_WRAP_UP_MS).toBeLessThanOrEqual(
+          MAX_TIMEOUT_SHARE * TIMEOUT_MS,
+        );
+        // And it hands on only once the stop has come: no delivery gives up time it had.
+        if (last.kind === 'handed-on') expect(bed.clock.ms - startedAt).toBeGreaterThanOrEqual(stopMs);
+      }
+      expect(last?.kind).toBe('planned');
+      expect(bed.pages).toEqual(Array.from({ length: PAGES }, (_, i) => i + 1));
+    },
+  );
+
   it('sends the very same units and writes one plan when the resumed message is delivered twice at once, and again later', async () => {
     const bed = await setUp();
     const first = await bed.deliver();
-    expect(first).toMatchObject({ kind: 'handed-on', nextPage: 9 });
+    expect(first).toMatchObject({ kind: 'handed-on', nextPage: PAGES_PER_DELIVERY + 1 });
 
     // The continuation delivered twice at once, each with a whole invocation ahead of it.
     const [a, b] = await Promise.all([bed.deliver(null), bed.deliver(null)]);
@@ -174,8 +211,8 @@ describe('a campaign listing longer than one invocation', () => {
     expect(await bed.storedPlans()).toHaveLength(1);
     // The late delivery found the plan: no page asked again.
     expect(bed.pages.length).toBe(pagesBefore);
-    // Both resumed after page 8: pages 1–8 were asked once.
-    expect(bed.pages.filter((p) => p <= 8)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Both resumed after page 6: pages 1–6 were asked once.
+    expect(bed.pages.filter((p) => p <= PAGES_PER_DELIVERY)).toEqual([1, 2, 3, 4, 5, 6]);
     // The stored plan is a whole listing: built on the piece, whichever delivery won.
     const single = await setUp();
     const whole = await planCampaign(single.deps, single.message, UNIT_SIZE);
@@ -229,8 +266,10 @@ describe('a listing resumed after its list shifted', () => {
 
   it('counts a job the shift carried onto the next page as a duplicate, and keeps its first copy, as one listing does', async () => {
     const interrupted = await shiftingRun();
-    // A deadline that passes after two pages of PAGE_MS: 100 s, 45 s of them kept in reserve.
-    const deadline = { remainingMs: () => 100_000 - interrupted.state.clock, reserveMs: 45_000 };
+    // A deadline that passes after two pages of PAGE_MS: 220 s, no page started after 15 s.
+    const timeoutMs = 220_000;
+    expect(listingStopMs(timeoutMs)).toBe(15_000);
+    const deadline = { remainingMs: () => timeoutMs - interrupted.state.clock, timeoutMs };
     const first = await planCampaignStep(interrupted.deps, interrupted.message, { unitSize: 3, deadline });
     const resumed = await planCampaign(interrupted.deps, interrupted.message, 3);
 

@@ -4,10 +4,14 @@
  * start, a campaign whose listing stopped, a job retried.
  */
 import { describe, expect, it } from 'vitest';
-import { progressOf } from '../../../functions/cli/aws-runs.js';
+import { progressInStorage, progressOf } from '../../../functions/cli/aws-runs.js';
+import { STATE_KEYS } from '../../../shared/export/layout.js';
 import type { RunRecords } from '../../../shared/export/run/run-records.js';
-import { emptyRequestCounts } from '../../../shared/export/state/records.js';
-import { planRecord, runRecord } from '../../helpers/records.js';
+import { emptyRequestCounts, encodeRecord, type UnitSummary } from '../../../shared/export/state/records.js';
+import { LocalStorage } from '../../../shared/storage/local.js';
+import type { Storage } from '../../../shared/storage/storage.js';
+import { tempDir } from '../../helpers/export.js';
+import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';
 
 const records = (overrides: Partial<RunRecords> = {}): RunRecords => ({
   record: runRecord(),
@@ -73,5 +77,101 @@ describe('progressOf', () => {
       requests: { total: 3, retried: 1, by_status: { '200': 2, '503': 1 } },
       errors: ['job 2 pending: 503 from the API'],
     });
+  });
+});
+
+describe('progressInStorage', () => {
+  /** Campaigns 1-4 of a run, two units of three jobs each; one job of each unit failed; campaign 4 not planned. */
+  function run(): RunRecords {
+    const campaigns = [1, 2, 3, 4];
+    const plans = new Map<number, ReturnType<typeof planRecord>>();
+    const units = new Map<string, UnitSummary>();
+    for (const campaign of campaigns.slice(0, 3)) {
+      const names = [`c${campaign}-u0`, `c${campaign}-u1`];
+      const fetch = names.flatMap((_, u) =>
+        [0, 1, 2].map((i) => ({ job_id: campaign * 100 + u * 10 + i, fp: 'fp' })),
+      );
+      plans.set(campaign, planRecord({ campaign_id: campaign, jobs: fetch.length, units: names, fetch }));
+      names.forEach((name, u) => {
+        const jobs: UnitSummary['jobs'] = {};
+        for (const i of [0, 1, 2])
+          jobs[campaign * 100 + u * 10 + i] =
+            i === 2 ? { fp: 'fp', outcome: 'failed', detail: '500' } : { fp: 'fp', outcome: 'exported' };
+        units.set(name, {
+          unit: name,
+          campaign_id: campaign,
+          attempt: 1,
+          jobs,
+          staged: [],
+          requests: { total: 3, retried: 0, by_status: { '200': 2, '500': 1 } },
+        });
+      });
+    }
+    return { record: runRecord({ campaign_ids: campaigns }), plans, units, unrecorded: emptyRequestCounts() };
+  }
+
+  /** The storage, logging each record read: `plan <campaign>` or `unit <name>`. */
+  async function stored(records: RunRecords): Promise<{ storage: Storage; reads: string[] }> {
+    const local: Storage = new LocalStorage(await tempDir('aws-progress'));
+    await local.put(STATE_KEYS.runRecord(TEST_RUN_ID), encodeRecord(records.record));
+    for (const [campaign, plan] of records.plans)
+      await local.put(STATE_KEYS.plan(TEST_RUN_ID, campaign), encodeRecord(plan));
+    for (const [name, unit] of records.units)
+      await local.put(STATE_KEYS.unit(TEST_RUN_ID, name), encodeRecord(unit));
+    const reads: string[] = [];
+    const storage: Storage = {
+      location: local.location,
+      put: (key, body, options) => local.put(key, body, options),
+      putStream: (key, chunks, options) => local.putStream(key, chunks, options),
+      getStream: (key) => local.getStream(key),
+      list: (prefix) => local.list(prefix),
+      delete: (keys) => local.delete(keys),
+      stats: () => local.stats(),
+      get: (key) => {
+        const plan = /\/plans\/(\d+)\.json$/.exec(key);
+        const unit = /\/units\/(.+)\.json$/.exec(key);
+        if (plan) reads.push(`plan ${plan[1]}`);
+        if (unit) reads.push(`unit ${unit[1]}`);
+        return local.get(key);
+      },
+    };
+    return { storage, reads };
+  }
+
+  it("tallies what the records in memory give, reading one campaign's records at a time, and keeps the first errors only", async () => {
+    const records = run();
+    const { storage, reads } = await stored(records);
+
+    const progress = await progressInStorage(storage, TEST_RUN_ID);
+
+    expect(progress).toEqual(progressOf(records));
+    expect(progress).toMatchObject({
+      phase: 'planning',
+      campaigns: { total: 4, planned: 3 },
+      units: { total: 6, done: 6 },
+      counts: { jobs: 18, reports_exported: 12, reports_failed: 6 },
+    });
+    expect(progress?.errors).toHaveLength(6);
+    expect(progress?.errors.at(-1)).toBe('… 1 more');
+    // A campaign's plan, then its units, before the next campaign's plan: one campaign in hand.
+    const order = reads.map((read) => (read.startsWith('plan') ? read : `unit of ${read.slice(6, 7)}`));
+    expect(order).toEqual([
+      'plan 1',
+      'unit of 1',
+      'unit of 1',
+      'plan 2',
+      'unit of 2',
+      'unit of 2',
+      'plan 3',
+      'unit of 3',
+      'unit of 3',
+    ]);
+  });
+
+  it('says nothing of a run that has no records', async () => {
+    const { storage } = await stored({ ...run(), plans: new Map(), units: new Map() });
+    await storage.delete([STATE_KEYS.runRecord(TEST_RUN_ID)]);
+
+    expect(await progressInStorage(storage, TEST_RUN_ID)).toBeUndefined();
   });
 });

@@ -115,6 +115,45 @@ describe('start-run', () => {
     expect(bed.sim.stats.byEndpoint.jobs).toBe(0);
   });
 
+  it("answers a full run's estimate alone and starts nothing when asked for it only; the start after it skips it", async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const jobs = bed.sim.dataset.campaigns.reduce((n, c) => n + c.jobs.length, 0);
+    const before = await keysUnder(bed.storage, '');
+
+    const estimated = await startRun({ mode: 'full', estimate: 'only' }, context('start-run'));
+
+    expect(estimated).toMatchObject({
+      status: 'estimated',
+      estimate: { size: { campaigns: CAMPAIGNS, counted: CAMPAIGNS, reports: jobs }, rate: 20 },
+    });
+    // No lock, no run, no message: nothing started.
+    expect(await keysUnder(bed.storage, '')).toEqual(before);
+    expect(planMessages()).toEqual([]);
+    expect(bed.sim.stats.byEndpoint.jobs).toBe(CAMPAIGNS);
+
+    bed.sim.resetStats();
+    const started = await startRun({ mode: 'full', estimate: 'skip' }, context('start-run'));
+
+    expect(started).toMatchObject({ status: 'started', campaigns: CAMPAIGNS });
+    expect(started).not.toHaveProperty('estimate');
+    expect(bed.sim.stats.byEndpoint.jobs).toBe(0);
+    expect(planMessages()).toHaveLength(CAMPAIGNS);
+  });
+
+  it('asks no job total past the point that keeps the invocation within half its timeout', async () => {
+    // A request may take 65 s at worst and the plan messages 10 s after it: an invocation of
+    // 150 s must start none; one of 300 s has 75 s for them, time enough for every count here.
+    const short = { ...context('start-run'), getRemainingTimeInMillis: () => 150_000 };
+    const whole = { ...context('start-run'), getRemainingTimeInMillis: () => 300_000 };
+
+    const none = await startRun({ mode: 'full', estimate: 'only' }, short);
+    const all = await startRun({ mode: 'full', estimate: 'only' }, whole);
+
+    expect(none).toMatchObject({ status: 'estimated', estimate: { size: { counted: 0 } } });
+    expect(all).toMatchObject({ status: 'estimated', estimate: { size: { counted: CAMPAIGNS } } });
+    expect(bed.sim.stats.byEndpoint.jobs).toBe(CAMPAIGNS);
+  });
+
   it('starts a full run without an estimate when its counts fail', async () => {
     sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
     bed.sim.failNext(/\/jobs\?page=1&per_page=10$/, '422');

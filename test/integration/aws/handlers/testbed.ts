@@ -8,6 +8,7 @@
  */
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
+import { FUNCTION_SIZES } from '../../../../infra/function-sizes.js';
 import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../../shared/export/layout.js';
 import { encodeRecord } from '../../../../shared/export/state/records.js';
 import { S3Storage } from '../../../../shared/storage/s3.js';
@@ -76,8 +77,15 @@ export async function startTestbed(
   };
 }
 
-/** A Lambda context for a handler call. */
-export const context = (functionName: string): Context => fakeContext({ functionName, timeoutMs: 300_000 });
+/** A Lambda context for a handler call, with the function's timeout by default (infra/function-sizes.ts). */
+export const context = (functionName: string): Context =>
+  fakeContext({
+    functionName,
+    timeoutMs:
+      functionName in FUNCTION_SIZES
+        ? FUNCTION_SIZES[functionName as keyof typeof FUNCTION_SIZES].timeoutSeconds * 1000
+        : 300_000,
+  });
 
 /** An SQS event as Lambda delivers it: message ids `m0`, `m1`…, receipt handles `rh0`, `rh1`…. */
 export function sqsEvent(

@@ -4,6 +4,7 @@
  * when a run's deadline cuts it while its work is still queued.
  */
 import { describe, expect, it } from 'vitest';
+import { FUNCTION_SIZES } from '../../../../infra/function-sizes.js';
 import { appendReportRows } from '../../../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
@@ -13,9 +14,20 @@ import { closeRuns } from '../../../../shared/export/run/close-runs.js';
 import { readClosing, startClosing, writeClosingPieces } from '../../../../shared/export/run/closing.js';
 import type { ExportDeps } from '../../../../shared/export/run/context.js';
 import { finishRun } from '../../../../shared/export/run/finish-run.js';
-import { HandedOn } from '../../../../shared/export/run/publish-closing.js';
+import { DEFAULT_MAX_FILE_BYTES, PUBLISH_CONCURRENCY } from '../../../../shared/export/run/publish.js';
+import {
+  finisherLimits,
+  HandedOn,
+  OUTPUT_WORST_MS,
+  outputInFlightMs,
+  PUBLISH_IN_FLIGHT_WORST_MS,
+  RECOVERY_OUTPUT_BYTES,
+  RECOVERY_STOP_MS,
+  recoveryLimits,
+} from '../../../../shared/export/run/publish-closing.js';
 import { recordsInStorage } from '../../../../shared/export/run/run-records.js';
 import { stageStep } from '../../../../shared/export/run/staging.js';
+import { MAX_TIMEOUT_SHARE } from '../../../../shared/export/run/time-budget.js';
 import { takeClosingLease } from '../../../../shared/export/state/closing-lease.js';
 import { loadCampaignState, planJobs } from '../../../../shared/export/state/incremental.js';
 import type { Manifest } from '../../../../shared/export/state/manifest.js';
@@ -172,9 +184,92 @@ describe('closing a run in steps', () => {
 
     expect(once?.files.length).toBeGreaterThan(10);
     expect(manifest).toEqual(once);
-    expect(looks).toBe(once!.files.length);
+    // A look per output, and one for what follows the publish: the look that wrote the last
+    // output had no time left for it.
+    expect(looks).toBe(once!.files.length + 1);
     expect(streamed.sort()).toEqual(once!.files.map((f) => f.key).sort());
     expect(await bytesOf(stepped, manifest!.files)).toEqual(await bytesOf(whole, once!.files));
+  });
+
+  it("starts an output only if it can end within half finish-run's timeout", async () => {
+    const timeoutMs = FUNCTION_SIZES['finish-run'].timeoutSeconds * 1000;
+    /** Each output takes this much of the look's time. */
+    const outputMs = 40_000;
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const stored: Storage = new LocalStorage(await tempDir('closing-timed'));
+    await storeRun(stored);
+    const startedAt = clock.now;
+    const starts: number[] = [];
+    const timed: Storage = {
+      ...countingStreams(stored).storage,
+      putStream: (key, chunks, options) => {
+        starts.push(clock.now - startedAt);
+        clock.now += outputMs;
+        return stored.putStream(key, chunks, options);
+      },
+    };
+    const limits = finisherLimits(startedAt, timeoutMs);
+
+    const look = finishRun(finisher(timed, clock), RUN, {
+      force: false,
+      announce,
+      publish: publishOptions,
+      ...limits,
+    });
+
+    await expect(look).rejects.toBeInstanceOf(HandedOn);
+    // finish-run's 900 s: it must end by 440 s (half, less its wrap-up); an output starts only if
+    // it can end by then with another beside it. These are small: they start until near the end.
+    const endBy = limits.endBy! - startedAt;
+    expect(endBy).toBe(440_000);
+    for (const at of starts) expect(at + outputInFlightMs(MAX_FILE_BYTES)).toBeLessThanOrEqual(endBy);
+    // And it did not stop early: the next would have started at the clock that ended the last.
+    expect(Math.max(...starts) + outputMs + outputInFlightMs(MAX_FILE_BYTES)).toBeGreaterThan(endBy);
+    // A full output, 256 MB of staged input, may take 260 s beside another: none starts after 180 s.
+    expect(endBy - outputInFlightMs(DEFAULT_MAX_FILE_BYTES)).toBe(180_000);
+    expect(180_000 + PUBLISH_IN_FLIGHT_WORST_MS).toBeLessThanOrEqual(MAX_TIMEOUT_SHARE * timeoutMs);
+  });
+
+  it("leaves outputs too large for start-run's recovery to the next finisher, which ends with the manifest of one close", async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const whole = new LocalStorage(await tempDir('closing-recovery-whole'));
+    await storeRun(whole);
+    const once = await finishRun(finisher(whole, clock), RUN, {
+      force: false,
+      announce,
+      publish: publishOptions,
+    });
+    const stepped = new LocalStorage(await tempDir('closing-recovery'));
+    await storeRun(stepped);
+    const { storage, streamed } = countingStreams(stepped);
+    const limits = recoveryLimits(clock.now, 300_000);
+
+    // Every output here is over 1 KB of staged input: none is started, the closing is frozen.
+    const recovery = finishRun(finisher(storage, clock), RUN, {
+      force: true,
+      announce,
+      publish: publishOptions,
+      ...limits,
+      maxOutputBytes: 1_000,
+    });
+    await expect(recovery).rejects.toBeInstanceOf(HandedOn);
+    expect(streamed).toEqual([]);
+    expect(await readClosing(finisher(stepped, clock), RUN)).toBeDefined();
+    // With start-run's own cap (16 MB) they all fit, and the next finisher closes the run.
+    const next = await finishRun(finisher(storage, clock), RUN, {
+      force: true,
+      announce,
+      publish: publishOptions,
+      ...limits,
+    });
+    expect(next).toEqual(once);
+
+    // start-run's 300 s: its recovery starts no output after 30 s, and the two it may still be
+    // writing (16 MB each, at half finish-run's CPU) end within a quarter of its timeout, which
+    // leaves its own run's start the rest of its half.
+    expect(limits.handOnAt - clock.now).toBe(RECOVERY_STOP_MS);
+    const outputMsAtHalfTheCpu = (2 * OUTPUT_WORST_MS * RECOVERY_OUTPUT_BYTES) / DEFAULT_MAX_FILE_BYTES;
+    expect(RECOVERY_STOP_MS + PUBLISH_CONCURRENCY * outputMsAtHalfTheCpu).toBeLessThanOrEqual(0.25 * 300_000);
   });
 
   it('freezes the closing in pieces: a small record, and a finisher that loses the race drops its own pieces', async () => {
@@ -262,6 +357,39 @@ describe('closing a run in steps', () => {
       ),
     ).toBe(36);
     expect((await loadCampaignState(storage, 2)).state.jobs[jobIdOf(2, 1, 1)]?.outcome).toBe('exported');
+  });
+});
+
+describe('a finish-run look past its hand-on time', () => {
+  it('takes up no further run, and leaves it to the next look', async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const storage = new LocalStorage(await tempDir('closing-two-runs'));
+    // Two runs whose start failed: complete, each closed in one go (nothing to publish).
+    const runs = ['20261122T031500Z-aaaaaa', '20261122T031600Z-bbbbbb'];
+    const fatal = { message: 'API key expired (API_KEY_EXPIRED)' };
+    for (const run_id of runs)
+      await storage.put(
+        STATE_KEYS.runRecord(run_id),
+        encodeRecord(runRecord({ run_id, campaign_ids: [], fatal })),
+      );
+    const look = (announce: () => Promise<void>) =>
+      closeRuns(finisher(storage, clock), {
+        now: clock.now,
+        deadlineMs: 6 * 3600_000,
+        queuesDrained: async () => true,
+        announce,
+        ...finisherLimits(clock.now, 900_000),
+      });
+
+    // Closing the first run takes the look past its hand-on time.
+    const first = await look(async () => {
+      clock.now += 200_000;
+    });
+    const second = await look(async () => {});
+
+    expect(first.closed.map((c) => c.manifest.run_id)).toEqual([runs[0]]);
+    expect(first.handedOn).toEqual([runs[1]]);
+    expect(second.closed.map((c) => c.manifest.run_id)).toEqual([runs[1]]);
   });
 });
 
