@@ -39,7 +39,7 @@ const READ_AHEAD_BYTES = 16 * 1024 * 1024;
  * once the connections are busy. 8 overlap a read's latency (~20 ms on S3) many times over what
  * a regroup consumes.
  */
-const READ_AHEAD_FILES = 8;
+export const READ_AHEAD_FILES = 8;
 /**
  * Raw staged files opened ahead of the one being copied, per output: each holds only what its
  * connection has buffered, not the file, so their number and not their size is what to bound.
