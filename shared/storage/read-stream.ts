@@ -31,3 +31,29 @@ export function readableChunks(
     },
   };
 }
+
+/**
+ * Reads `source` whole into one buffer of `length` bytes (an S3 response's Content-Length), so
+ * that an object is held once rather than as its chunks and then their concatenation. A source
+ * that sends another number of bytes is an error (the response was cut or is not what it said).
+ */
+export async function readableBytes(
+  source: Readable,
+  length: number,
+  wrap: (error: unknown) => StorageError,
+): Promise<Uint8Array> {
+  const body = Buffer.allocUnsafe(length);
+  let filled = 0;
+  try {
+    for await (const chunk of source as AsyncIterable<Uint8Array>) {
+      if (filled + chunk.byteLength > length) throw new Error(`more than the ${length} bytes announced`);
+      body.set(chunk, filled);
+      filled += chunk.byteLength;
+    }
+  } catch (error) {
+    throw wrap(error);
+  }
+  if (filled !== length) throw wrap(new Error(`${filled} of the ${length} bytes announced`));
+  // A plain Uint8Array, as the SDK's own reading hands out.
+  return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+}

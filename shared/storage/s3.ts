@@ -1,8 +1,10 @@
 /**
  * `Storage` on an S3 bucket under a prefix. Small bodies and every conditional write go as one
- * PutObject; large unconditional bodies as a multipart upload (@aws-sdk/lib-storage). `get`
- * buffers an object whole (for small ones: records, staged files of one unit); `getStream`
- * hands a large one over as its response body arrives.
+ * PutObject; large unconditional bodies as a multipart upload (@aws-sdk/lib-storage, which cuts
+ * a body held whole into parts without copying); streamed bodies through part buffers the
+ * adapter allocates once (`s3-upload.ts`). `get` buffers an object whole (for small ones:
+ * records, staged files of one unit); `getStream` hands a large one over as its response body
+ * arrives.
  */
 
 import { Readable } from 'node:stream';
@@ -18,7 +20,8 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { ConfigError, PreconditionFailedError, StorageError } from '../errors.js';
 import { assertValidKey, assertValidPrefix } from './local.js';
-import { readableChunks } from './read-stream.js';
+import { readableBytes, readableChunks } from './read-stream.js';
+import { PartBuffers, uploadStream } from './s3-upload.js';
 import type { PutOptions, Storage, StorageStats, StoredObject } from './storage.js';
 
 /** S3's smallest part (except the last), and lib-storage's default part size. */
@@ -28,10 +31,17 @@ export const DEFAULT_MULTIPART_THRESHOLD_BYTES = 16 * 1024 * 1024;
 /** S3's limits: parts per upload, keys per ListObjectsV2 page and per DeleteObjects request. */
 const MAX_PARTS = 10_000;
 const MAX_KEYS_PER_REQUEST = 1000;
-/** Part size of a streamed upload: 4 parts in flight hold 32 MiB, and a 256 MB file is 32 parts. */
+/** Part size of a streamed upload: a 256 MB file is 32 parts. */
 export const STREAM_PART_BYTES = 8 * 1024 * 1024;
-/** Parts in flight per multipart upload (lib-storage's default): 4 × 5 MiB buffered at most. */
+/** Parts in flight per multipart upload (lib-storage's default). */
 const UPLOAD_QUEUE_SIZE = 4;
+/**
+ * Part buffers of one adapter, shared by all its streamed uploads: 6 × 8 MiB = 48 MiB, whatever
+ * the number of uploads at once, their size or the run's. Publish writes two outputs at once:
+ * each fills one part while others are sent (up to UPLOAD_QUEUE_SIZE); S3 takes a part faster
+ * than a publish makes the next (a regroup makes a few MB/s of Parquet).
+ */
+export const STREAM_PART_BUFFERS = 6;
 /**
  * Tries of a conditional write that S3 answers 409 ConditionalRequestConflict (another
  * conditional write to the key was in flight; S3's documented answer is "retry"), and the
@@ -74,6 +84,8 @@ export class S3Storage implements Storage {
   readonly #pageSize: number;
   readonly #counts: StorageStats = { reads: 0, writes: 0, lists: 0, deletes: 0 };
   readonly #sleep: (ms: number) => Promise<void>;
+  /** Allocated on the first streamed upload, then reused by every one. */
+  readonly #parts = new PartBuffers(STREAM_PART_BYTES, STREAM_PART_BUFFERS);
 
   constructor(options: S3StorageOptions) {
     if (options.bucket === '') throw new ConfigError('S3Storage needs a bucket name');
@@ -153,34 +165,23 @@ export class S3Storage implements Storage {
     options: Pick<PutOptions, 'contentType'> = {},
   ): Promise<{ etag: string; bytes: number }> {
     assertValidKey(key);
-    let bytes = 0;
-    async function* counted(): AsyncGenerator<Uint8Array> {
-      for await (const chunk of chunks) {
-        bytes += chunk.byteLength;
-        yield chunk;
-      }
-    }
     try {
-      // lib-storage buffers parts of partSize (queueSize in flight) and sends a body shorter
-      // than one part as a single PutObject.
-      const upload = new Upload({
-        client: this.#client,
-        params: {
-          Bucket: this.#bucket,
-          Key: this.#prefix + key,
-          Body: Readable.from(counted()),
-          ContentType: options.contentType ?? contentTypeFor(key),
-        },
-        partSize: STREAM_PART_BYTES,
-        queueSize: UPLOAD_QUEUE_SIZE,
-      });
-      const result = await upload.done();
-      const parts = Math.ceil(bytes / STREAM_PART_BYTES);
-      this.#counts.writes += parts > 1 ? parts + 2 : 1;
-      return { etag: unquoteEtag(result.ETag, key), bytes };
+      const target = {
+        Bucket: this.#bucket,
+        Key: this.#prefix + key,
+        ContentType: options.contentType ?? contentTypeFor(key),
+      };
+      const result = await uploadStream(this.#client, target, chunks, this.#parts, UPLOAD_QUEUE_SIZE);
+      this.#counts.writes += result.requests;
+      return { etag: unquoteEtag(result.etag, key), bytes: result.bytes };
     } catch (error) {
       throw toStorageError(error, `cannot write ${this.location}/${key}`, key);
     }
+  }
+
+  /** Bytes the adapter holds for streamed uploads' parts (allocated once, reused): the bound of `putStream`'s memory. */
+  get streamBufferBytes(): number {
+    return this.#parts.allocatedBytes;
   }
 
   async get(key: string): Promise<StoredObject | undefined> {
@@ -191,7 +192,13 @@ export class S3Storage implements Storage {
         new GetObjectCommand({ Bucket: this.#bucket, Key: this.#prefix + key }),
       );
       if (result.Body === undefined) throw new StorageError(`S3 sent no body for ${key}`, key);
-      const body = await result.Body.transformToByteArray();
+      // In Node: into one buffer of the announced size (the SDK's own collects the chunks, then copies them).
+      const body =
+        result.Body instanceof Readable && result.ContentLength !== undefined
+          ? await readableBytes(result.Body, result.ContentLength, (error) =>
+              toStorageError(error, `cannot read ${this.location}/${key}`, key),
+            )
+          : await result.Body.transformToByteArray();
       return { body, etag: unquoteEtag(result.ETag, key) };
     } catch (error) {
       if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;

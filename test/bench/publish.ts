@@ -347,7 +347,8 @@ async function runRequests(aws: LocalAws): Promise<Record<string, number>> {
         await exportUnit(deps, unit, { resume: true, concurrency: stack.reportConcurrency });
       }
     }
-    const manifest = await finishRun(deps, started.run.run_id, { force: true });
+    // As finish-run does: a run the queues carried is announced by its closer, or not closed here.
+    const manifest = await finishRun(deps, started.run.run_id, { force: true, announce: async () => {} });
     if (!manifest) throw new Error('the cost run wrote no manifest');
     const scale = PER / COST_REPORTS;
     const n = { put: 0, get: 0, list: 0, delete: 0, staged_put: 0, staged_get: 0, published_put: 0 };

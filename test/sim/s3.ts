@@ -1,6 +1,6 @@
 /**
- * An in-memory S3 bucket behind the `S3Client.send` surface that `S3Storage` (and lib-storage's
- * `Upload`, for a body under one part) uses, so that the real adapter and its error mapping run
+ * An in-memory S3 bucket behind the `S3Client.send` surface that `S3Storage` uses (a streamed
+ * upload of at most one part is one PutObject), so that the real adapter and its error mapping run
  * in the simulation. Every call is a scheduler operation, and may meet an injected fault:
  * - crash before it (nothing applied) or after it applied (the answer never read);
  * - the answer lost after a write applied, then the SDK's retry: the request is applied again
@@ -106,7 +106,7 @@ export class SimS3 {
   clientFor(actor: Actor): unknown {
     return {
       config: {
-        // lib-storage's single-part path reads these to build the object's Location.
+        // What an upload reads of a client's config (lib-storage's single-part path: the Location; checksums).
         requestHandler: undefined,
         forcePathStyle: true,
         endpoint: async () => ({ protocol: 'https:', hostname: 's3.sim', path: '/', port: undefined }),

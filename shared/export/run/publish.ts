@@ -34,6 +34,13 @@ export const PUBLISH_CONCURRENCY = 2;
  */
 const READ_AHEAD_BYTES = 16 * 1024 * 1024;
 /**
+ * …and at most this many files, per output: staged files are small (~20–200 KB), so 16 MiB
+ * alone let ~800 requests wait per output on S3, each holding its SDK objects, with no gain
+ * once the connections are busy. 8 overlap a read's latency (~20 ms on S3) many times over what
+ * a regroup consumes.
+ */
+export const READ_AHEAD_FILES = 8;
+/**
  * Raw staged files opened ahead of the one being copied, per output: each holds only what its
  * connection has buffered, not the file, so their number and not their size is what to bound.
  */
@@ -139,8 +146,9 @@ const missing = (input: FileEntry) =>
   new ExporterError(`staged file ${input.key} is missing`, { retryable: true });
 
 /**
- * Reads staged Parquet files whole, in order, up to {@link READ_AHEAD_BYTES} of them ahead of
- * the one the writer has (regrouping needs a file's footer before its rows).
+ * Reads staged Parquet files whole, in order, up to {@link READ_AHEAD_BYTES} and
+ * {@link READ_AHEAD_FILES} of them ahead of the one the writer has (regrouping needs a file's
+ * footer before its rows).
  */
 async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
   const read = (input: FileEntry) =>
@@ -154,7 +162,8 @@ async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): Asy
   const fill = () => {
     while (
       next < inputs.length &&
-      (ahead.length === 0 || aheadBytes + inputs[next]!.bytes <= READ_AHEAD_BYTES)
+      (ahead.length === 0 ||
+        (ahead.length < READ_AHEAD_FILES && aheadBytes + inputs[next]!.bytes <= READ_AHEAD_BYTES))
     ) {
       const input = inputs[next++]!;
       const body = read(input);

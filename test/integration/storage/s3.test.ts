@@ -10,7 +10,13 @@ import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PreconditionFailedError } from '../../../shared/errors.js';
 import { openStorage } from '../../../shared/storage/open.js';
-import { MIN_PART_BYTES, S3Storage, type S3StorageOptions } from '../../../shared/storage/s3.js';
+import {
+  MIN_PART_BYTES,
+  S3Storage,
+  type S3StorageOptions,
+  STREAM_PART_BUFFERS,
+  STREAM_PART_BYTES,
+} from '../../../shared/storage/s3.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
 
 const BUCKET = 'lake';
@@ -197,5 +203,120 @@ describe('S3Storage on fauxqs', () => {
     await storage.put('s.json', 'third', { ifMatch: etag });
     expect(requestsMatching('PUT', /x-id=PutObject/).at(-1)?.headers['if-match']).toBe(`"${etag}"`);
     expect(new TextDecoder().decode((await storage.get('s.json'))?.body)).toBe('third');
+  });
+});
+
+/** `total` deterministic bytes in chunks of 1-300 KB, as a publish hands them to `putStream`. */
+async function* chunksOf(total: number, seed: number): AsyncGenerator<Uint8Array> {
+  let sent = 0;
+  while (sent < total) {
+    const size = Math.min(total - sent, 1_000 + ((sent * 31 + seed * 7_919) % 300_000));
+    const chunk = new Uint8Array(size);
+    for (let i = 0; i < size; i += 512) chunk[i] = (sent + i + seed) % 251;
+    sent += size;
+    yield chunk;
+  }
+}
+
+const md5Of = async (chunks: AsyncIterable<Uint8Array>): Promise<string> => {
+  const hash = createHash('md5');
+  for await (const chunk of chunks) hash.update(chunk);
+  return hash.digest('hex');
+};
+
+describe('S3Storage streamed uploads', () => {
+  /** The part bodies the SDK sends (UploadPart, PutObject) through `counted`, and the most bytes in flight at once. */
+  function partCounter(counted: S3Client) {
+    const bodies = new Set<string>();
+    let inFlight = 0;
+    let peakInFlight = 0;
+    let parts = 0;
+    counted.middlewareStack.add(
+      (next, context) => async (args) => {
+        const body = (args.input as { Body?: unknown }).Body;
+        if (context.commandName !== 'UploadPartCommand' || !(body instanceof Uint8Array)) return next(args);
+        // A part buffer is a place in memory: its ArrayBuffer and its offset in it.
+        bodies.add(`${bufferId(body.buffer)}@${body.byteOffset}`);
+        parts += 1;
+        inFlight += body.byteLength;
+        peakInFlight = Math.max(peakInFlight, inFlight);
+        try {
+          return await next(args);
+        } finally {
+          inFlight -= body.byteLength;
+        }
+      },
+      { step: 'initialize', name: 'partCounter' },
+    );
+    return { bodies, parts: () => parts, peakInFlight: () => peakInFlight };
+  }
+  const ids = new WeakMap<ArrayBufferLike, number>();
+  let lastId = 0;
+  const bufferId = (buffer: ArrayBufferLike): number => {
+    if (!ids.has(buffer)) ids.set(buffer, ++lastId);
+    return ids.get(buffer)!;
+  };
+
+  it('sends every part of several uploads at once from its fixed part buffers, never more bytes than they hold', async () => {
+    const counted = aws.s3Client();
+    const seen = partCounter(counted);
+    const storage = new S3Storage({ bucket: BUCKET, prefix, client: counted });
+    // Three outputs at once, each 3 parts and a bit: 12 parts, more than the buffers.
+    const size = 3 * STREAM_PART_BYTES + 12_345;
+
+    const written = await Promise.all(
+      [1, 2, 3].map((seed) => storage.putStream(`out/${seed}.parquet`, chunksOf(size, seed))),
+    );
+
+    expect(seen.parts()).toBe(12);
+    // lib-storage's Upload (or any part allocated anew) would send 12 distinct buffers, 4 per upload in flight.
+    expect(seen.bodies.size).toBeLessThanOrEqual(STREAM_PART_BUFFERS);
+    expect(seen.peakInFlight()).toBeLessThanOrEqual(STREAM_PART_BUFFERS * STREAM_PART_BYTES);
+    expect(storage.streamBufferBytes).toBeLessThanOrEqual(STREAM_PART_BUFFERS * STREAM_PART_BYTES);
+    for (const [i, seed] of [1, 2, 3].entries()) {
+      expect(written[i]!.bytes).toBe(size);
+      const got = await storage.get(`out/${seed}.parquet`);
+      expect(got?.etag).toBe(written[i]!.etag);
+      expect(got?.etag).toMatch(/-4$/);
+      expect(md5(got!.body)).toBe(await md5Of(chunksOf(size, seed)));
+    }
+    expect(storage.stats().writes).toBe(3 * (4 + 2));
+    expect(storage.stats().writes).toBe(
+      requestsMatching('PUT', /./).length + requestsMatching('POST', /./).length,
+    );
+  });
+
+  it('sends a body of at most one part as one PutObject, an empty one included', async () => {
+    const storage = storageFor();
+
+    const one = await storage.putStream('one.bin', chunksOf(STREAM_PART_BYTES, 4));
+    const empty = await storage.putStream('empty.bin', chunksOf(0, 5));
+
+    expect(one.bytes).toBe(STREAM_PART_BYTES);
+    expect(empty.bytes).toBe(0);
+    expect(aws.requests().map((r) => r.method)).toEqual(['PUT', 'PUT']);
+    expect(md5((await storage.get('one.bin'))!.body)).toBe(await md5Of(chunksOf(STREAM_PART_BYTES, 4)));
+    expect((await storage.get('empty.bin'))!.body).toHaveLength(0);
+    expect(storage.stats().writes).toBe(2);
+  });
+
+  it('aborts the upload when its source fails, and gives its buffers back for the next uploads', async () => {
+    const storage = storageFor();
+    async function* failing(): AsyncGenerator<Uint8Array> {
+      yield* chunksOf(2 * STREAM_PART_BYTES + 1, 6);
+      throw new Error('the regroup failed');
+    }
+
+    await expect(storage.putStream('bad.parquet', failing())).rejects.toThrow(/cannot write .*bad\.parquet/);
+    expect(requestsMatching('DELETE', /[?&]uploadId=/)).toHaveLength(1);
+    expect(await storage.get('bad.parquet')).toBeUndefined();
+    // Every buffer was given back: as many uploads at once as there are buffers still all complete.
+    const size = STREAM_PART_BYTES + 1;
+    const after = await Promise.all(
+      Array.from({ length: STREAM_PART_BUFFERS }, (_, i) =>
+        storage.putStream(`ok/${i}.bin`, chunksOf(size, i)),
+      ),
+    );
+    expect(after.map((w) => w.bytes)).toEqual(Array(STREAM_PART_BUFFERS).fill(size));
   });
 });

@@ -4,7 +4,7 @@ import { appendReportRows } from '../../../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
 import { rawLine } from '../../../../shared/export/raw-lines.js';
-import { publishRun } from '../../../../shared/export/run/publish.js';
+import { publishRun, READ_AHEAD_FILES } from '../../../../shared/export/run/publish.js';
 import { stageStep } from '../../../../shared/export/run/staging.js';
 import type { FileEntry, RunRef } from '../../../../shared/export/state/records.js';
 import { TABLES, type TableName } from '../../../../shared/export/tables.js';
@@ -137,6 +137,38 @@ describe('publishRun', () => {
     await expect(publishRun(storage, RUN, [gone])).rejects.toMatchObject({
       cause: { message: expect.stringContaining('gone.jsonl.gz is missing') },
     });
+  });
+
+  it('reads at most READ_AHEAD_FILES staged Parquet files ahead of an output, however small they are', async () => {
+    let reading = 0;
+    let most = 0;
+    const inner: Storage = storage;
+    const watched: Storage = {
+      location: storage.location,
+      put: (key, body, options) => storage.put(key, body, options),
+      putStream: (key, chunks, options) => inner.putStream(key, chunks, options),
+      get: async (key) => {
+        reading += 1;
+        most = Math.max(most, reading);
+        // Reads take a while, as on S3, so that the ones started ahead overlap.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const found = await storage.get(key);
+        reading -= 1;
+        return found;
+      },
+      getStream: (key) => storage.getStream(key),
+      list: (prefix) => storage.list(prefix),
+      delete: (keys) => storage.delete(keys),
+      stats: () => storage.stats(),
+    };
+    // One output of 4 × 6 files of a few KB each: the byte bound (16 MiB) alone would read all 24 at once.
+    const reports = staged.filter((f) => f.format === 'parquet' && f.table_or_entity === 'reports');
+    const inputs = [0, 1, 2, 3].flatMap(() => reports);
+
+    const [file] = await publishRun(watched, RUN, inputs);
+
+    expect(file?.rows).toBe(4 * reports.reduce((n, f) => n + f.rows, 0));
+    expect(most).toBe(READ_AHEAD_FILES);
   });
 
   /** Row groups of a Parquet object, from its footer. */
