@@ -63,6 +63,29 @@ export interface ExporterFunctionProps {
   readonly network?: { readonly vpc: ec2.IVpc; readonly subnets: ec2.SubnetSelection } | undefined;
 }
 
+/**
+ * How every exporter function's code is bundled (NodejsFunction's esbuild options): exported so
+ * that a bench can build the same bundle without synthesizing the stack (test/bench/scale-bundle.ts).
+ */
+export const EXPORTER_BUNDLING = {
+  // CommonJS, not ESM: an ES module that imports node:http makes Node read every export of
+  // it, and http's lazy fetch/WebSocket getters load undici; node:fs does the same. That
+  // was a fifth of the cold import (BENCHMARKS.md, "lambda").
+  format: nodejs.OutputFormat.CJS,
+  target: 'node24',
+  mainFields: ['module', 'main'],
+  minify: true,
+  sourceMap: true,
+  // Stack traces name files and lines; the sources themselves need not ship.
+  sourcesContent: false,
+  forceDockerBundling: false,
+  // The SDK clients the tests ran against, not whatever the runtime carries today.
+  bundleAwsSDK: true,
+} satisfies nodejs.BundlingOptions;
+
+/** Every exporter function's NODE_OPTIONS: stack traces name the source lines (BENCHMARKS.md, "lambda"). */
+export const EXPORTER_NODE_OPTIONS = '--enable-source-maps';
+
 /** What a function does with a work queue. */
 export type QueueUse =
   /** Sends work to it (fans out). */
@@ -140,21 +163,7 @@ export class ExporterFunction extends nodejs.NodejsFunction {
       systemLogLevelV2: lambda.SystemLogLevel.INFO,
       projectRoot: props.projectRoot,
       depsLockFilePath: `${props.projectRoot}package-lock.json`,
-      bundling: {
-        // CommonJS, not ESM: an ES module that imports node:http makes Node read every export of
-        // it, and http's lazy fetch/WebSocket getters load undici; node:fs does the same. That
-        // was a fifth of the cold import (BENCHMARKS.md, "lambda").
-        format: nodejs.OutputFormat.CJS,
-        target: 'node24',
-        mainFields: ['module', 'main'],
-        minify: true,
-        sourceMap: true,
-        // Stack traces name files and lines; the sources themselves need not ship.
-        sourcesContent: false,
-        forceDockerBundling: false,
-        // The SDK clients the tests ran against, not whatever the runtime carries today.
-        bundleAwsSDK: true,
-      },
+      bundling: EXPORTER_BUNDLING,
       ...(props.network ? { vpc: props.network.vpc, vpcSubnets: props.network.subnets } : {}),
     });
     this.functionLogs = logGroup;
@@ -162,7 +171,7 @@ export class ExporterFunction extends nodejs.NodejsFunction {
     this.#variable('POWERTOOLS_SERVICE_NAME', props.serviceName);
     this.#variable('POWERTOOLS_METRICS_NAMESPACE', METRICS_NAMESPACE);
     this.#variable('POWERTOOLS_LOG_LEVEL', props.logLevel);
-    this.#variable('NODE_OPTIONS', '--enable-source-maps');
+    this.#variable('NODE_OPTIONS', EXPORTER_NODE_OPTIONS);
     this.configure('STAGE', props.stage);
   }
 

@@ -13,8 +13,8 @@ import { removeSynthOutputs, resourcesOf, synthExporter } from '../infra/helpers
 
 const SAMPLES = 9;
 
-/** An environment like the stack's, pointing at nothing (the import must not send a request). */
-const LAMBDA_ENV = {
+/** An environment like the stack's, pointing at nothing (the import must not send a request); scale.ts uses it too. */
+export const LAMBDA_ENV = {
   PATH: process.env.PATH,
   AWS_REGION: 'eu-west-1',
   AWS_ACCESS_KEY_ID: 'bench',

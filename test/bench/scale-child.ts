@@ -1,8 +1,11 @@
 /**
  * One finish-run invocation of the scale bench, in a process of its own (scale.ts starts it with
- * the heap limit finish-run's memory gives): `node --max-old-space-size=<MB> --import tsx
- * test/bench/scale-child.ts <config.json>`. Prints one JSON line of figures. Imports only what
- * finishing needs, as the bundled Lambda would.
+ * the heap limit finish-run's memory gives): by default bundled as the functions are and run as
+ * `node --max-old-space-size=<MB> scale-child.js <config.json>` with their NODE_OPTIONS
+ * (scale-bundle.ts), or `node --max-old-space-size=<MB> --import tsx test/bench/scale-child.ts
+ * <config.json>` (SCALE_LOADER=tsx). Prints one JSON line of figures. Imports only what finishing
+ * needs. With `--baseline` instead of a config: loads its modules, prints `{"baseline_rss_mb"}`
+ * and exits (what the loader and the modules cost before any work).
  */
 
 import { readFile } from 'node:fs/promises';
@@ -130,8 +133,14 @@ async function child(configPath: string): Promise<void> {
   process.stdout.write(`${JSON.stringify(figures)}\n`);
 }
 
+/** This module run as a process (its source under tsx, or its bundle), not imported by scale.ts. */
+const MAIN = /scale-child\.(ts|c?js)$/;
+
 const [configPath] = process.argv.slice(2);
-if (configPath && process.argv[1]?.endsWith('scale-child.ts')) {
+if (configPath === '--baseline' && MAIN.test(process.argv[1] ?? '')) {
+  // Static imports are all loaded (and a bundle's modules evaluated) before this line runs.
+  void rssHighWaterMb().then((mb) => process.stdout.write(`${JSON.stringify({ baseline_rss_mb: mb })}\n`));
+} else if (configPath && MAIN.test(process.argv[1] ?? '')) {
   child(configPath).catch((error: unknown) => {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;

@@ -14,7 +14,14 @@
  * manifest's counts against its records, the published rows per table against the staged rows,
  * and every published Parquet file's footer (`num_rows`, hyparquet) against the manifest.
  *
- * Settings (environment): SCALE_REPORTS (run sizes, default 100000,300000,1000000);
+ * Each child runs as the Lambda runs its code (SCALE_LOADER=bundle, the default): scale-child.ts
+ * bundled once per bench run with the functions' own esbuild options, started by `node` with
+ * their NODE_OPTIONS (scale-bundle.ts); SCALE_LOADER=tsx loads the sources through tsx instead,
+ * as the figures before 2026-11-26's bundle did (tsx costs ~85 MB of RSS). Before the cases, the
+ * empty baselines (VmHWM of a process that loads its modules and exits): node alone, the child
+ * under each loader, and finish-run's own handler bundled.
+ *
+ * Settings (environment): SCALE_LOADER (bundle or tsx, default bundle); SCALE_REPORTS (run sizes, default 100000,300000,1000000);
  * SCALE_CASES (default folder-hive,s3-hive,folder-iceberg,s3-iceberg); SCALE_S3_MAX_REPORTS
  * (default 300000: fauxqs holds every object in this process's memory); SCALE_ICEBERG_MAX_REPORTS
  * (default 300000: Iceberg's units are encoded one by one, ~45 ms each); SCALE_MAX_INVOCATIONS
@@ -27,6 +34,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parquetMetadata } from 'hyparquet';
 import { currentTableName, manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
@@ -37,6 +45,8 @@ import { LocalStorage } from '../../shared/storage/local.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import type { LocalAws } from '../helpers/fauxqs.js';
+import { LAMBDA_ENV } from './lambda.js';
+import { bundleAsLambda, childCommand, type Loader, loadedHighWaterMb, median } from './scale-bundle.js';
 import type { ChildConfig, ChildFigures, Target } from './scale-child.js';
 import {
   copyPrefix,
@@ -65,8 +75,13 @@ const SAMPLE_MS = 250;
 /** Two invocations in a row that die (heap limit, kill) without closing: no progress to expect. */
 const CRASHES_IN_A_ROW = 2;
 const CLOCK_TICKS = 100;
+const CHILD_SOURCE = fileURLToPath(new URL('./scale-child.ts', import.meta.url));
+const FINISH_RUN_SOURCE = fileURLToPath(new URL('../../functions/aws/finish-run.ts', import.meta.url));
+/** Processes per empty baseline (the median is reported). */
+const BASELINE_SAMPLES = 3;
 
 interface Settings {
+  loader: Loader;
   sizes: number[];
   cases: string[];
   s3Max: number;
@@ -87,7 +102,10 @@ function settings(env: NodeJS.ProcessEnv): Settings {
   const via = env.SCALE_VIA ?? 'close-runs';
   if (via !== 'close-runs' && via !== 'finish-run')
     throw new Error(`SCALE_VIA: close-runs or finish-run, not ${via}`);
+  const loader = env.SCALE_LOADER ?? 'bundle';
+  if (loader !== 'bundle' && loader !== 'tsx') throw new Error(`SCALE_LOADER: bundle or tsx, not ${loader}`);
   return {
+    loader,
     sizes: list(env.SCALE_REPORTS, '100000,300000,1000000').map(Number),
     cases: list(env.SCALE_CASES, 'folder-hive,s3-hive,folder-iceberg,s3-iceberg'),
     s3Max: Number(env.SCALE_S3_MAX_REPORTS ?? 300_000),
@@ -119,20 +137,24 @@ async function sampleProc(pid: number): Promise<{ cpu: number; hwm: number } | u
   }
 }
 
+/** How a child is started: its loader, and the script it runs (the bundle, or the source under tsx). */
+interface ChildScript {
+  loader: Loader;
+  script: string;
+}
+
 /** Runs one finish invocation in a fresh process with `heapMb` of old space. */
 async function invokeOnce(
   config: ChildConfig,
+  how: ChildScript,
   heapMb: number,
   timeoutS: number,
   scratch: string,
 ): Promise<Invocation> {
   const path = join(scratch, `child-${Date.now()}.json`);
   await writeFile(path, JSON.stringify(config));
-  const child = spawn(
-    process.execPath,
-    [`--max-old-space-size=${heapMb}`, '--import', 'tsx', 'test/bench/scale-child.ts', path],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const { argv, env } = childCommand(how.loader, how.script, heapMb, [path]);
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const started = performance.now();
   let seen = { cpu: 0, hwm: 0 };
   const sampler = setInterval(() => {
@@ -191,6 +213,7 @@ async function invokeOnce(
 async function driveFinish(
   storage: Storage,
   config: ChildConfig,
+  how: ChildScript,
   s: Settings,
   heapMb: number,
   scratch: string,
@@ -198,7 +221,7 @@ async function driveFinish(
   const invocations: Invocation[] = [];
   let crashes = 0;
   while (invocations.length < s.maxInvocations) {
-    const one = await invokeOnce(config, heapMb, s.timeoutS, scratch);
+    const one = await invokeOnce(config, how, heapMb, s.timeoutS, scratch);
     invocations.push(one);
     process.stderr.write(`    invocation ${invocations.length}: ${JSON.stringify(one)}\n`);
     if (await isClosed(storage, config.runId)) return { invocations, closed: true };
@@ -306,9 +329,15 @@ export async function benchScale(): Promise<Record<string, number>> {
     return templates.get(key)!;
   };
   process.stderr.write(
-    `scale: finish-run ${finish.memorySize} MB → --max-old-space-size=${heapMb}, timeout ${timeoutS} s, via ${s.via}\n`,
+    `scale: finish-run ${finish.memorySize} MB → --max-old-space-size=${heapMb}, timeout ${timeoutS} s, via ${s.via}, loader ${s.loader}\n`,
   );
+  let baselines: Baselines | undefined;
   try {
+    const bundle = join(scratch, 'scale-child.js');
+    await bundleAsLambda(CHILD_SOURCE, bundle);
+    baselines = await measureBaselines(scratch, bundle, heapMb);
+    process.stderr.write(`  empty baselines (VmHWM MB): ${JSON.stringify(baselines)}\n`);
+    const how: ChildScript = { loader: s.loader, script: s.loader === 'bundle' ? bundle : CHILD_SOURCE };
     for (const size of s.sizes) {
       for (const name of s.cases) {
         const [where, format] = name.split('-') as ['folder' | 's3', 'hive' | 'iceberg'];
@@ -346,7 +375,7 @@ export async function benchScale(): Promise<Record<string, number>> {
         }
         const runCase = async (run: RunRef, lake: number, syn: Synthesized) => {
           const config: ChildConfig = { target, runId: run.run_id, via: s.via, timeoutMs: timeoutS * 1000 };
-          const driven = await driveFinish(storage, config, s, heapMb, scratch);
+          const driven = await driveFinish(storage, config, how, s, heapMb, scratch);
           const live = format === 'iceberg' ? size : undefined;
           const problems = driven.closed ? await verifyRun(storage, run, syn, live) : ['not closed'];
           const result = { name, reports: syn.exported, lake, ...driven, problems, staged: syn };
@@ -375,8 +404,53 @@ export async function benchScale(): Promise<Record<string, number>> {
     await aws?.close();
     await rm(scratch, { recursive: true, force: true });
   }
-  printTable(results, heapMb, finish.memorySize, timeoutS);
-  return figuresOf(results, finish.memorySize, timeoutS);
+  printTable(results, heapMb, finish.memorySize, timeoutS, s.loader);
+  return { ...figuresOf(results, finish.memorySize, timeoutS), ...baselineFigures(baselines) };
+}
+
+/** VmHWM (MB) of processes that load their modules and exit: what a child holds before any work. */
+interface Baselines {
+  /** `node` alone, with the functions' NODE_OPTIONS. */
+  node: number;
+  /** scale-child.ts under tsx (`--baseline`). */
+  child_tsx: number;
+  /** scale-child bundled as the functions are (`--baseline`). */
+  child_bundle: number;
+  /** finish-run's own handler (functions/aws/finish-run.ts) bundled the same way, required. */
+  finish_run_bundle: number;
+}
+
+async function measureBaselines(scratch: string, bundle: string, heapMb: number): Promise<Baselines> {
+  const childBaseline = async (loader: Loader, script: string) => {
+    const figures: number[] = [];
+    for (let i = 0; i < BASELINE_SAMPLES; i++) {
+      const { argv, env } = childCommand(loader, script, heapMb, ['--baseline']);
+      const out = await new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'], env });
+        let text = '';
+        child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+        child.on('error', reject);
+        child.on('close', (code) =>
+          code === 0 ? resolve(text) : reject(new Error(`baseline exit ${code}`)),
+        );
+      });
+      figures.push((JSON.parse(out) as { baseline_rss_mb: number }).baseline_rss_mb);
+    }
+    return median(figures);
+  };
+  const handler = join(scratch, 'finish-run.js');
+  await bundleAsLambda(FINISH_RUN_SOURCE, handler);
+  return {
+    node: await loadedHighWaterMb(undefined, LAMBDA_ENV, heapMb, BASELINE_SAMPLES),
+    child_tsx: await childBaseline('tsx', CHILD_SOURCE),
+    child_bundle: await childBaseline('bundle', bundle),
+    finish_run_bundle: await loadedHighWaterMb(handler, LAMBDA_ENV, heapMb, BASELINE_SAMPLES),
+  };
+}
+
+function baselineFigures(b: Baselines | undefined): Record<string, number> {
+  if (!b) return {};
+  return Object.fromEntries(Object.entries(b).map(([k, v]) => [`baseline_${k}_rss_mb`, Math.round(v)]));
 }
 
 function summaryLine(r: CaseResult): string {
@@ -384,7 +458,13 @@ function summaryLine(r: CaseResult): string {
   return `${inv.length} invocation(s), ${r.closed ? 'closed' : 'NOT closed'}, CPU max ${round(max(inv.map((i) => i.cpu_seconds)))} s, RSS max ${round(max(inv.map((i) => i.peak_rss_mb)))} MB, ${r.problems.length === 0 ? 'correct' : r.problems.join('; ')}`;
 }
 
-function printTable(results: CaseResult[], heapMb: number, memoryMb: number, timeoutS: number): void {
+function printTable(
+  results: CaseResult[],
+  heapMb: number,
+  memoryMb: number,
+  timeoutS: number,
+  loader: Loader,
+): void {
   const rows = results.map((r) => {
     const inv = r.invocations;
     const cpu = max(inv.map((i) => i.cpu_seconds));
@@ -420,7 +500,7 @@ function printTable(results: CaseResult[], heapMb: number, memoryMb: number, tim
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(width[i]!)).join('  ')}\n`;
   process.stdout.write(
-    `\n== scale: finish-run, heap ${heapMb} MB of ${memoryMb} MB, timeout ${timeoutS} s; per-invocation maxima\n`,
+    `\n== scale: finish-run, heap ${heapMb} MB of ${memoryMb} MB, timeout ${timeoutS} s, loader ${loader}; per-invocation maxima\n`,
   );
   process.stdout.write(line(head));
   for (const r of rows) process.stdout.write(line(r));

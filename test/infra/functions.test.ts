@@ -3,9 +3,10 @@
  * bundling): runtime, bundles, environment, event sources, the secret and every permission.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Match } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +21,7 @@ import {
 } from '../../infra/constructs/functions.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
 import { RUN_DEFAULTS } from '../../shared/run-defaults.js';
+import { bundleAsLambda } from '../bench/scale-bundle.js';
 import {
   actionsOf,
   allowStatements,
@@ -206,6 +208,19 @@ describe('functions', () => {
       expect(code.split('\n').length).toBeLessThan(statSync(join(dir, 'index.js')).size / 1000 + 50);
       const map = JSON.parse(readFileSync(join(dir, 'index.js.map'), 'utf8')) as { sources: string[] };
       expect(map.sources.some((src) => src.includes(`functions/aws/${name}.ts`))).toBe(true);
+    }
+  });
+
+  it('builds the bundle the scale bench builds from the same options, byte for byte', async () => {
+    // The scale bench measures finish-run's code bundled by scale-bundle.ts, not by a synth.
+    const dir = mkdtempSync(join(tmpdir(), 'cre-bundle-'));
+    try {
+      const entry = fileURLToPath(new URL('../../functions/aws/finish-run.ts', import.meta.url));
+      await bundleAsLambda(entry, join(dir, 'index.js'));
+      const synthed = join(s.outdir, fn('finish-run').Metadata?.['aws:asset:path'] as string, 'index.js');
+      expect(readFileSync(join(dir, 'index.js')).equals(readFileSync(synthed))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
