@@ -1,7 +1,7 @@
 /**
  * The CLI's garbage headroom. What a run holds live is small (one or two units in flight, one
- * output published at a time: see shared/export/run/publish.ts): 30–150 MB of heap in the runs
- * measured, the most while a 100k-report run regroups its `reports` table (BENCHMARKS.md,
+ * output published at a time: see shared/export/run/publish.ts): 24–55 MB of heap through the
+ * finish of a 100k-report run, measured with a full collection every 500 ms (BENCHMARKS.md,
  * cli-memory). V8 lets the heap grow to up to 4× what was live at the last full
  * collection before it collects again, and on a machine with plenty of memory it does: a
  * 20,000-report run's RSS reached 380–510 MB with 30 MB live, most of it garbage from decoding
