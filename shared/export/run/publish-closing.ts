@@ -184,7 +184,7 @@ export async function publishClosing(
       const done = await readPublished(storage, runId, plan.key);
       if (done) return take(slot, done.file, done.footer ? Buffer.from(done.footer, 'base64') : undefined);
     }
-    while (inFlight.size >= PUBLISH_CONCURRENCY) await Promise.race(inFlight);
+    while (inFlight.size >= (options.concurrency ?? PUBLISH_CONCURRENCY)) await Promise.race(inFlight);
     if (failure) return;
     const bytes = plan.inputs.reduce((n, input) => n + input.bytes, 0);
     // An output too large for this finisher's time is left to one that has it (start-run's recovery).

@@ -24,7 +24,7 @@ import { mapPool } from './pool.js';
 
 /** Above this many bytes of staged input, a table's data goes on in a further file. */
 export const DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024;
-/** Published files written at once (each streams its own inputs). */
+/** Published files written at once by default (each streams its own inputs); `PublishOptions.concurrency`. */
 export const PUBLISH_CONCURRENCY = 2;
 /**
  * Bytes of staged Parquet files read ahead of the one being regrouped, per output (at least
@@ -47,6 +47,11 @@ export const READ_AHEAD_FILES = 8;
 const STREAMS_AHEAD = 4;
 
 export interface PublishOptions {
+  /**
+   * Outputs written at once; default {@link PUBLISH_CONCURRENCY}. Memory is this many outputs'
+   * worth; the output's bytes do not depend on it.
+   */
+  concurrency?: number;
   /** Start a further file once a file's inputs add up to this many bytes; default 256 MB. */
   maxFileBytes?: number;
   /**
@@ -289,7 +294,7 @@ export async function publishRun(
   const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
   return mapPool(
     plans,
-    PUBLISH_CONCURRENCY,
+    options.concurrency ?? PUBLISH_CONCURRENCY,
     async (plan) => (await writeOutput(storage, run, plan, options)).file,
   );
 }

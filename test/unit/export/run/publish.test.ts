@@ -110,6 +110,44 @@ describe('publishRun', () => {
     for (const [i, f] of second.entries()) expect((await storage.get(f.key))?.body).toEqual(bytes[i]);
   });
 
+  it('writes one output at a time when asked, the same keys and bytes as two at once', async () => {
+    /** `storage`, counting the outputs being streamed at once. */
+    const counting = (): { storage: Storage; most: () => number } => {
+      let now = 0;
+      let most = 0;
+      const inner: Storage = storage;
+      const wrapped: Storage = {
+        location: storage.location,
+        put: (key, body, options) => storage.put(key, body, options),
+        putStream: async (key, chunks, options) => {
+          most = Math.max(most, ++now);
+          try {
+            return await inner.putStream(key, chunks, options);
+          } finally {
+            now--;
+          }
+        },
+        get: (key) => storage.get(key),
+        getStream: (key) => storage.getStream(key),
+        list: (prefix) => storage.list(prefix),
+        delete: (keys) => storage.delete(keys),
+        stats: () => storage.stats(),
+      };
+      return { storage: wrapped, most: () => most };
+    };
+    const two = counting();
+    const first = await publishRun(two.storage, RUN, staged);
+    const bytes = await Promise.all(first.map(async (f) => (await storage.get(f.key))?.body));
+
+    const one = counting();
+    const second = await publishRun(one.storage, RUN, staged, { concurrency: 1 });
+
+    expect(two.most()).toBe(2);
+    expect(one.most()).toBe(1);
+    expect(second).toEqual(first);
+    for (const [i, f] of second.entries()) expect((await storage.get(f.key))?.body).toEqual(bytes[i]);
+  });
+
   it('streams raw staged files through getStream, never reading one whole, and says which one is missing', async () => {
     const wholeReads: string[] = [];
     const inner: Storage = storage;
