@@ -41,7 +41,8 @@ type RuntimeVariable =
   | 'POWERTOOLS_SERVICE_NAME'
   | 'POWERTOOLS_METRICS_NAMESPACE'
   | 'POWERTOOLS_LOG_LEVEL'
-  | 'NODE_OPTIONS';
+  | 'NODE_OPTIONS'
+  | 'MALLOC_MMAP_THRESHOLD_';
 
 export interface ExporterFunctionProps {
   /** The function's name in the exporter (`start-run`, ...): named in its role's description. */
@@ -85,6 +86,16 @@ export const EXPORTER_BUNDLING = {
 
 /** Every exporter function's NODE_OPTIONS: stack traces name the source lines (BENCHMARKS.md, "lambda"). */
 export const EXPORTER_NODE_OPTIONS = '--enable-source-maps';
+
+/**
+ * Every exporter function's glibc `MALLOC_MMAP_THRESHOLD_` (bytes), read by the C library when the
+ * runtime's process starts: a native allocation of this size or more (zstd's contexts for each
+ * Parquet page, decoded column chunks) is its own mapping, given back to the system when freed.
+ * Without it glibc raises the threshold as such blocks are freed and serves them from its heap,
+ * which it keeps: the finish step's memory outside V8 grew with the work of an invocation
+ * (BENCHMARKS.md, scale: "the C library's heap"), for the same CPU.
+ */
+export const EXPORTER_MALLOC_MMAP_THRESHOLD = '131072';
 
 /** What a function does with a work queue. */
 export type QueueUse =
@@ -172,6 +183,7 @@ export class ExporterFunction extends nodejs.NodejsFunction {
     this.#variable('POWERTOOLS_METRICS_NAMESPACE', METRICS_NAMESPACE);
     this.#variable('POWERTOOLS_LOG_LEVEL', props.logLevel);
     this.#variable('NODE_OPTIONS', EXPORTER_NODE_OPTIONS);
+    this.#variable('MALLOC_MMAP_THRESHOLD_', EXPORTER_MALLOC_MMAP_THRESHOLD);
     this.configure('STAGE', props.stage);
   }
 

@@ -9,7 +9,11 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import { type BuildOptions, build } from 'esbuild';
-import { EXPORTER_BUNDLING, EXPORTER_NODE_OPTIONS } from '../../infra/constructs/exporter-function.js';
+import {
+  EXPORTER_BUNDLING,
+  EXPORTER_MALLOC_MMAP_THRESHOLD,
+  EXPORTER_NODE_OPTIONS,
+} from '../../infra/constructs/exporter-function.js';
 
 export type Loader = 'bundle' | 'tsx';
 
@@ -55,9 +59,20 @@ export async function bundleAsLambda(entry: string, outfile: string): Promise<vo
 export const lambdaNodeOptions = (): string[] => EXPORTER_NODE_OPTIONS.split(' ').filter(Boolean);
 
 /**
+ * The environment the functions' runtime process starts with, over `env`: their NODE_OPTIONS (no
+ * inherited one: a tsx parent's loader must not leak in) and their glibc mmap threshold, unless
+ * `SCALE_MALLOC=default` asks for the C library's own (to compare).
+ */
+export function lambdaEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const malloc =
+    env.SCALE_MALLOC === 'default' ? {} : { MALLOC_MMAP_THRESHOLD_: EXPORTER_MALLOC_MMAP_THRESHOLD };
+  return { ...env, NODE_OPTIONS: EXPORTER_NODE_OPTIONS, ...malloc };
+}
+
+/**
  * How a child runs `script` (a bundle, or scale-child.ts under tsx) with `heapMb` of old space:
- * the command's arguments and its environment. A bundle gets the functions' NODE_OPTIONS, and no
- * inherited one (a tsx parent's loader must not leak into it).
+ * the command's arguments and its environment. A bundle gets the functions' environment
+ * ({@link lambdaEnvironment}); tsx, this process's.
  */
 export function childCommand(
   loader: Loader,
@@ -67,7 +82,7 @@ export function childCommand(
 ): { argv: string[]; env: NodeJS.ProcessEnv } {
   const heap = `--max-old-space-size=${heapMb}`;
   if (loader === 'tsx') return { argv: [heap, '--import', 'tsx', script, ...args], env: process.env };
-  return { argv: [heap, script, ...args], env: { ...process.env, NODE_OPTIONS: EXPORTER_NODE_OPTIONS } };
+  return { argv: [heap, script, ...args], env: lambdaEnvironment(process.env) };
 }
 
 const run = promisify(execFile);
@@ -90,7 +105,7 @@ setImmediate(() => process.stdout.write(/^VmHWM:\\s+(\\d+) kB/m.exec(require('no
   const figures: number[] = [];
   for (let i = 0; i < samples; i++) {
     const { stdout } = await run(process.execPath, [`--max-old-space-size=${heapMb}`, '-e', script], {
-      env: { ...env, NODE_OPTIONS: EXPORTER_NODE_OPTIONS },
+      env: lambdaEnvironment(env),
     });
     figures.push(Number(stdout) / 1024);
   }

@@ -21,7 +21,7 @@
  * empty baselines (VmHWM of a process that loads its modules and exits): node alone, the child
  * under each loader, and finish-run's own handler bundled.
  *
- * Settings (environment): SCALE_LOADER (bundle or tsx, default bundle); SCALE_REPORTS (run sizes, default 100000,300000,1000000);
+ * Settings (environment): SCALE_LOADER (bundle or tsx, default bundle); SCALE_MALLOC (`default`: the child without the functions' glibc mmap threshold); SCALE_REPORTS (run sizes, default 100000,300000,1000000);
  * SCALE_CASES (default folder-hive,s3-hive,folder-iceberg,s3-iceberg); SCALE_S3_MAX_REPORTS
  * (default 300000: fauxqs holds every object in this process's memory); SCALE_ICEBERG_MAX_REPORTS
  * (default 300000: Iceberg's units are encoded one by one, ~45 ms each); SCALE_MAX_INVOCATIONS

@@ -119,6 +119,7 @@ describe('functions', () => {
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
+      MALLOC_MMAP_THRESHOLD_: '131072',
       STAGE: 'prod',
       // The deployment's table format, from the context (default hive).
       TABLE_FORMAT: 'hive',
