@@ -9,9 +9,11 @@ import { openRuns } from '../../shared/export/run/finish-run.js';
 import { mapPool } from '../../shared/export/run/pool.js';
 import {
   type CampaignRecords,
+  type RecordsSource,
   type RunRecords,
   RunVanished,
   readRunRecord,
+  recordsInMemory,
   recordsInStorage,
 } from '../../shared/export/run/run-records.js';
 import { type LockRecord, LockRecordSchema, lockIsFree } from '../../shared/export/state/lock.js';
@@ -28,7 +30,6 @@ import {
   parseRecord,
   type RequestCounts,
   type RunRecord,
-  type UnitSummary,
 } from '../../shared/export/state/records.js';
 import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
 import type { Storage } from '../../shared/storage/storage.js';
@@ -179,20 +180,16 @@ class ProgressTally {
   }
 }
 
-/** A run's progress from its records held in memory (tests). */
-export function progressOf(records: RunRecords): RunProgress {
-  const tally = new ProgressTally(records.record, records.unrecorded);
-  for (const campaignId of records.record.campaign_ids) {
-    const plan = records.plans.get(campaignId);
-    const units = new Map<string, UnitSummary>();
-    for (const name of plan?.units ?? []) {
-      const unit = records.units.get(name);
-      if (unit) units.set(name, unit);
-    }
-    tally.add({ campaignId, plan, units });
-  }
+/** A run's progress from its records, a campaign at a time. */
+async function progressFrom(source: RecordsSource): Promise<RunProgress> {
+  const tally = new ProgressTally(source.record, source.unrecorded);
+  for await (const campaign of source.campaigns()) tally.add(campaign);
   return tally.progress();
 }
+
+/** A run's progress from its records held in memory (tests). */
+export const progressOf = (records: RunRecords): Promise<RunProgress> =>
+  progressFrom(recordsInMemory(records));
 
 /**
  * A run's progress from its records in storage, read one campaign at a time (the closing's
@@ -203,11 +200,10 @@ export async function progressInStorage(storage: Storage, runId: string): Promis
   try {
     const source = await recordsInStorage({ storage }, runId);
     if (!source) return undefined;
-    const tally = new ProgressTally(source.record, source.unrecorded);
-    for await (const campaign of source.campaigns()) tally.add(campaign);
+    const progress = await progressFrom(source);
     // Read last: a run closed meanwhile has lost its record, and its counts are its manifest's.
     if (!(await readRunRecord({ storage }, runId))) return undefined;
-    return tally.progress();
+    return progress;
   } catch (error) {
     if (error instanceof RunVanished) return undefined;
     throw error;

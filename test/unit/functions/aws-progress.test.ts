@@ -23,24 +23,24 @@ const records = (overrides: Partial<RunRecords> = {}): RunRecords => ({
 const FATAL = { message: 'the run was interrupted while it started, before it listed the campaigns' };
 
 describe('progressOf', () => {
-  it('shows a start in progress as starting, without the fatal error it would close with', () => {
-    const progress = progressOf(records({ record: runRecord({ starting: true, fatal: FATAL }) }));
+  it('shows a start in progress as starting, without the fatal error it would close with', async () => {
+    const progress = await progressOf(records({ record: runRecord({ starting: true, fatal: FATAL }) }));
 
     expect(progress).toMatchObject({ phase: 'starting', errors: [] });
   });
 
-  it('names a fatal start as an error; the run is complete (finish-run closes it failed)', () => {
+  it('names a fatal start as an error; the run is complete (finish-run closes it failed)', async () => {
     const fatal = { message: 'API key expired (API_KEY_EXPIRED)', error_code: 'API_KEY_EXPIRED' };
 
-    const progress = progressOf(records({ record: runRecord({ campaign_ids: [], fatal }) }));
+    const progress = await progressOf(records({ record: runRecord({ campaign_ids: [], fatal }) }));
 
     expect(progress).toMatchObject({ phase: 'complete', errors: [`run: ${fatal.message}`] });
   });
 
-  it('counts neither the jobs nor the units of a campaign whose listing stopped, and names it', () => {
+  it('counts neither the jobs nor the units of a campaign whose listing stopped, and names it', async () => {
     const plan = planRecord({ jobs: 4, units: ['c1-u0'], unlisted: 'page 2 repeated page 1' });
 
-    const progress = progressOf(records({ plans: new Map([[1, plan]]) }));
+    const progress = await progressOf(records({ plans: new Map([[1, plan]]) }));
 
     expect(progress).toMatchObject({
       phase: 'exporting',
@@ -51,7 +51,7 @@ describe('progressOf', () => {
     });
   });
 
-  it('counts a pending job as retrying and its unit as not done; a job never tried as waiting', () => {
+  it('counts a pending job as retrying and its unit as not done; a job never tried as waiting', async () => {
     const fetch = [1, 2, 3].map((job_id) => ({ job_id, fp: `fp${job_id}` }));
     const plan = planRecord({ jobs: 3, units: ['c1-u0'], fetch });
     const unit = {
@@ -66,7 +66,9 @@ describe('progressOf', () => {
       requests: { total: 3, retried: 1, by_status: { '200': 2, '503': 1 } },
     };
 
-    const progress = progressOf(records({ plans: new Map([[1, plan]]), units: new Map([['c1-u0', unit]]) }));
+    const progress = await progressOf(
+      records({ plans: new Map([[1, plan]]), units: new Map([['c1-u0', unit]]) }),
+    );
 
     expect(progress).toMatchObject({
       phase: 'exporting',
@@ -144,7 +146,7 @@ describe('progressInStorage', () => {
 
     const progress = await progressInStorage(storage, TEST_RUN_ID);
 
-    expect(progress).toEqual(progressOf(records));
+    expect(progress).toEqual(await progressOf(records));
     expect(progress).toMatchObject({
       phase: 'planning',
       campaigns: { total: 4, planned: 3 },

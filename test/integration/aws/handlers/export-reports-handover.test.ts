@@ -14,7 +14,16 @@ import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { EXPORT_WRAP_UP_MS, exportSendMs } from '../../../../shared/export/run/export-unit.js';
 import { MAX_TIMEOUT_SHARE } from '../../../../shared/export/run/time-budget.js';
 import { type Unit, UnitSchema, UnitSummarySchema } from '../../../../shared/export/state/records.js';
-import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
+import {
+  context,
+  openRun,
+  QUEUE_URLS,
+  RUN_ID,
+  sentBodies,
+  sqsEvent,
+  startTestbed,
+  type Testbed,
+} from './testbed.js';
 
 type ExportReports = (event: SQSEvent, ctx: Context) => Promise<SQSBatchResponse>;
 
@@ -30,12 +39,7 @@ describe('export-reports near its timeout', () => {
   let bed: Testbed;
   let exportReports: ExportReports;
 
-  const sentTo = (queueUrl: string) =>
-    sqs
-      .commandCalls(SendMessageBatchCommand)
-      .filter((c) => c.args[0].input.QueueUrl === queueUrl)
-      .flatMap((c) => c.args[0].input.Entries ?? [])
-      .map((e) => JSON.parse(e.MessageBody ?? '') as unknown);
+  const sentTo = (queueUrl: string) => sentBodies(sqs, queueUrl);
 
   beforeAll(async () => {
     bed = await startTestbed({

@@ -12,7 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { type PlanMessage, PlanMessageSchema, UnitSchema } from '../../../../shared/export/state/records.js';
 import { listAll } from '../../../../shared/storage/storage.js';
-import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
+import {
+  context,
+  openRun,
+  QUEUE_URLS,
+  RUN_ID,
+  sentBodies,
+  sqsEvent,
+  startTestbed,
+  type Testbed,
+} from './testbed.js';
 
 type PlanCampaign = (event: SQSEvent, ctx: Context) => Promise<SQSBatchResponse>;
 
@@ -30,12 +39,7 @@ describe('plan-campaign near its timeout', () => {
   let bed: Testbed;
   let planCampaign: PlanCampaign;
 
-  const sentTo = (queueUrl: string) =>
-    sqs
-      .commandCalls(SendMessageBatchCommand)
-      .filter((c) => c.args[0].input.QueueUrl === queueUrl)
-      .flatMap((c) => c.args[0].input.Entries ?? [])
-      .map((e) => JSON.parse(e.MessageBody ?? '') as unknown);
+  const sentTo = (queueUrl: string) => sentBodies(sqs, queueUrl);
 
   beforeAll(async () => {
     bed = await startTestbed({

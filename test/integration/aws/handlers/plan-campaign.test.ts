@@ -4,7 +4,16 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type PlanMessage, UnitSchema } from '../../../../shared/export/state/records.js';
-import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
+import {
+  context,
+  openRun,
+  QUEUE_URLS,
+  RUN_ID,
+  sentBodies,
+  sqsEvent,
+  startTestbed,
+  type Testbed,
+} from './testbed.js';
 
 type PlanCampaign = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;
 
@@ -18,11 +27,7 @@ describe('plan-campaign', () => {
   let planCampaign: PlanCampaign;
   let message: (campaign: number) => PlanMessage;
 
-  const sentUnits = () =>
-    sqs
-      .commandCalls(SendMessageBatchCommand)
-      .flatMap((c) => c.args[0].input.Entries ?? [])
-      .map((e) => UnitSchema.parse(JSON.parse(e.MessageBody ?? '')));
+  const sentUnits = () => sentBodies(sqs).map((body) => UnitSchema.parse(body));
 
   beforeAll(async () => {
     bed = await startTestbed({

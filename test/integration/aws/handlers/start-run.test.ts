@@ -4,7 +4,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { PlanMessageSchema } from '../../../../shared/export/state/records.js';
-import { context, keysUnder, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
+import { context, keysUnder, QUEUE_URLS, sentBodies, startTestbed, type Testbed } from './testbed.js';
 
 type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;
 
@@ -17,11 +17,7 @@ describe('start-run', () => {
   let bed: Testbed;
   let startRun: StartRun;
 
-  const planMessages = () =>
-    sqs
-      .commandCalls(SendMessageBatchCommand)
-      .flatMap((c) => c.args[0].input.Entries ?? [])
-      .map((e) => PlanMessageSchema.parse(JSON.parse(e.MessageBody ?? '')));
+  const planMessages = () => sentBodies(sqs).map((body) => PlanMessageSchema.parse(body));
 
   beforeAll(async () => {
     bed = await startTestbed({

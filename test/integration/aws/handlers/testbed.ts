@@ -6,7 +6,9 @@
  * The handlers read their environment when their module loads (the secret at their first
  * invocation): call `startTestbed()` and set up the mocks first, then `await import()` the handler.
  */
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { AwsClientStub } from 'aws-sdk-client-mock';
 import { vi } from 'vitest';
 import { FUNCTION_SIZES } from '../../../../infra/function-sizes.js';
 import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../../shared/export/layout.js';
@@ -22,6 +24,15 @@ export const QUEUE_URLS = {
   plan: 'https://sqs.us-east-1.amazonaws.com/000000000000/exporter-plan',
   report: 'https://sqs.us-east-1.amazonaws.com/000000000000/exporter-report',
 } as const;
+/** The message bodies (parsed JSON) a mocked SQS client sent in batches, to `queueUrl` or to any queue. */
+export function sentBodies(sqs: AwsClientStub<SQSClient>, queueUrl?: string): unknown[] {
+  return sqs
+    .commandCalls(SendMessageBatchCommand)
+    .filter((c) => queueUrl === undefined || c.args[0].input.QueueUrl === queueUrl)
+    .flatMap((c) => c.args[0].input.Entries ?? [])
+    .map((e) => JSON.parse(e.MessageBody ?? '') as unknown);
+}
+
 export const SECRET_ID = 'campaign-report-exporter/api-key';
 export const BUCKET = 'handler-tests';
 export const PREFIX = 'lake/';
