@@ -7,6 +7,8 @@
 
 /** Lambda's memory limits, in MB. */
 export const LAMBDA_MEMORY_MB = { min: 128, max: 10_240 } as const;
+/** Lambda gives a function one vCPU at this memory (MB), and CPU in proportion to its memory. */
+export const LAMBDA_MB_PER_VCPU = 1769;
 /** Lambda's longest timeout, in seconds. */
 export const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
 /**

@@ -19,6 +19,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { LAMBDA_MB_PER_VCPU } from '../../infra/function-sizes.js';
 import { appendReportRows, campaignRow, jobRow } from '../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
@@ -52,8 +53,6 @@ const BUCKET = 'bench-publish';
 const MB = 1e6;
 /** Real S3 latency per request assumed for sizing finish-run (loopback answers in microseconds). */
 const ASSUMED_S3_LATENCY_S = 0.02;
-/** Lambda gives one vCPU at 1,769 MB; finish-run has a share in proportion to its memory. */
-const LAMBDA_MB_PER_VCPU = 1769;
 /** us-east-1 list prices, as in cost.ts; DELETE (DeleteObjects) is free. */
 const PRICE = { s3Put: 0.005 / 1000, s3Get: 0.0004 / 1000, lambdaGbSecondArm: 0.0000133334 };
 const COST_REPORTS = 2_000;

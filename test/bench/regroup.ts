@@ -10,10 +10,12 @@
  * synthesized run (`timeReports`, default 100,000: its 20 staged units' bytes repeated under
  * the keys of 1,000 units). `npx tsx test/bench/regroup.ts [sizeReports] [timeReports]`.
  */
+
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { LAMBDA_MB_PER_VCPU } from '../../infra/function-sizes.js';
 import { appendReportRows, campaignRow, jobRow } from '../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
@@ -30,8 +32,6 @@ import { realisticReports } from '../helpers/realistic-reports.js';
 import { RUN, stageRun, stageTemplates } from './publish.js';
 
 const UNIT_REPORTS = 100;
-/** Lambda gives one vCPU at 1,769 MB. */
-const LAMBDA_MB_PER_VCPU = 1769;
 const REPORTS_PER_CAMPAIGN = 500;
 /** Scan rounds per layout, after one warm-up; the median counts. */
 const ROUNDS = 5;

@@ -30,12 +30,14 @@
  * as the Lambda, or `finish-run`); SCALE_LAKE_SHARE (default 0.01); SCALE_DIR (default the OS
  * temp folder). Staged data is about 0.72 GB per 100k reports, deleted after each case.
  */
+
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetMetadata } from 'hyparquet';
+import { LAMBDA_MB_PER_VCPU } from '../../infra/function-sizes.js';
 import { currentTableName, manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
 import { parseRecord, type RunRef } from '../../shared/export/state/records.js';
@@ -68,8 +70,6 @@ const S3_BODY_LIMIT = 5 * 2 ** 30;
  * 85% of M leaves the rest to code, stacks and buffers (what the brief of this bench chose).
  */
 const HEAP_SHARE = 0.85;
-/** Lambda gives one vCPU at 1,769 MB; finish-run's CPU seconds take this much longer there. */
-const LAMBDA_MB_PER_VCPU = 1769;
 /** How often this process reads an invocation's RSS high-water mark and CPU from /proc. */
 const SAMPLE_MS = 250;
 /** Two invocations in a row that die (heap limit, kill) without closing: no progress to expect. */
