@@ -12,7 +12,7 @@ import { type BuildOptions, build } from 'esbuild';
 import {
   EXPORTER_BUNDLING,
   EXPORTER_MALLOC_MMAP_THRESHOLD,
-  EXPORTER_NODE_OPTIONS,
+  exporterNodeOptions,
 } from '../../infra/constructs/exporter-function.js';
 
 export type Loader = 'bundle' | 'tsx';
@@ -55,47 +55,56 @@ export async function bundleAsLambda(entry: string, outfile: string): Promise<vo
   await build({ ...lambdaBuildOptions(), entryPoints: [entry], outfile });
 }
 
-/** The flags Lambda's NODE_OPTIONS gives every function's node process. */
-export const lambdaNodeOptions = (): string[] => EXPORTER_NODE_OPTIONS.split(' ').filter(Boolean);
+/**
+ * The NODE_OPTIONS a function of `memoryMb` gets from the stack (source maps and its V8 heap:
+ * `exporterNodeOptions`), unless `SCALE_NODE_OPTIONS` names others to compare (for instance
+ * `--enable-source-maps` alone: the heap Lambda's bootstrap sizes when NODE_OPTIONS sets none,
+ * which the bench cannot start as the bootstrap does, or `--enable-source-maps
+ * --max-old-space-size=870`, the bench's figures before the functions set their heap).
+ */
+export const functionNodeOptions = (memoryMb: number, env: NodeJS.ProcessEnv = process.env): string =>
+  env.SCALE_NODE_OPTIONS ?? exporterNodeOptions(memoryMb);
 
 /**
- * The environment the functions' runtime process starts with, over `env`: their NODE_OPTIONS (no
- * inherited one: a tsx parent's loader must not leak in) and their glibc mmap threshold, unless
- * `SCALE_MALLOC=default` asks for the C library's own (to compare).
+ * The environment the functions' runtime process starts with, over `env`: `nodeOptions` as its
+ * NODE_OPTIONS (no inherited one: a tsx parent's loader must not leak in) and their glibc mmap
+ * threshold, unless `SCALE_MALLOC=default` asks for the C library's own (to compare).
  */
-export function lambdaEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function lambdaEnvironment(env: NodeJS.ProcessEnv, nodeOptions: string): NodeJS.ProcessEnv {
   const malloc =
     env.SCALE_MALLOC === 'default' ? {} : { MALLOC_MMAP_THRESHOLD_: EXPORTER_MALLOC_MMAP_THRESHOLD };
-  return { ...env, NODE_OPTIONS: EXPORTER_NODE_OPTIONS, ...malloc };
+  return { ...env, NODE_OPTIONS: nodeOptions, ...malloc };
 }
 
 /**
- * How a child runs `script` (a bundle, or scale-child.ts under tsx) with `heapMb` of old space:
- * the command's arguments and its environment. A bundle gets the functions' environment
- * ({@link lambdaEnvironment}); tsx, this process's.
+ * How a child runs `script` (a bundle, or scale-child.ts under tsx) with the flags of
+ * `nodeOptions`: the command's arguments and its environment. A bundle gets the functions'
+ * environment ({@link lambdaEnvironment}); tsx, this process's, with the flags on its command line.
  */
 export function childCommand(
   loader: Loader,
   script: string,
-  heapMb: number,
+  nodeOptions: string,
   args: readonly string[],
 ): { argv: string[]; env: NodeJS.ProcessEnv } {
-  const heap = `--max-old-space-size=${heapMb}`;
-  if (loader === 'tsx') return { argv: [heap, '--import', 'tsx', script, ...args], env: process.env };
-  return { argv: [heap, script, ...args], env: lambdaEnvironment(process.env) };
+  if (loader === 'tsx') {
+    const flags = nodeOptions.split(' ').filter(Boolean);
+    return { argv: [...flags, '--import', 'tsx', script, ...args], env: process.env };
+  }
+  return { argv: [script, ...args], env: lambdaEnvironment(process.env, nodeOptions) };
 }
 
 const run = promisify(execFile);
 
 /**
- * Peak RSS (VmHWM, MB) of a fresh node process, with the functions' NODE_OPTIONS and `heapMb` of
- * old space, that loads `bundle` (`require`, as the runtime loads a CommonJS handler), or
- * nothing, and exits. The median of `samples` processes.
+ * Peak RSS (VmHWM, MB) of a fresh node process, with `nodeOptions` as its NODE_OPTIONS, that
+ * loads `bundle` (`require`, as the runtime loads a CommonJS handler), or nothing, and exits.
+ * The median of `samples` processes.
  */
 export async function loadedHighWaterMb(
   bundle: string | undefined,
   env: NodeJS.ProcessEnv,
-  heapMb: number,
+  nodeOptions: string,
   samples = 3,
 ): Promise<number> {
   const load = bundle ? `require(${JSON.stringify(bundle)});` : '';
@@ -104,8 +113,8 @@ export async function loadedHighWaterMb(
 setImmediate(() => process.stdout.write(/^VmHWM:\\s+(\\d+) kB/m.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))[1]));`;
   const figures: number[] = [];
   for (let i = 0; i < samples; i++) {
-    const { stdout } = await run(process.execPath, [`--max-old-space-size=${heapMb}`, '-e', script], {
-      env: lambdaEnvironment(env),
+    const { stdout } = await run(process.execPath, ['-e', script], {
+      env: lambdaEnvironment(env, nodeOptions),
     });
     figures.push(Number(stdout) / 1024);
   }

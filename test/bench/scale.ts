@@ -48,7 +48,14 @@ import { S3Storage } from '../../shared/storage/s3.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import type { LocalAws } from '../helpers/fauxqs.js';
 import { LAMBDA_ENV } from './lambda.js';
-import { bundleAsLambda, childCommand, type Loader, loadedHighWaterMb, median } from './scale-bundle.js';
+import {
+  bundleAsLambda,
+  childCommand,
+  functionNodeOptions,
+  type Loader,
+  loadedHighWaterMb,
+  median,
+} from './scale-bundle.js';
 import type { ChildConfig, ChildFigures, Target } from './scale-child.js';
 import {
   copyPrefix,
@@ -65,11 +72,6 @@ const RUN2: RunRef = { run_id: '20261202T031500Z-5ca1e1', dt: '2026-12-02', mode
 const BUCKET = 'bench-scale';
 /** S3's largest single PUT (5 GB): the closing record of a 100k run is over fauxqs's 11 MiB. */
 const S3_BODY_LIMIT = 5 * 2 ** 30;
-/**
- * The heap limit of a Lambda of M MB: Node sizes its old space from the memory it is given;
- * 85% of M leaves the rest to code, stacks and buffers (what the brief of this bench chose).
- */
-const HEAP_SHARE = 0.85;
 /** How often this process reads an invocation's RSS high-water mark and CPU from /proc. */
 const SAMPLE_MS = 250;
 /** Two invocations in a row that die (heap limit, kill) without closing: no progress to expect. */
@@ -143,17 +145,17 @@ interface ChildScript {
   script: string;
 }
 
-/** Runs one finish invocation in a fresh process with `heapMb` of old space. */
+/** Runs one finish invocation in a fresh process with `nodeOptions` (its V8 heap among them). */
 async function invokeOnce(
   config: ChildConfig,
   how: ChildScript,
-  heapMb: number,
+  nodeOptions: string,
   timeoutS: number,
   scratch: string,
 ): Promise<Invocation> {
   const path = join(scratch, `child-${Date.now()}.json`);
   await writeFile(path, JSON.stringify(config));
-  const { argv, env } = childCommand(how.loader, how.script, heapMb, [path]);
+  const { argv, env } = childCommand(how.loader, how.script, nodeOptions, [path]);
   const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const started = performance.now();
   let seen = { cpu: 0, hwm: 0 };
@@ -215,13 +217,13 @@ async function driveFinish(
   config: ChildConfig,
   how: ChildScript,
   s: Settings,
-  heapMb: number,
+  nodeOptions: string,
   scratch: string,
 ): Promise<{ invocations: Invocation[]; closed: boolean }> {
   const invocations: Invocation[] = [];
   let crashes = 0;
   while (invocations.length < s.maxInvocations) {
-    const one = await invokeOnce(config, how, heapMb, s.timeoutS, scratch);
+    const one = await invokeOnce(config, how, nodeOptions, s.timeoutS, scratch);
     invocations.push(one);
     process.stderr.write(`    invocation ${invocations.length}: ${JSON.stringify(one)}\n`);
     if (await isClosed(storage, config.runId)) return { invocations, closed: true };
@@ -317,7 +319,7 @@ export async function benchScale(): Promise<Record<string, number>> {
   const s = settings(process.env);
   const { FUNCTION_SETTINGS } = await import('../../infra/constructs/functions.js');
   const finish = FUNCTION_SETTINGS['finish-run'];
-  const heapMb = Math.round(finish.memorySize * HEAP_SHARE);
+  const nodeOptions = functionNodeOptions(finish.memorySize);
   const timeoutS = finish.timeout.toSeconds();
   const scratch = await mkdtemp(join(s.dir, 'bench-scale-'));
   let aws: LocalAws | undefined;
@@ -329,13 +331,13 @@ export async function benchScale(): Promise<Record<string, number>> {
     return templates.get(key)!;
   };
   process.stderr.write(
-    `scale: finish-run ${finish.memorySize} MB → --max-old-space-size=${heapMb}, timeout ${timeoutS} s, via ${s.via}, loader ${s.loader}\n`,
+    `scale: finish-run ${finish.memorySize} MB → NODE_OPTIONS ${nodeOptions}, timeout ${timeoutS} s, via ${s.via}, loader ${s.loader}\n`,
   );
   let baselines: Baselines | undefined;
   try {
     const bundle = join(scratch, 'scale-child.js');
     await bundleAsLambda(CHILD_SOURCE, bundle);
-    baselines = await measureBaselines(scratch, bundle, heapMb);
+    baselines = await measureBaselines(scratch, bundle, nodeOptions);
     process.stderr.write(`  empty baselines (VmHWM MB): ${JSON.stringify(baselines)}\n`);
     const how: ChildScript = { loader: s.loader, script: s.loader === 'bundle' ? bundle : CHILD_SOURCE };
     for (const size of s.sizes) {
@@ -375,7 +377,7 @@ export async function benchScale(): Promise<Record<string, number>> {
         }
         const runCase = async (run: RunRef, lake: number, syn: Synthesized) => {
           const config: ChildConfig = { target, runId: run.run_id, via: s.via, timeoutMs: timeoutS * 1000 };
-          const driven = await driveFinish(storage, config, how, s, heapMb, scratch);
+          const driven = await driveFinish(storage, config, how, s, nodeOptions, scratch);
           const live = format === 'iceberg' ? size : undefined;
           const problems = driven.closed ? await verifyRun(storage, run, syn, live) : ['not closed'];
           const result = { name, reports: syn.exported, lake, ...driven, problems, staged: syn };
@@ -404,7 +406,7 @@ export async function benchScale(): Promise<Record<string, number>> {
     await aws?.close();
     await rm(scratch, { recursive: true, force: true });
   }
-  printTable(results, heapMb, finish.memorySize, timeoutS, s.loader);
+  printTable(results, nodeOptions, finish.memorySize, timeoutS, s.loader);
   return { ...figuresOf(results, finish.memorySize, timeoutS), ...baselineFigures(baselines) };
 }
 
@@ -420,11 +422,11 @@ interface Baselines {
   finish_run_bundle: number;
 }
 
-async function measureBaselines(scratch: string, bundle: string, heapMb: number): Promise<Baselines> {
+async function measureBaselines(scratch: string, bundle: string, nodeOptions: string): Promise<Baselines> {
   const childBaseline = async (loader: Loader, script: string) => {
     const figures: number[] = [];
     for (let i = 0; i < BASELINE_SAMPLES; i++) {
-      const { argv, env } = childCommand(loader, script, heapMb, ['--baseline']);
+      const { argv, env } = childCommand(loader, script, nodeOptions, ['--baseline']);
       const out = await new Promise<string>((resolve, reject) => {
         const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'], env });
         let text = '';
@@ -441,10 +443,10 @@ async function measureBaselines(scratch: string, bundle: string, heapMb: number)
   const handler = join(scratch, 'finish-run.js');
   await bundleAsLambda(FINISH_RUN_SOURCE, handler);
   return {
-    node: await loadedHighWaterMb(undefined, LAMBDA_ENV, heapMb, BASELINE_SAMPLES),
+    node: await loadedHighWaterMb(undefined, LAMBDA_ENV, nodeOptions, BASELINE_SAMPLES),
     child_tsx: await childBaseline('tsx', CHILD_SOURCE),
     child_bundle: await childBaseline('bundle', bundle),
-    finish_run_bundle: await loadedHighWaterMb(handler, LAMBDA_ENV, heapMb, BASELINE_SAMPLES),
+    finish_run_bundle: await loadedHighWaterMb(handler, LAMBDA_ENV, nodeOptions, BASELINE_SAMPLES),
   };
 }
 
@@ -460,7 +462,7 @@ function summaryLine(r: CaseResult): string {
 
 function printTable(
   results: CaseResult[],
-  heapMb: number,
+  nodeOptions: string,
   memoryMb: number,
   timeoutS: number,
   loader: Loader,
@@ -500,7 +502,7 @@ function printTable(
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(width[i]!)).join('  ')}\n`;
   process.stdout.write(
-    `\n== scale: finish-run, heap ${heapMb} MB of ${memoryMb} MB, timeout ${timeoutS} s, loader ${loader}; per-invocation maxima\n`,
+    `\n== scale: finish-run, ${memoryMb} MB, NODE_OPTIONS ${nodeOptions}, timeout ${timeoutS} s, loader ${loader}; per-invocation maxima\n`,
   );
   process.stdout.write(line(head));
   for (const r of rows) process.stdout.write(line(r));

@@ -118,7 +118,9 @@ describe('functions', () => {
       POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: 'INFO',
-      NODE_OPTIONS: '--enable-source-maps',
+      NODE_OPTIONS: expect.stringMatching(
+        /^--enable-source-maps --max-old-space-size=\d+ --max-semi-space-size=16$/,
+      ),
       MALLOC_MMAP_THRESHOLD_: '131072',
       STAGE: 'prod',
       // The deployment's table format, from the context (default hive).
