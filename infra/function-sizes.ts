@@ -17,10 +17,27 @@ export const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
  */
 export const MIN_TIMEOUT_SECONDS = 60;
 
+/**
+ * A semi-space's largest size (MB) in every function's V8 heap: the young generation grows to
+ * three of them. Lambda's Node bootstrap, when NODE_OPTIONS sets no heap size, gives the young
+ * generation a tenth of the memory, and V8 by itself lets its semi-spaces grow past 16 MB under
+ * the allocation rate of a publish: finish-run's peak RSS at 100k reports was 460 MB without
+ * the flag and 324 MB with it, for ~30% more CPU (more scavenges; BENCHMARKS.md, scale: "V8's
+ * heap flags"). The CLI caps its young generation at the same size (functions/cli/heap.ts).
+ */
+export const V8_SEMI_SPACE_MB = 16;
+
 export interface FunctionSize {
   /** Memory in MB; CPU and network throughput grow with it. */
   readonly memoryMb: number;
   readonly timeoutSeconds: number;
+  /**
+   * V8's old-space limit (`--max-old-space-size`) as a share of the memory. What is not old
+   * space is the young generation, the code, and the memory outside V8's heap (Buffers, zstd,
+   * the S3 client's part buffers); V8 collects sooner as the heap nears this limit, and fails
+   * the invocation if what is live passes it.
+   */
+  readonly oldSpaceShare: number;
   /** Why these defaults. */
   readonly reason: string;
 }
@@ -29,6 +46,7 @@ export const FUNCTION_SIZES = {
   'start-run': {
     memoryMb: 512,
     timeoutSeconds: 300,
+    oldSpaceShare: 0.85,
     // No timeout setting: RUN_START_GRACE_MS (shared/export/run/start-run.ts) is this timeout.
     reason:
       'Lists the campaigns and, after an interruption, closes the run left open (recovery, for 30 s and outputs of 16 MB at most: recoveryLimits; finish-run publishes the rest); its 5 minutes are how long finish-run lets a start take.',
@@ -36,18 +54,27 @@ export const FUNCTION_SIZES = {
   'plan-campaign': {
     memoryMb: 512,
     timeoutSeconds: 300,
+    oldSpaceShare: 0.85,
     reason:
       "Lists one campaign's jobs, 100 a page one after another: a campaign of 100,000 jobs is 1,000 pages (3.5 s CPU, 320 MB); the listing is checkpointed and handed on to a new message within half the timeout (no page started after 55 s of 300), so a longer timeout only means fewer hand-ons.",
   },
   'export-reports': {
     memoryMb: 1024,
     timeoutSeconds: 300,
+    // A unit's reports are live together while it is encoded (a 64 MiB answer takes ~280 MiB
+    // parsed: checkBodyLimitFitsMemory): the heap may need most of the memory.
+    oldSpaceShare: 0.85,
     reason:
       'Holds and encodes a unit of reports: 100 large reports peak at ~566 MB (BENCHMARKS.md, unit-memory); a batch must fit a third of the timeout at the rate ceiling.',
   },
   'finish-run': {
     memoryMb: 1024,
     timeoutSeconds: 900,
+    // What the publish holds live is bounded by design (a regroup's column of at most 32 MiB
+    // decoded, its group's footers, read-ahead of 8 files an output), ~170 MB of heap at the
+    // peaks measured; half the memory as old space makes V8 collect long before an invocation's
+    // garbage reaches the memory's limit, and leaves the other half to what is outside the heap.
+    oldSpaceShare: 0.5,
     reason:
       "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts an output only if it can end within half its timeout (finisherLimits: a full 256 MB output not after 180 s of 900); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
   },

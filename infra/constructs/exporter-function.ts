@@ -12,6 +12,7 @@ import type * as z from 'zod';
 import type { EnvSchema } from '../../functions/aws/env.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
 import type { ExporterConfig } from '../config.js';
+import { V8_SEMI_SPACE_MB } from '../function-sizes.js';
 import type { ApiKeySecret } from './api-key-secret.js';
 import type { DataLake } from './data-lake.js';
 import type { DataLakeAccess } from './data-lake-access.js';
@@ -52,6 +53,8 @@ export interface ExporterFunctionProps {
   readonly description: string;
   readonly timeout: Duration;
   readonly memorySize: number;
+  /** V8's old space as a share of `memorySize` (FunctionSize.oldSpaceShare). */
+  readonly oldSpaceShare: number;
   /** Where `package-lock.json` is: the bundler's project root. */
   readonly projectRoot: string;
   readonly logRetentionDays: number;
@@ -84,38 +87,24 @@ export const EXPORTER_BUNDLING = {
   bundleAwsSDK: true,
 } satisfies nodejs.BundlingOptions;
 
-/** V8's heap sizes for a function: what its NODE_OPTIONS gives `--max-old-space-size` and `--max-semi-space-size`. */
-export interface V8Heap {
-  /** The old generation's limit as a share of the function's memory. */
-  readonly oldSpaceShare: number;
-  /** A semi-space's largest size, MB: the young generation grows to three of them. */
-  readonly semiSpaceMb: number;
-}
-
 /**
- * Every exporter function's V8 heap. Set, not left to the runtime: with neither flag in
- * NODE_OPTIONS, Lambda's Node bootstrap gives V8 a tenth of the memory as new space and the
- * rest as old space (922 MB of old space at 1,024 MB), and V8 lets garbage grow toward those
- * limits for as long as an invocation runs: finish-run's peak grew with the work of an
- * invocation, its heap half of it (BENCHMARKS.md, scale: "V8's heap flags"). A lower old space
- * makes V8 collect sooner (its growing factor falls with the limit); what is live stays far
- * below it (finish-run's largest live heap: a regroup's column of at most 32 MiB, decoded, and
- * its group's footers).
+ * The V8 flags of a function of `memoryMb` whose old space is `oldSpaceShare` of it. Set, not
+ * left to the runtime: with neither flag in NODE_OPTIONS, Lambda's Node bootstrap gives V8 a
+ * tenth of the memory as new space and the rest as old space (922 MB of old space at 1,024 MB),
+ * and V8 lets garbage grow toward those limits for as long as an invocation runs
+ * (function-sizes.ts: V8_SEMI_SPACE_MB, FunctionSize.oldSpaceShare).
  */
-export const EXPORTER_V8_HEAP: V8Heap = { oldSpaceShare: 0.85, semiSpaceMb: 16 };
-
-/** The V8 flags that give a function of `memoryMb` the heap `heap` sizes. */
-export const v8HeapFlags = (memoryMb: number, heap: V8Heap = EXPORTER_V8_HEAP): string[] => [
-  `--max-old-space-size=${Math.floor(memoryMb * heap.oldSpaceShare)}`,
-  `--max-semi-space-size=${heap.semiSpaceMb}`,
+export const v8HeapFlags = (memoryMb: number, oldSpaceShare: number): string[] => [
+  `--max-old-space-size=${Math.floor(memoryMb * oldSpaceShare)}`,
+  `--max-semi-space-size=${V8_SEMI_SPACE_MB}`,
 ];
 
 /**
  * A function's NODE_OPTIONS: stack traces name the source lines (BENCHMARKS.md, "lambda"), and
- * its V8 heap ({@link EXPORTER_V8_HEAP}) from its memory.
+ * its V8 heap from its memory ({@link v8HeapFlags}).
  */
-export const exporterNodeOptions = (memoryMb: number, heap: V8Heap = EXPORTER_V8_HEAP): string =>
-  ['--enable-source-maps', ...v8HeapFlags(memoryMb, heap)].join(' ');
+export const exporterNodeOptions = (memoryMb: number, oldSpaceShare: number): string =>
+  ['--enable-source-maps', ...v8HeapFlags(memoryMb, oldSpaceShare)].join(' ');
 
 /**
  * Every exporter function's glibc `MALLOC_MMAP_THRESHOLD_` (bytes), read by the C library when the
@@ -212,7 +201,7 @@ export class ExporterFunction extends nodejs.NodejsFunction {
     this.#variable('POWERTOOLS_SERVICE_NAME', props.serviceName);
     this.#variable('POWERTOOLS_METRICS_NAMESPACE', METRICS_NAMESPACE);
     this.#variable('POWERTOOLS_LOG_LEVEL', props.logLevel);
-    this.#variable('NODE_OPTIONS', exporterNodeOptions(props.memorySize));
+    this.#variable('NODE_OPTIONS', exporterNodeOptions(props.memorySize, props.oldSpaceShare));
     this.#variable('MALLOC_MMAP_THRESHOLD_', EXPORTER_MALLOC_MMAP_THRESHOLD);
     this.configure('STAGE', props.stage);
   }

@@ -147,6 +147,7 @@ export class ExporterFunctions extends Construct {
         description: settings.description,
         timeout: size.timeout,
         memorySize: size.memorySize,
+        oldSpaceShare: FUNCTION_SIZES[name].oldSpaceShare,
         projectRoot: REPO_ROOT,
         logRetentionDays: config.logRetentionDays,
         logLevel: config.logLevel,

@@ -56,14 +56,17 @@ export async function bundleAsLambda(entry: string, outfile: string): Promise<vo
 }
 
 /**
- * The NODE_OPTIONS a function of `memoryMb` gets from the stack (source maps and its V8 heap:
+ * The NODE_OPTIONS a function of `memoryMb` and `oldSpaceShare` gets from the stack (source maps and its V8 heap:
  * `exporterNodeOptions`), unless `SCALE_NODE_OPTIONS` names others to compare (for instance
  * `--enable-source-maps` alone: the heap Lambda's bootstrap sizes when NODE_OPTIONS sets none,
  * which the bench cannot start as the bootstrap does, or `--enable-source-maps
  * --max-old-space-size=870`, the bench's figures before the functions set their heap).
  */
-export const functionNodeOptions = (memoryMb: number, env: NodeJS.ProcessEnv = process.env): string =>
-  env.SCALE_NODE_OPTIONS ?? exporterNodeOptions(memoryMb);
+export const functionNodeOptions = (
+  memoryMb: number,
+  oldSpaceShare: number,
+  env: NodeJS.ProcessEnv = process.env,
+): string => env.SCALE_NODE_OPTIONS ?? exporterNodeOptions(memoryMb, oldSpaceShare);
 
 /**
  * The environment the functions' runtime process starts with, over `env`: `nodeOptions` as its

@@ -37,7 +37,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetMetadata } from 'hyparquet';
-import { LAMBDA_MB_PER_VCPU } from '../../infra/function-sizes.js';
+import { FUNCTION_SIZES, LAMBDA_MB_PER_VCPU } from '../../infra/function-sizes.js';
 import { currentTableName, manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
 import { parseRecord, type RunRef } from '../../shared/export/state/records.js';
@@ -319,7 +319,7 @@ export async function benchScale(): Promise<Record<string, number>> {
   const s = settings(process.env);
   const { FUNCTION_SETTINGS } = await import('../../infra/constructs/functions.js');
   const finish = FUNCTION_SETTINGS['finish-run'];
-  const nodeOptions = functionNodeOptions(finish.memorySize);
+  const nodeOptions = functionNodeOptions(finish.memorySize, FUNCTION_SIZES['finish-run'].oldSpaceShare);
   const timeoutS = finish.timeout.toSeconds();
   const scratch = await mkdtemp(join(s.dir, 'bench-scale-'));
   let aws: LocalAws | undefined;

@@ -183,6 +183,7 @@ describe('ExporterFunction', () => {
       description: 'test',
       timeout: FUNCTION_SETTINGS['start-run'].timeout,
       memorySize: 512,
+      oldSpaceShare: 0.85,
       projectRoot: new URL('../../', import.meta.url).pathname,
       logRetentionDays: 14,
       logLevel: 'INFO',

@@ -19,6 +19,7 @@ import {
   type FunctionName,
   SERVICE_NAME,
 } from '../../infra/constructs/functions.js';
+import { FUNCTION_SIZES } from '../../infra/function-sizes.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
 import { RUN_DEFAULTS } from '../../shared/run-defaults.js';
 import { bundleAsLambda } from '../bench/scale-bundle.js';
@@ -112,6 +113,12 @@ describe('functions', () => {
   });
 
   it('sets exactly the environment each handler reads', () => {
+    // Source maps, and V8's heap from the function's memory (function-sizes.ts).
+    const nodeOptionsOf = (name: FunctionName) =>
+      `--enable-source-maps --max-old-space-size=${Math.floor(FUNCTION_SIZES[name].memoryMb * FUNCTION_SIZES[name].oldSpaceShare)} --max-semi-space-size=16`;
+    expect(nodeOptionsOf('finish-run')).toBe(
+      '--enable-source-maps --max-old-space-size=512 --max-semi-space-size=16',
+    );
     const common = {
       DATA_BUCKET: { Ref: bucketId },
       DATA_PREFIX: '',
@@ -142,6 +149,7 @@ describe('functions', () => {
     const reportQueue = { Ref: expect.stringMatching(/^QueuesReportQueue/) };
     expect(envOf('start-run')).toEqual({
       ...common,
+      NODE_OPTIONS: nodeOptionsOf('start-run'),
       ...api,
       PLAN_QUEUE_URL: planQueue,
       // It announces the interrupted runs it closes.
@@ -153,6 +161,7 @@ describe('functions', () => {
     });
     expect(envOf('plan-campaign')).toEqual({
       ...common,
+      NODE_OPTIONS: nodeOptionsOf('plan-campaign'),
       ...api,
       PLAN_QUEUE_URL: planQueue,
       REPORT_QUEUE_URL: reportQueue,
@@ -161,12 +170,14 @@ describe('functions', () => {
     });
     expect(envOf('export-reports')).toEqual({
       ...common,
+      NODE_OPTIONS: nodeOptionsOf('export-reports'),
       ...api,
       REPORT_QUEUE_URL: reportQueue,
       MAX_RECEIVE_COUNT: String(RUN_DEFAULTS.maxReceiveCount.value),
     });
     expect(envOf('finish-run')).toEqual({
       ...common,
+      NODE_OPTIONS: nodeOptionsOf('finish-run'),
       EVENT_BUS_NAME: 'default',
       RUN_DEADLINE_MINUTES: String(RUN_DEFAULTS.runDeadlineMinutes.value),
       PLAN_QUEUE_URL: planQueue,
