@@ -27,7 +27,9 @@
  * (default 300000: Iceberg's units are encoded one by one, ~45 ms each); SCALE_MAX_INVOCATIONS
  * (default 12); SCALE_TIMEOUT_S (kill an invocation after this many seconds, as Lambda does at
  * its timeout; default 0, never: this machine's CPU is not Lambda's); SCALE_VIA (`close-runs`,
- * as the Lambda, or `finish-run`); SCALE_LAKE_SHARE (default 0.01); SCALE_DIR (default the OS
+ * as the Lambda, or `finish-run`); SCALE_LAKE_SHARE (default 0.01); SCALE_LAKE_RUN_REPORTS (the next
+ * run changes this many reports whatever the lake's size, instead of a share: the lake's curve at a
+ * constant run); SCALE_DIR (default the OS
  * temp folder). Staged data is about 0.72 GB per 100k reports, deleted after each case.
  */
 
@@ -91,7 +93,9 @@ interface Settings {
   maxInvocations: number;
   timeoutS: number;
   via: ChildConfig['via'];
+  /** The share of a lake's jobs the next run changes, or how many it changes whatever the lake (`lakeRunReports`). */
   lakeShare: number;
+  lakeRunReports: number | undefined;
   dir: string;
 }
 
@@ -116,6 +120,7 @@ function settings(env: NodeJS.ProcessEnv): Settings {
     timeoutS: Number(env.SCALE_TIMEOUT_S ?? 0),
     via,
     lakeShare: Number(env.SCALE_LAKE_SHARE ?? 0.01),
+    lakeRunReports: env.SCALE_LAKE_RUN_REPORTS ? Number(env.SCALE_LAKE_RUN_REPORTS) : undefined,
     dir: env.SCALE_DIR ?? tmpdir(),
   };
 }
@@ -392,7 +397,12 @@ export async function benchScale(): Promise<Record<string, number>> {
             const syn2 = await synthesizeRun(
               where === 'folder' ? fastFolder(root) : storage,
               await templatesOf(run2),
-              { reports: size, encoding, share: s.lakeShare, startedAt: new Date() },
+              {
+                reports: size,
+                encoding,
+                share: s.lakeRunReports ? s.lakeRunReports / size : s.lakeShare,
+                startedAt: new Date(),
+              },
             );
             await runCase(run2, size, syn2);
           }

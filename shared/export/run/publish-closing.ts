@@ -33,10 +33,12 @@ import { stopStartingAfter } from './time-budget.js';
 
 /**
  * The longest one output takes at finish-run's 1,024 MB (0.58 vCPU): at most 256 MB of staged
- * input (`DEFAULT_MAX_FILE_BYTES`), 100-130 s there (BENCHMARKS.md, scale: an estimate from the
- * regroup figures; Lambda itself was not measured).
+ * input (`DEFAULT_MAX_FILE_BYTES`), 100-130 s there with V8's default young generation
+ * (BENCHMARKS.md, scale: an estimate from the regroup figures; Lambda itself was not measured),
+ * and 31% more CPU with finish-run's semi-spaces capped at 16 MB (V8_SEMI_SPACE_MB; the same
+ * 100k publish, paired: 64.0 s against 48.8 s): 170 s.
  */
-export const OUTPUT_WORST_MS = 130_000;
+export const OUTPUT_WORST_MS = 170_000;
 
 /**
  * What may still be running when a finisher stops starting outputs: PUBLISH_CONCURRENCY of them,
@@ -65,7 +67,7 @@ export const tailMs = (jobs: number): number => 5_000 + jobs * 0.12;
 /**
  * The limits of a finisher that has `remainingMs` to live, so that it ends within half its time
  * (`time-budget.ts`): by `endBy` (half its time less the wrap-up), it starts an output only if
- * the output could end by then ({@link outputInFlightMs}: a full 256 MB output not after 180 s of
+ * the output could end by then ({@link outputInFlightMs}: a full 256 MB output not after 100 s of
  * finish-run's 900, a small one until near the end), and the commit and the steps after the
  * publish only if their {@link tailMs} fits; a further run is taken up only before `handOnAt`,
  * when a full output and the steps after it still fit. A `share` of the remaining time
@@ -85,15 +87,15 @@ export const RECOVERY_STOP_MS = 30_000;
 
 /**
  * ...nor one of more staged input than this: at start-run's 512 MB (0.29 vCPU, half
- * finish-run's CPU) an output takes about twice {@link OUTPUT_WORST_MS} per 256 MB, 16 s for
- * 16 MB, and two in flight about 35 s. Larger outputs are left to finish-run's next look.
+ * finish-run's CPU) an output takes about twice {@link OUTPUT_WORST_MS} per 256 MB, 21 s for
+ * 16 MB, and two in flight about 43 s. Larger outputs are left to finish-run's next look.
  */
 export const RECOVERY_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /**
  * The limits of start-run's recovery, which has `remainingMs` to live and a run of its own to
  * start after it: it publishes what is small for RECOVERY_STOP_MS at most, so that it ends in
- * about 65 s (a fifth of start-run's 300 s), and hands the rest on to finish-run.
+ * about 75 s (a quarter of start-run's 300 s), and hands the rest on to finish-run.
  */
 export const recoveryLimits = (nowMs: number, remainingMs: number) => ({
   handOnAt: nowMs + RECOVERY_STOP_MS,
