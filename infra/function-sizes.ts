@@ -19,11 +19,12 @@ export const MIN_TIMEOUT_SECONDS = 60;
 
 /**
  * A semi-space's largest size (MB) in every function's V8 heap: the young generation grows to
- * three of them. Lambda's Node bootstrap, when NODE_OPTIONS sets no heap size, gives the young
- * generation a tenth of the memory, and V8 by itself lets its semi-spaces grow past 16 MB under
- * the allocation rate of a publish: finish-run's peak RSS at 100k reports was 460 MB without
- * the flag and 324 MB with it, for ~30% more CPU (more scavenges; BENCHMARKS.md, scale: "V8's
- * heap flags"). The CLI caps its young generation at the same size (functions/cli/heap.ts).
+ * three of them. Lambda's Node bootstrap, when NODE_OPTIONS sets no heap size, gives the new
+ * space a tenth of the memory, and V8's own default semi-space is 64 MB: under a publish's
+ * allocation rate the young generation grows to that. finish-run's peak RSS at 100k reports
+ * was 388 MB without the flag and 289 MB with it, for 31% more CPU (more scavenges; a pair run
+ * at the same time, BENCHMARKS.md, scale: "V8's heap flags"). The CLI caps its young
+ * generation at the same size (functions/cli/heap.ts).
  */
 export const V8_SEMI_SPACE_MB = 16;
 
