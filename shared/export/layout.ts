@@ -149,6 +149,13 @@ export const stagedParquetKey = (runId: string, table: TableName, stem: string):
 export const stagedRawKey = (runId: string, entity: RawEntity, stem: string): string =>
   STATE_KEYS.staged(runId, `${RAW_ROOT}/${entity}/${stem}.jsonl.gz`);
 
+/**
+ * Where a step (a unit's delivery, a campaign's listing, the campaigns snapshot) stages its files
+ * as one object: its raw lines and its Parquet tables one after another (`run/staging.ts`).
+ */
+export const stagedStepKey = (runId: string, entity: RawEntity, stem: string): string =>
+  STATE_KEYS.staged(runId, `steps/${entity}/${stem}.staged`);
+
 /** The run id a key under `state/runs/` belongs to. */
 export const runIdOfStateKey = (key: string): string | undefined =>
   key.startsWith(STATE_KEYS.runsPrefix) ? key.slice(STATE_KEYS.runsPrefix.length).split('/')[0] : undefined;
