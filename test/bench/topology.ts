@@ -243,6 +243,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
         'dynamodb_get_item',
         'dynamodb_put_item',
         'report_billed_s',
+        'plan_billed_s',
         'units_handed_back',
         'reports',
         'reports_not_exported',
