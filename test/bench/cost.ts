@@ -50,7 +50,10 @@ const REPORTS = 2_000;
 const TOPOLOGY_JOBS = 200;
 const PER = 100_000;
 
-/** S3 requests and CPU of a run's steps, called in process on a folder. */
+/**
+ * S3 requests and CPU of a run's steps, called in process on a folder; the requests counted
+ * after each step (`StorageStats` are cumulative): start-run, planning and units, finish-run.
+ */
 async function storageRun() {
   const simulator = await startSimulator({
     seed: 9,
@@ -66,6 +69,7 @@ async function storageRun() {
   try {
     const { deps } = exporter(simulator, out);
     const started = await startRun(deps, { mode: 'full', driver: 'queues', lock: 'unlocked' });
+    const afterStart = deps.storage.stats();
     let unitSeconds = 0;
     let units = 0;
     for (const campaignId of started.record.campaign_ids) {
@@ -78,9 +82,11 @@ async function storageRun() {
         units++;
       }
     }
+    const afterUnits = deps.storage.stats();
     const t = performance.now();
     await finishRun(deps, started.run.run_id, { force: true });
-    return { stats: deps.storage.stats(), units, unitSeconds, finishSeconds: (performance.now() - t) / 1000 };
+    const finishSeconds = (performance.now() - t) / 1000;
+    return { afterStart, afterUnits, stats: deps.storage.stats(), units, unitSeconds, finishSeconds };
   } finally {
     await simulator.close();
     await rm(out, { recursive: true, force: true });
@@ -88,11 +94,34 @@ async function storageRun() {
 }
 
 export async function benchCost(): Promise<Record<string, number>> {
-  const { stats: s, units, unitSeconds, finishSeconds } = await storageRun();
+  const { afterStart, afterUnits, stats: s, units, unitSeconds, finishSeconds } = await storageRun();
   const scale = PER / REPORTS;
   const unitsPer = units * scale;
   const s3Requests = (s.reads + s.writes + s.lists + s.deletes) * scale;
-  const s3 = ((s.writes + s.lists + s.deletes) * PRICE.s3Put + s.reads * PRICE.s3Get) * scale;
+  const s3AllScaled = ((s.writes + s.lists + s.deletes) * PRICE.s3Put + s.reads * PRICE.s3Get) * scale;
+  // What grows with the reports: the units' and plans' requests (500 jobs a campaign here), and
+  // finish-run's reads (each staged file and record once). What a run makes once, whatever its
+  // size, is not scaled: start-run's, and finish-run's writes, lists and deletes (an output per
+  // 256 MB of staged input and a closing piece per 2,000 files: 13 outputs at 100,000 reports,
+  // BENCHMARKS.md Publish; a listing or a delete is 1,000 keys).
+  const planned = { reads: afterUnits.reads - afterStart.reads, other: 0 };
+  planned.other =
+    afterUnits.writes +
+    afterUnits.lists +
+    afterUnits.deletes -
+    afterStart.writes -
+    afterStart.lists -
+    afterStart.deletes;
+  const finishReads = s.reads - afterUnits.reads;
+  const onceOther =
+    afterStart.writes +
+    afterStart.lists +
+    afterStart.deletes +
+    (s.writes + s.lists + s.deletes - afterUnits.writes - afterUnits.lists - afterUnits.deletes);
+  const s3PutClass = planned.other * scale + onceOther;
+  const s3GetClass = (planned.reads + finishReads) * scale + afterStart.reads;
+  const s3RequestsGrown = s3PutClass + s3GetClass;
+  const s3 = s3PutClass * PRICE.s3Put + s3GetClass * PRICE.s3Get;
   // Per unit: 1/10 SendMessageBatch, and per Lambda batch one ReceiveMessage and one DeleteMessageBatch.
   const sqsRequests = unitsPer * (0.1 + 2 / REPORT_BATCH_SIZE);
   const sqs = sqsRequests * PRICE.sqsRequest;
@@ -121,8 +150,10 @@ export async function benchCost(): Promise<Record<string, number>> {
     unit_size: UNIT_SIZE,
     units_measured: units,
     cpu_seconds_per_unit_measured: unitSeconds / units,
-    s3_requests_per_100k: s3Requests,
-    s3_puts_per_unit: (s.writes * scale) / unitsPer,
+    s3_requests_per_100k_all_scaled: s3Requests,
+    usd_s3_per_100k_all_scaled: s3AllScaled,
+    s3_requests_per_100k: s3RequestsGrown,
+    s3_writes_per_unit_planning_and_units: (afterUnits.writes - afterStart.writes) / units,
     sqs_requests_per_100k: sqsRequests,
     topology_reports: figure('reports'),
     topology_seconds: figure('seconds'),
