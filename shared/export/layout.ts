@@ -91,8 +91,9 @@ export const STATE_KEYS = {
   drainMark: (runId: string): string => `${STATE_ROOT}/runs/${runId}/drained.json`,
   /**
    * The run's staging area: its steps write their Parquet and raw files here, and the finish
-   * step publishes them into `parquet/` and `raw/`. `path` is `parquet/<table>/<stem>.parquet`
-   * or `raw/<entity>/<stem>.jsonl.gz`.
+   * step publishes them into `parquet/` and `raw/`. `path` is `steps/<entity>/<stem>.staged` (a
+   * step's files in one object: `stagedStepKey`), or `parquet/<table>/<stem>.parquet` and
+   * `raw/<entity>/<stem>.jsonl.gz` (one file an object: records before 0.6, the benches).
    */
   staged: (runId: string, path: string): string => `${STATE_ROOT}/runs/${runId}/staged/${path}`,
   /**
