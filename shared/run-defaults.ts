@@ -27,7 +27,7 @@ const entries = {
     min: 1,
     max: 500,
     reason:
-      'A unit is fetched, staged and held in memory whole: 100 large reports peak at ~566 MB in the 1 GB export-reports function (BENCHMARKS.md, unit-memory), and 100 gives $0.085 per 100,000 reports where 50 gave $0.126.',
+      'A unit is fetched, staged and held in memory whole: 100 large reports peak at ~566 MB in the 1 GB export-reports function (BENCHMARKS.md, unit-memory), and fewer, larger units make fewer S3 requests (100 gave $0.085 per 100,000 reports where 50 gave $0.126, measured before the request budget: BENCHMARKS.md, cost).',
     flag: '--unit-size',
     context: 'unitSize',
     env: 'UNIT_SIZE',

@@ -10,7 +10,13 @@ import { GrantQueue } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
 import { LIMITER_DEFAULTS, type RateLimiter, type Release } from './limiter.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
-import { LEASE_GRACE_MS, LEASE_MS, type Lease, maxGrantWaitMs, type SharedBudget } from './request-budget.js';
+import {
+  LEASE_GRACE_MS,
+  type Lease,
+  leaseSliceMs,
+  maxGrantWaitMs,
+  type SharedBudget,
+} from './request-budget.js';
 import { WindowQuota } from './window-quota.js';
 
 /** The next lease is asked for this long before the last one's slots run out (a store round trip or two). */
@@ -234,7 +240,8 @@ export class BudgetLimiter implements RateLimiter {
     if (last !== undefined && last.start + last.tokens * last.interval - now > PREFETCH_MS) return;
     while ((this.grants[0] ?? now) <= now - SHARE_WINDOW_MS) this.grants.shift();
     // Sequential callers wait one at a time: the requests granted lately say what they need.
-    const lately = Math.ceil((this.grants.length * LEASE_MS) / SHARE_WINDOW_MS);
+    const slice = leaseSliceMs(this.budget.rate(), this.budget.policy);
+    const lately = Math.ceil((this.grants.length * slice) / SHARE_WINDOW_MS);
     const wanted = Math.max(this.queue.length - held, lately);
     this.leasing = true;
     this.budget

@@ -90,8 +90,17 @@ export interface BudgetPolicy {
   containers?: number;
 }
 
-/** A lease is at most this long a stretch of the shared schedule: a few writes per second in all. */
+/**
+ * A lease is at most this long a stretch of the shared schedule while the rate is below the
+ * ceiling (the API pushed back, and the rate grows back): short leases let a cut reach the API soon.
+ */
 export const LEASE_MS = 250;
+/**
+ * ...and at most this long while the rate is at the leasers' ceiling, where nothing is being
+ * learned: a write per second of schedule, not four. A run is rate-bound at the default
+ * ceiling, and each write is billed (BENCHMARKS.md, cost).
+ */
+export const STEADY_LEASE_MS = 1_000;
 /** An idle deployment may spend this much of its rate at once (GCRA's burst tolerance). */
 const BURST_MS = 100;
 /** Unused tokens of a lease lapse this long after its last slot, or after it was handed out. */
@@ -108,7 +117,7 @@ const MAX_CUT_TO = 0.5;
 /**
  * 429s answered within this time after the slots leased at the old rate belong to the same event:
  * the cut reaches the API with the next leases, and their answers a round trip later. (Slots
- * leased further ahead count for LEASE_MS at most: containers that meet 429s thin those.)
+ * leased further ahead count for a lease slice at most: containers that meet 429s thin those.)
  */
 const HOLD_AFTER_QUEUE_MS = 500;
 const DEFAULT_MIN_RATE = 0.2;
@@ -141,9 +150,17 @@ export function leasingCeiling(policy: BudgetPolicy): number {
   return policy.ceiling - Math.max(0, others) * fallbackRate(policy);
 }
 
-/** The longest stretch of the schedule one lease spans at `rate`: LEASE_MS, or one slot when a slot is longer. */
+/**
+ * The longest stretch of the schedule one lease may span at `rate`, whatever the policy:
+ * STEADY_LEASE_MS, or one slot when a slot is longer.
+ */
 export function sliceMs(rate: number): number {
-  return Math.max(LEASE_MS, 1000 / rate);
+  return Math.max(STEADY_LEASE_MS, 1000 / rate);
+}
+
+/** The stretch of the schedule a lease taken at `rate` spans at most: see LEASE_MS and STEADY_LEASE_MS. */
+export function leaseSliceMs(rate: number, policy: BudgetPolicy): number {
+  return rate >= leasingCeiling(policy) ? STEADY_LEASE_MS : LEASE_MS;
 }
 
 /**
@@ -169,7 +186,7 @@ export function untrustedFields(
   const bounds: [keyof BudgetState, number][] = [
     ['tat', now + maxGrantWaitMs(policy, leasedAt)],
     ['grownAt', now],
-    ['holdUntil', now + LEASE_MS + HOLD_AFTER_QUEUE_MS],
+    ['holdUntil', now + STEADY_LEASE_MS + HOLD_AFTER_QUEUE_MS],
   ];
   return bounds.filter(([field, bound]) => state[field] > bound).map(([field]) => field);
 }
@@ -198,7 +215,7 @@ export function budgetRate(state: BudgetState, now: number, policy: BudgetPolicy
 }
 
 /**
- * The next `wanted` slots (at most LEASE_MS of the shared rate, at least one) and the state
+ * The next `wanted` slots (at most a lease slice of the shared rate, at least one) and the state
  * after. SharedBudget takes a lease only when the schedule is booked at most MAX_QUEUE_MS ahead.
  */
 export function takeLease(
@@ -207,8 +224,9 @@ export function takeLease(
   wanted: number,
   policy: BudgetPolicy,
 ): { lease: Lease; next: BudgetState } {
-  const interval = 1000 / budgetRate(state, now, policy);
-  const tokens = Math.max(1, Math.min(Math.floor(wanted), Math.floor(LEASE_MS / interval)));
+  const rate = budgetRate(state, now, policy);
+  const interval = 1000 / rate;
+  const tokens = Math.max(1, Math.min(Math.floor(wanted), Math.floor(leaseSliceMs(rate, policy) / interval)));
   // Slots nobody took lapse, except for a short burst an idle deployment may spend at once.
   const start = Math.max(state.tat, now - BURST_MS);
   const end = start + tokens * interval;
@@ -244,7 +262,7 @@ export function cutRate(
     ...state,
     base: Math.max(floor, base),
     grownAt: now,
-    holdUntil: now + Math.min(Math.max(0, state.tat - now), LEASE_MS) + HOLD_AFTER_QUEUE_MS,
+    holdUntil: now + Math.min(Math.max(0, state.tat - now), leaseSliceMs(rate, policy)) + HOLD_AFTER_QUEUE_MS,
     version: state.version + 1,
   };
 }
@@ -336,7 +354,7 @@ export class SharedBudget {
   async throttled(share: number, sentRate: number): Promise<void> {
     // Known to be answered (by a hold the item may have set): no request at all.
     const held = this.known && this.known.state.holdUntil - this.itemNow(this.known.state);
-    if (held !== undefined && held > 0 && held <= LEASE_MS + HOLD_AFTER_QUEUE_MS) return;
+    if (held !== undefined && held > 0 && held <= STEADY_LEASE_MS + HOLD_AFTER_QUEUE_MS) return;
     await this.update((state, now) => cutRate(state, now, { share, sentRate }, this.policy));
   }
 

@@ -91,8 +91,9 @@ export const STATE_KEYS = {
   drainMark: (runId: string): string => `${STATE_ROOT}/runs/${runId}/drained.json`,
   /**
    * The run's staging area: its steps write their Parquet and raw files here, and the finish
-   * step publishes them into `parquet/` and `raw/`. `path` is `parquet/<table>/<stem>.parquet`
-   * or `raw/<entity>/<stem>.jsonl.gz`.
+   * step publishes them into `parquet/` and `raw/`. `path` is `steps/<entity>/<stem>.staged` (a
+   * step's files in one object: `stagedStepKey`), or `parquet/<table>/<stem>.parquet` and
+   * `raw/<entity>/<stem>.jsonl.gz` (one file an object: records before 0.6, the benches).
    */
   staged: (runId: string, path: string): string => `${STATE_ROOT}/runs/${runId}/staged/${path}`,
   /**
@@ -148,6 +149,13 @@ export const stagedParquetKey = (runId: string, table: TableName, stem: string):
 /** Where a run stages one raw JSON Lines file of `entity` before publishing it. */
 export const stagedRawKey = (runId: string, entity: RawEntity, stem: string): string =>
   STATE_KEYS.staged(runId, `${RAW_ROOT}/${entity}/${stem}.jsonl.gz`);
+
+/**
+ * Where a step (a unit's delivery, a campaign's listing, the campaigns snapshot) stages its files
+ * as one object: its raw lines and its Parquet tables one after another (`run/staging.ts`).
+ */
+export const stagedStepKey = (runId: string, entity: RawEntity, stem: string): string =>
+  STATE_KEYS.staged(runId, `steps/${entity}/${stem}.staged`);
 
 /** The run id a key under `state/runs/` belongs to. */
 export const runIdOfStateKey = (key: string): string | undefined =>

@@ -27,12 +27,12 @@ import { stagedParquetKey, stagedRawKey } from '../../shared/export/layout.js';
 import { mapPool } from '../../shared/export/run/pool.js';
 import { DEFAULT_MAX_FILE_BYTES, planPublish, publishRun } from '../../shared/export/run/publish.js';
 import { stageStep } from '../../shared/export/run/staging.js';
-import type { FileEntry, RunRef } from '../../shared/export/state/records.js';
+import type { FileEntry, RunRef, StagedFile } from '../../shared/export/state/records.js';
 import type { RawEntity, TableName } from '../../shared/export/tables.js';
 import { ParquetConcat } from '../../shared/parquet/concat.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import { S3Storage, STREAM_PART_BYTES } from '../../shared/storage/s3.js';
-import type { Storage } from '../../shared/storage/storage.js';
+import { readRange, type Storage } from '../../shared/storage/storage.js';
 import type { LocalAws, LoggedRequest } from '../helpers/fauxqs.js';
 import { loopbackS3Client } from '../helpers/loopback-s3.js';
 import { realisticReports } from '../helpers/realistic-reports.js';
@@ -74,8 +74,14 @@ export async function stageTemplates(): Promise<Templates> {
   const gen = realisticReports(20261122);
   const exportedAt = new Date('2026-11-22T03:15:00Z');
   const ctx = { runId: RUN.run_id, exportedAt };
-  const read = async (entries: FileEntry[]) =>
-    Promise.all(entries.map(async (entry) => ({ entry, body: (await storage.get(entry.key))!.body })));
+  // Each file's bytes of the step's object; the bench stages them again as objects of their own.
+  const read = async (entries: StagedFile[]) =>
+    Promise.all(
+      entries.map(async ({ offset = 0, ...entry }) => ({
+        entry,
+        body: (await readRange(storage, entry.key, offset, offset + entry.bytes))!,
+      })),
+    );
   try {
     const units: StagedBytes[][] = [];
     for (let u = 0; u < TEMPLATE_UNITS; u++) {

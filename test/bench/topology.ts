@@ -10,8 +10,14 @@
  *   (dynalite; each container its own client, one table), rateCeiling 50 (the API's limit) and
  *   100 (above it: the shared rate must find the limit from 429s).
  * - `budget-100-warm`: budget-100 measured on the second of two runs on the same table.
+ * - `defaults`: the stack's defaults (rateCeiling 20 under the API's 50, the shared budget, the
+ *   API 200 ms away), run at the default reportMaxConcurrency only: what a run costs, as
+ *   export-reports' billed seconds (every invocation alive, waiting for the budget included) and
+ *   the budget's DynamoDB requests per operation (`npm run bench cost` scales these).
  *
- *     npx tsx test/bench/topology.ts [variant ...]     # prints a table per variant
+ *     npx tsx test/bench/topology.ts [variant ...] [workers=1,2,4] [jobs=100]
+ *
+ * prints a table per variant; `jobs` is jobs per campaign per worker (3 campaigns).
  */
 import { pathToFileURL } from 'node:url';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
@@ -41,6 +47,8 @@ const JOBS_PER_CAMPAIGN_PER_WORKER = 100;
 /** The middle of the run (by 200 answers) measures the steady rate, without ramp-up and tail. */
 const STEADY_FROM = 0.1;
 const STEADY_TO = 0.9;
+/** An API in another region answers in about this, ms (the simulator otherwise at once). */
+export const ASSUMED_API_LATENCY_MS = 200;
 
 /** How the containers are limited: rateCeiling, and whether they share a request budget. */
 export const VARIANTS = {
@@ -49,7 +57,11 @@ export const VARIANTS = {
   'budget-100': { rateCeiling: 100, budget: true },
   /** The same, measured on a second run: the shared rate starts where the first run left it. */
   'budget-100-warm': { rateCeiling: 100, budget: true, warm: true },
-} as const satisfies Record<string, { rateCeiling: number; budget: boolean; warm?: boolean }>;
+  defaults: { rateCeiling: stackSettings().rateCeiling, budget: true, latencyMs: ASSUMED_API_LATENCY_MS },
+} as const satisfies Record<
+  string,
+  { rateCeiling: number; budget: boolean; warm?: boolean; latencyMs?: number }
+>;
 export type Variant = keyof typeof VARIANTS;
 
 export interface TopologyBenchOptions {
@@ -106,6 +118,7 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
     noSectionsJobs: 0,
     tryLaterJobs: 0,
     rateLimit: API_LIMIT,
+    ...('latencyMs' in variant && { latencyMs: variant.latencyMs }),
   });
   const unregister: Array<() => Promise<void>> = [];
   try {
@@ -118,6 +131,8 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
       bucket: 'bench-lake',
       name,
       settings,
+      // A run at the stack's 20 req/s takes a minute per 1,000 reports.
+      pollTimeoutMs: 60_000 + (CAMPAIGNS * jobsPerCampaign * 1000) / (variant.rateCeiling * 0.5),
       ...(variant.budget && { requestBudget: { dynamo, tableName: `${name}-budget` } }),
     });
     topo.applyEnv();
@@ -140,10 +155,13 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
       sim.resetStats();
     }
     const dynamoBefore = dynamo.requests();
+    const operationsBefore = dynamo.requestsByOperation();
     const started = performance.now();
     const result = await topo.run(containers, { mode: 'full' });
     const seconds = (performance.now() - started) / 1000;
     const dynamoRequests = dynamo.requests() - dynamoBefore;
+    const operations = dynamo.requestsByOperation();
+    const operation = (name: string) => (operations[name] ?? 0) - (operationsBefore[name] ?? 0);
     if (variant.budget && dynamoRequests === 0)
       throw new Error(
         'no container leased from the budget: functions/aws/runtime.ts must build its limiter with containerLimiter(env, ...)',
@@ -168,6 +186,10 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
       share_429: round(throttled / Math.max(1, total), 4),
       dynamodb_requests: dynamoRequests,
       dynamodb_req_per_s: round(dynamoRequests / seconds, 1),
+      dynamodb_get_item: operation('GetItem'),
+      dynamodb_put_item: operation('PutItem'),
+      report_billed_s: round((result.poll.billedMs['export-reports'] ?? 0) / 1000, 1),
+      plan_billed_s: round((result.poll.billedMs['plan-campaign'] ?? 0) / 1000, 1),
       units_handed_back: topo.handBacks.length,
       report_invocations: result.poll.invocations['export-reports'] ?? 0,
     };
@@ -199,12 +221,15 @@ function prefixed(prefix: string, figures: Record<string, number>): Record<strin
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const workerCounts = WORKER_COUNTS;
-  const asked = process.argv.slice(2);
+  const setting = (name: string) =>
+    process.argv.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+  const workerCounts = setting('workers')?.split(',').map(Number) ?? WORKER_COUNTS;
+  const jobs = setting('jobs');
+  const asked = process.argv.slice(2).filter((a) => !a.includes('='));
   for (const v of asked)
     if (!(v in VARIANTS)) throw new Error(`unknown variant ${v}: ${Object.keys(VARIANTS).join(', ')}`);
   const variants = (asked.length > 0 ? asked : Object.keys(VARIANTS)) as Variant[];
-  benchTopology({ workerCounts, variants })
+  benchTopology({ workerCounts, variants, ...(jobs && { jobsPerCampaignPerWorker: Number(jobs) }) })
     .then((figures) => {
       const columns = [
         'workers',
@@ -215,6 +240,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
         'steady_utilisation',
         'share_429',
         'dynamodb_req_per_s',
+        'dynamodb_get_item',
+        'dynamodb_put_item',
+        'report_billed_s',
+        'plan_billed_s',
         'units_handed_back',
         'reports',
         'reports_not_exported',

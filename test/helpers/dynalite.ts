@@ -5,7 +5,7 @@
  * dynalite does not return the item of a failed condition (ReturnValuesOnConditionCheckFailure):
  * the budget then reads it again, one request more than on DynamoDB.
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -31,6 +31,8 @@ export interface LocalDynamo {
   createBudgetTable(name: string): Promise<void>;
   /** Requests the server received so far. */
   requests(): number;
+  /** The same, per operation (`GetItem`, `PutItem`, ...: the X-Amz-Target's action). */
+  requestsByOperation(): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -38,8 +40,12 @@ export interface LocalDynamo {
 export async function startDynalite(): Promise<LocalDynamo> {
   const server = dynalite({ createTableMs: 0 });
   let requests = 0;
-  server.on('request', () => {
+  const byOperation: Record<string, number> = {};
+  server.on('request', (request: IncomingMessage) => {
     requests += 1;
+    const target = String(request.headers['x-amz-target'] ?? 'unknown');
+    const operation = target.slice(target.lastIndexOf('.') + 1);
+    byOperation[operation] = (byOperation[operation] ?? 0) + 1;
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -70,6 +76,7 @@ export async function startDynalite(): Promise<LocalDynamo> {
       );
     },
     requests: () => requests,
+    requestsByOperation: () => ({ ...byOperation }),
     async close() {
       for (const c of clients) c.destroy();
       server.closeAllConnections();

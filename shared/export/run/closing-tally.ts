@@ -7,9 +7,9 @@ import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus 
 import {
   addRequestCounts,
   type Fatal,
-  type FileEntry,
   type PlanRecord,
   type RunRecord,
+  type StagedFile,
   type UnitSummary,
 } from '../state/records.js';
 import type { CampaignOutcomes } from './closing.js';
@@ -48,7 +48,7 @@ export class ClosingTally {
     campaignId: number,
     plan: PlanRecord | undefined,
     units: ReadonlyMap<string, UnitSummary>,
-  ): { staged: FileEntry[]; outcomes: CampaignOutcomes | undefined } {
+  ): { staged: StagedFile[]; outcomes: CampaignOutcomes | undefined } {
     // A campaign whose jobs were never listed (its plan kept failing, or its pages contradicted
     // themselves): its jobs are unknown.
     if (!this.record.fatal && (plan === undefined || plan.unlisted !== undefined))

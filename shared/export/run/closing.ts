@@ -18,10 +18,10 @@ import { RecordedOutcomeSchema } from '../state/incremental.js';
 import { ManifestSchema } from '../state/manifest.js';
 import {
   encodeRecord,
-  type FileEntry,
-  FileEntrySchema,
   type FileFormat,
   parseRecord,
+  type StagedFile,
+  StagedFileSchema,
 } from '../state/records.js';
 import { ClosingTally } from './closing-tally.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
@@ -64,7 +64,7 @@ const PiecedClosingSchema = z.object({
 /** The closing record of releases before 0.5: the staged files and outcomes inline. */
 const InlineClosingSchema = z.object({
   manifest: ManifestSchema,
-  staged: z.array(FileEntrySchema),
+  staged: z.array(StagedFileSchema),
   outcomes: z.array(OutcomesLineSchema),
   driver: z.enum(['local', 'queues']).optional(),
 });
@@ -135,7 +135,7 @@ export async function writeClosingPieces(
     return writer;
   };
   const outcomes = new PieceWriter(deps, (index) => outcomesPieceKey(runId, token, index));
-  const add = async (files: readonly FileEntry[]) => {
+  const add = async (files: readonly StagedFile[]) => {
     for (const file of files) {
       if (file.rows > 0)
         await stagedWriter(groupKey({ name: file.table_or_entity, format: file.format })).add(file);
@@ -181,7 +181,7 @@ export async function* stagedOf(
   deps: Pick<ExportDeps, 'storage'>,
   closing: ClosingRecord,
   group: StagedGroup,
-): AsyncGenerator<FileEntry> {
+): AsyncGenerator<StagedFile> {
   if (!('pieces' in closing)) {
     // Before 0.5: inline, published in key order.
     yield* closing.staged
@@ -192,7 +192,7 @@ export async function* stagedOf(
   const { token, staged } = closing.pieces;
   const key = groupKey(group);
   for (let index = 0; index < (staged[key] ?? 0); index++)
-    yield* piece(deps, stagedPieceKey(closing.manifest.run_id, token, key, index), FileEntrySchema);
+    yield* piece(deps, stagedPieceKey(closing.manifest.run_id, token, key, index), StagedFileSchema);
 }
 
 /** True when the closing publishes any file. */

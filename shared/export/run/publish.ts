@@ -15,10 +15,10 @@
 import { ExporterError } from '../../errors.js';
 import { ParquetRegroup, type RegroupOptions } from '../../parquet/regroup.js';
 import type { ParquetTable } from '../../parquet/schema.js';
-import type { Storage } from '../../storage/storage.js';
+import { readRange, type Storage } from '../../storage/storage.js';
 import { parquetTableOf } from '../format/table-buffer.js';
 import { icebergDataKey, parquetKey, publishedStem, rawKey } from '../layout.js';
-import { type FileEntry, type RunRef, tableFormatOf } from '../state/records.js';
+import { type FileEntry, type RunRef, type StagedFile, tableFormatOf } from '../state/records.js';
 import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, type TableName } from '../tables.js';
 import { mapPool } from './pool.js';
 
@@ -74,7 +74,7 @@ export interface OutputPlan {
   key: string;
   table_or_entity: TableName | RawEntity;
   format: FileEntry['format'];
-  inputs: FileEntry[];
+  inputs: StagedFile[];
 }
 
 /** The groups of staged files, in publishing order: raw entities, then tables. */
@@ -88,7 +88,7 @@ export const PUBLISH_GROUPS: readonly { name: TableName | RawEntity; format: Fil
  * input each (an output holds at least one file). Holds one output's list of inputs.
  */
 export class OutputCutter {
-  private current: FileEntry[] = [];
+  private current: StagedFile[] = [];
   private bytes = 0;
   private index = 0;
 
@@ -99,7 +99,7 @@ export class OutputCutter {
   ) {}
 
   /** Adds a staged file; returns the output it completed, if adding it started another. */
-  add(input: FileEntry): OutputPlan | undefined {
+  add(input: StagedFile): OutputPlan | undefined {
     const done =
       this.current.length > 0 && this.bytes + input.bytes > this.maxFileBytes ? this.close() : undefined;
     this.current.push(input);
@@ -130,7 +130,7 @@ export class OutputCutter {
  * files in key order, cut into consecutive groups of at most `maxFileBytes` (a group holds at
  * least one file). Deterministic: the same staged files always give the same keys and bytes.
  */
-export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBytes: number): OutputPlan[] {
+export function planPublish(run: RunRef, staged: readonly StagedFile[], maxFileBytes: number): OutputPlan[] {
   const plans: OutputPlan[] = [];
   for (const group of PUBLISH_GROUPS) {
     const cutter = new OutputCutter(run, group, maxFileBytes);
@@ -147,20 +147,34 @@ export function planPublish(run: RunRef, staged: readonly FileEntry[], maxFileBy
   return plans;
 }
 
-const missing = (input: FileEntry) =>
-  new ExporterError(`staged file ${input.key} is missing`, { retryable: true });
+const missing = (input: StagedFile) =>
+  new ExporterError(
+    `staged file ${input.key}${input.offset === undefined ? '' : ` (bytes ${input.offset}–${input.offset + input.bytes})`} is missing`,
+    { retryable: true },
+  );
+
+/**
+ * One staged file's bytes: the whole object, or its range of the step's object. A range read
+ * short (the object is not the one the record names) is an error, never a file cut short.
+ */
+async function readStaged(storage: Storage, input: StagedFile): Promise<Uint8Array> {
+  if (input.offset === undefined) {
+    const found = await storage.get(input.key);
+    if (!found) throw missing(input);
+    return found.body;
+  }
+  const body = await readRange(storage, input.key, input.offset, input.offset + input.bytes);
+  if (!body || body.byteLength !== input.bytes) throw missing(input);
+  return body;
+}
 
 /**
  * Reads staged Parquet files whole, in order, up to {@link READ_AHEAD_BYTES} and
  * {@link READ_AHEAD_FILES} of them ahead of the one the writer has (regrouping needs a file's
  * footer before its rows).
  */
-async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
-  const read = (input: FileEntry) =>
-    storage.get(input.key).then((found) => {
-      if (!found) throw missing(input);
-      return found.body;
-    });
+async function* readInOrder(storage: Storage, inputs: readonly StagedFile[]): AsyncGenerator<Uint8Array> {
+  const read = (input: StagedFile) => readStaged(storage, input);
   const ahead: { body: Promise<Uint8Array>; bytes: number }[] = [];
   let aheadBytes = 0;
   let next = 0;
@@ -193,12 +207,17 @@ async function* readInOrder(storage: Storage, inputs: readonly FileEntry[]): Asy
  * copied so that their requests overlap, none of them held whole. Streams opened and not read
  * (the write failed) are ended, which frees their connections.
  */
-async function* streamInOrder(storage: Storage, inputs: readonly FileEntry[]): AsyncGenerator<Uint8Array> {
-  const open = (input: FileEntry) =>
-    storage.getStream(input.key).then((found) => {
-      if (!found) throw missing(input);
-      return found;
-    });
+async function* streamInOrder(storage: Storage, inputs: readonly StagedFile[]): AsyncGenerator<Uint8Array> {
+  // A range of a step's object is one unit's raw lines (tens of KB gzip): read at once.
+  const open = (input: StagedFile): Promise<AsyncIterable<Uint8Array>> =>
+    input.offset !== undefined
+      ? readStaged(storage, input).then(async function* (body) {
+          yield body;
+        })
+      : storage.getStream(input.key).then((found) => {
+          if (!found) throw missing(input);
+          return found;
+        });
   const ahead: Promise<AsyncIterable<Uint8Array>>[] = [];
   let next = 0;
   const fill = () => {
@@ -224,7 +243,7 @@ async function* streamInOrder(storage: Storage, inputs: readonly FileEntry[]): A
 
 async function* parquetBytes(
   storage: Storage,
-  inputs: readonly FileEntry[],
+  inputs: readonly StagedFile[],
   table: ParquetTable,
   options: RegroupOptions | undefined,
 ): AsyncGenerator<Uint8Array> {
@@ -288,7 +307,7 @@ export async function writeOutput(
 export async function publishRun(
   storage: Storage,
   run: RunRef,
-  staged: readonly FileEntry[],
+  staged: readonly StagedFile[],
   options: PublishOptions = {},
 ): Promise<FileEntry[]> {
   const plans = planPublish(run, staged, options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);

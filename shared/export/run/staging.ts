@@ -1,18 +1,21 @@
 /**
  * Stages a step's data in the run's staging area (`state/runs/<run_id>/staged/`): one Parquet
- * file per table and one gzip JSON Lines file per raw entity, named by a stem unique per step
- * and attempt. Nothing here is visible in `parquet/` or `raw/`: the finish step publishes the
- * files the run's records list, so a file left by a delivery that died before its record is
- * never published.
+ * file per table and one gzip JSON Lines file per raw entity, written together as one object per
+ * step and attempt (`stageStep`), each file's entry saying where its bytes are in it. Nothing here
+ * is visible in `parquet/` or `raw/`: the finish step publishes the files the run's records list,
+ * so a file left by a delivery that died before its record is never published.
  */
 import type { Storage } from '../../storage/storage.js';
 import type { JsonLinesBuffer } from '../format/jsonl.js';
 import type { TableBuffer } from '../format/table-buffer.js';
-import { stagedParquetKey, stagedRawKey } from '../layout.js';
-import type { FileEntry } from '../state/records.js';
+import { stagedParquetKey, stagedStepKey } from '../layout.js';
+import type { FileEntry, StagedFile } from '../state/records.js';
 import { type RawEntity, TABLE_NAMES } from '../tables.js';
 
-/** Stages one Parquet file per table that has rows (an empty table gets no file). */
+/**
+ * Stages one Parquet file per table that has rows (an empty table gets no file), each an object
+ * of its own. The steps stage with `stageStep`; this is for synthesized runs (the scale bench).
+ */
 export async function stageTables(
   storage: Storage,
   runId: string,
@@ -34,22 +37,12 @@ export async function stageTables(
   return Promise.all(writes);
 }
 
-/** Stages one gzip JSON Lines file of raw lines, when there are any. */
-export async function stageRaw(
-  storage: Storage,
-  runId: string,
-  entity: RawEntity,
-  stem: string,
-  lines: JsonLinesBuffer,
-): Promise<FileEntry[]> {
-  if (lines.length === 0) return [];
-  const key = stagedRawKey(runId, entity, stem);
-  const body = lines.encodeGzip();
-  await storage.put(key, body);
-  return [{ key, table_or_entity: entity, format: 'jsonl', rows: lines.length, bytes: body.byteLength }];
-}
-
-/** Stages a step's rows and raw lines at once; returns every file staged. */
+/**
+ * Stages a step's raw lines (gzip JSON Lines, when there are any) and its rows (one Parquet file
+ * per table that has rows) as one object, the files one after another; returns every file
+ * staged, each with its offset in the object. One PUT per step: S3 bills a request per object,
+ * and a unit of reports has up to seven files (BENCHMARKS.md, cost).
+ */
 export async function stageStep(
   storage: Storage,
   runId: string,
@@ -57,10 +50,23 @@ export async function stageStep(
   stem: string,
   rows: TableBuffer,
   lines: JsonLinesBuffer,
-): Promise<FileEntry[]> {
-  const [raw, tables] = await Promise.all([
-    stageRaw(storage, runId, entity, stem, lines),
-    stageTables(storage, runId, stem, rows),
-  ]);
-  return [...raw, ...tables];
+): Promise<StagedFile[]> {
+  const key = stagedStepKey(runId, entity, stem);
+  const files: StagedFile[] = [];
+  const bodies: Uint8Array[] = [];
+  let offset = 0;
+  const add = (file: Omit<StagedFile, 'key' | 'offset' | 'bytes'>, body: Uint8Array) => {
+    files.push({ key, ...file, bytes: body.byteLength, offset });
+    bodies.push(body);
+    offset += body.byteLength;
+  };
+  if (lines.length > 0)
+    add({ table_or_entity: entity, format: 'jsonl', rows: lines.length }, lines.encodeGzip());
+  for (const table of TABLE_NAMES) {
+    if (rows.rowCount(table) > 0)
+      add({ table_or_entity: table, format: 'parquet', rows: rows.rowCount(table) }, rows.encode(table));
+  }
+  if (files.length === 0) return [];
+  await storage.put(key, Buffer.concat(bodies, offset));
+  return files;
 }

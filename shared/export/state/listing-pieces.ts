@@ -10,7 +10,7 @@ import type { ListingCursor } from '../../api/pagination.js';
 import { PreconditionFailedError, StorageError } from '../../errors.js';
 import type { Storage } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
-import { FileEntrySchema, parseRecord } from './records.js';
+import { parseRecord, StagedFileSchema } from './records.js';
 
 const int = z.number().int().nonnegative();
 
@@ -39,7 +39,7 @@ export const ListingPieceSchema = z.object({
   jobs_invalid: int,
   duplicates: int,
   /** The jobs files its rows and raw lines were staged in. */
-  staged: z.array(FileEntrySchema),
+  staged: z.array(StagedFileSchema),
 });
 export type ListingPiece = z.infer<typeof ListingPieceSchema>;
 

@@ -47,6 +47,17 @@ export const FileEntrySchema = z.object({
 });
 export type FileEntry = z.infer<typeof FileEntrySchema>;
 
+/**
+ * A file a step staged: a step stages its files as one object, one after another (one request
+ * where a file each cost up to seven), so `offset` says where the file's `bytes` start in the
+ * object `key`. Without it (records before 0.6, and the benches' synthesized runs) the file is
+ * the whole object.
+ */
+export const StagedFileSchema = FileEntrySchema.extend({
+  offset: z.number().int().nonnegative().optional(),
+});
+export type StagedFile = z.infer<typeof StagedFileSchema>;
+
 /** A fatal error that stopped a step: what the manifest and the CLI report. */
 export const FatalSchema = z.object({
   message: z.string(),
@@ -103,7 +114,7 @@ export const RunRecordSchema = RunRefSchema.extend({
   /** The company the key belongs to, as verify named it. */
   company_name: z.string().optional(),
   /** The campaigns files it staged. */
-  staged: z.array(FileEntrySchema),
+  staged: z.array(StagedFileSchema),
   requests: RequestCountsSchema,
   fatal: FatalSchema.optional(),
   /**
@@ -168,7 +179,7 @@ export const PlanRecordSchema = z.object({
   /** 404 on listing: the campaign went away between the listings. */
   campaign_gone: z.boolean(),
   /** The jobs files it staged. */
-  staged: z.array(FileEntrySchema),
+  staged: z.array(StagedFileSchema),
   fatal: FatalSchema.optional(),
 });
 export type PlanRecord = z.infer<typeof PlanRecordSchema>;
@@ -188,7 +199,7 @@ export const UnitSummarySchema = z.object({
   attempt: int,
   jobs: z.record(z.string(), UnitJobResultSchema),
   /** The files of every delivery so far (each delivery stages its own, named by attempt). */
-  staged: z.array(FileEntrySchema),
+  staged: z.array(StagedFileSchema),
   requests: RequestCountsSchema,
   fatal: FatalSchema.optional(),
 });

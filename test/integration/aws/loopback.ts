@@ -166,6 +166,8 @@ export interface TopologyOptions {
    * receives and deletes then run as their function too, as Lambda makes them with its role.
    */
   iam?: IamGuard;
+  /** How long a run's queues may take to drain, ms (the poller's default: 2 minutes). */
+  pollTimeoutMs?: number;
 }
 
 export interface TopologyRun {
@@ -336,6 +338,7 @@ export class LoopbackTopology {
       sqs: this.#sqs,
       region: aws.region,
       hooks,
+      ...(this.#options.pollTimeoutMs !== undefined && { timeoutMs: this.#options.pollTimeoutMs }),
       ...(iam && {
         asFunction: <T>(fn: string, work: () => Promise<T>) => iam.as({ fn: fn as FunctionName, env }, work),
       }),

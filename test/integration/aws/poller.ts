@@ -85,6 +85,11 @@ export interface PollResult {
   invocations: Record<string, number>;
   /** Invocations that threw (function errors), per function name. */
   functionErrors: Record<string, number>;
+  /**
+   * Milliseconds the invocations ran, summed per function name: what Lambda bills (from the
+   * handler's start to its answer), waiting on the API and the request budget included.
+   */
+  billedMs: Record<string, number>;
   durationMs: number;
 }
 
@@ -104,6 +109,7 @@ export class EventSourcePoller {
   readonly #deliveries: Delivery[] = [];
   readonly #invocations: Record<string, number> = {};
   readonly #functionErrors: Record<string, number> = {};
+  readonly #billedMs: Record<string, number> = {};
   #running = 0;
   #stopped = false;
 
@@ -139,6 +145,7 @@ export class EventSourcePoller {
       deliveries: [...this.#deliveries],
       invocations: { ...this.#invocations },
       functionErrors: { ...this.#functionErrors },
+      billedMs: { ...this.#billedMs },
       durationMs: performance.now() - started,
     };
   }
@@ -201,6 +208,7 @@ export class EventSourcePoller {
     this.#invocations[name] = (this.#invocations[name] ?? 0) + 1;
     const renewal = this.#keepHidden(mapping, event.Records);
     let failed: Set<string>;
+    const invoked = performance.now();
     try {
       const response = await handler(event, fakeContext(mapping));
       failed = failedIds(response, event.Records);
@@ -209,6 +217,7 @@ export class EventSourcePoller {
       this.#functionErrors[name] = (this.#functionErrors[name] ?? 0) + 1;
       failed = new Set(event.Records.map((r) => r.messageId));
     } finally {
+      this.#billedMs[name] = (this.#billedMs[name] ?? 0) + (performance.now() - invoked);
       await renewal.stop();
     }
     const crashed = this.#options.hooks?.crashAfter?.(mapping, event) ?? false;

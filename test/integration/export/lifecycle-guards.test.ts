@@ -184,7 +184,7 @@ describe('concurrent deliveries of one message', () => {
     expect(b.record).toEqual(stored);
     expect(a.units).toEqual(b.units);
     // Each delivery staged its own jobs file; only the stored plan's is ever published.
-    const staged = await listAll(storage, STATE_KEYS.staged(run.run_id, 'parquet/jobs/'));
+    const staged = await listAll(storage, STATE_KEYS.staged(run.run_id, 'steps/jobs/'));
     expect(staged).toHaveLength(2);
     expect(stored.staged.filter((f) => f.format === 'parquet' && f.table_or_entity === 'jobs')).toHaveLength(
       1,

@@ -9,6 +9,7 @@ import {
   initialBudget,
   LEASE_MS,
   SharedBudget,
+  STEADY_LEASE_MS,
   takeLease,
 } from '../../../shared/api/request-budget.js';
 import { MemoryStore } from './budget-store.js';
@@ -17,7 +18,7 @@ import { FakeClock } from './fake-clock.js';
 const POLICY = { ceiling: 50 };
 
 describe('the shared budget (pure)', () => {
-  it('hands out leases one after the other, never overlapping, each at most LEASE_MS of the rate', () => {
+  it('hands out leases one after the other, never overlapping, each at most a slice of the rate', () => {
     let state = initialBudget(POLICY);
     const leases = [];
     for (let i = 0; i < 4; i++) {
@@ -26,12 +27,21 @@ describe('the shared budget (pure)', () => {
       state = next;
     }
 
-    expect(leases.map((l) => l.tokens)).toEqual(Array(4).fill(Math.floor((LEASE_MS * 50) / 1000)));
+    // At the ceiling, nothing to learn: a second of the rate per lease (one write a second).
+    expect(leases.map((l) => l.tokens)).toEqual(Array(4).fill(Math.floor((STEADY_LEASE_MS * 50) / 1000)));
     for (let i = 1; i < leases.length; i++) {
       const before = leases[i - 1]!;
       expect(leases[i]!.start).toBeCloseTo(before.start + before.tokens * before.interval, 6);
     }
     expect(leases[0]!.interval).toBe(20);
+  });
+
+  it('leases LEASE_MS of the rate while it is below the ceiling (after a cut), so that the next cut reaches the API soon', () => {
+    const cut = { ...initialBudget(POLICY), base: 40, grownAt: 1_000_000, version: 1 };
+
+    const { lease } = takeLease(cut, 1_000_000, 100, POLICY);
+
+    expect(lease.tokens).toBe(Math.floor((LEASE_MS * 40) / 1000));
   });
 
   it('lets slots nobody took lapse, but for a short burst', () => {

@@ -8,9 +8,10 @@ import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS, stagedParquetKey, stagedRawKey } from '../../../../shared/export/layout.js';
+import { STATE_KEYS, stagedStepKey } from '../../../../shared/export/layout.js';
 import { type Unit, UnitSummarySchema } from '../../../../shared/export/state/records.js';
 import { METRIC } from '../../../../shared/metrics.js';
+import { readRange } from '../../../../shared/storage/storage.js';
 import { type DuckDb, openDuckDb, readParquet } from '../../../helpers/duckdb.js';
 import type { SimJob } from '../../../simulator/index.js';
 import {
@@ -89,22 +90,21 @@ describe('export-reports', () => {
     expect(handBacks()).toEqual([]);
     // Staged, and listed in the unit's summary: nothing is visible before the run is published.
     expect(await dataFiles(bed.storage)).toEqual([]);
-    const staged = (await summaryOf('c1-u0'))?.staged.map((f) => f.key);
+    const staged = (await summaryOf('c1-u0'))?.staged ?? [];
     // Named by unit, attempt and delivery: two deliveries at once never write one key.
-    const delivery = expect.stringMatching(/^c1-u0-a1-[0-9a-f]{8}$/);
-    const stems = (staged ?? []).map((key) => key.replace(/^.*\//, '').replace(/\..*$/, ''));
-    expect(stems).toEqual([delivery, delivery].concat(stems.slice(2).map(() => delivery)));
-    expect(
-      staged?.some((key) =>
-        key.startsWith(stagedParquetKey(RUN_ID, 'reports', '').replace(/\.parquet$/, '')),
-      ),
-    ).toBe(true);
-    expect(
-      staged?.some((key) => key.startsWith(stagedRawKey(RUN_ID, 'reports', '').replace(/\.jsonl\.gz$/, ''))),
-    ).toBe(true);
-    expect(await keysUnder(bed.storage, STATE_KEYS.staged(RUN_ID, ''))).toEqual(
-      expect.arrayContaining(staged ?? []),
+    const stem = staged[0]?.key.replace(/^.*\//, '').replace(/\..*$/, '') ?? '';
+    expect(stem).toMatch(/^c1-u0-a1-[0-9a-f]{8}$/);
+    // One object for the delivery, its files one after another: the raw lines, then each table.
+    expect(new Set(staged.map((f) => f.key))).toEqual(new Set([stagedStepKey(RUN_ID, 'reports', stem)]));
+    expect(staged.map((f) => `${f.format}:${f.table_or_entity}`).slice(0, 2)).toEqual([
+      'jsonl:reports',
+      'parquet:reports',
+    ]);
+    expect(staged.map((f) => f.offset)).toEqual(
+      staged.map((_, i) => staged.slice(0, i).reduce((n, f) => n + f.bytes, 0)),
     );
+    const stagedKeys = await keysUnder(bed.storage, STATE_KEYS.staged(RUN_ID, ''));
+    expect(stagedKeys.filter((key) => key.includes(stem))).toEqual([staged[0]?.key]);
     const summary = await summaryOf('c1-u0');
     expect(Object.values(summary?.jobs ?? {}).map((r) => r.outcome)).toEqual([
       'exported',
@@ -151,10 +151,10 @@ describe('export-reports', () => {
     const files = ((await summaryOf('c1-u1'))?.staged ?? []).filter(
       (f) => f.format === 'parquet' && f.table_or_entity === 'reports',
     );
-    expect(files.map((f) => f.key.replace(/^.*-(a\d)-[0-9a-f]{8}\.parquet$/, '$1'))).toEqual(['a1', 'a2']);
-    for (const { key } of files) {
-      const file = await bed.storage.get(key);
-      for (const row of await readParquet(db, file?.body ?? new Uint8Array())) ids.push(row.job_id as bigint);
+    expect(files.map((f) => f.key.replace(/^.*-(a\d)-[0-9a-f]{8}\.staged$/, '$1'))).toEqual(['a1', 'a2']);
+    for (const { key, offset = 0, bytes } of files) {
+      const file = await readRange(bed.storage, key, offset, offset + bytes);
+      for (const row of await readParquet(db, file ?? new Uint8Array())) ids.push(row.job_id as bigint);
     }
     expect(ids.map(Number).sort()).toEqual(jobs.map((j) => j.id).sort());
   });

@@ -61,7 +61,7 @@ describe('start-run', () => {
     );
     // Staged, not yet visible: finish-run publishes the run's files when it closes it.
     expect(
-      await keysUnder(bed.storage, STATE_KEYS.staged(String(result.run_id), 'parquet/campaigns/')),
+      await keysUnder(bed.storage, STATE_KEYS.staged(String(result.run_id), 'steps/campaigns/')),
     ).toHaveLength(1);
     expect(await keysUnder(bed.storage, 'parquet/')).toEqual([]);
   });

@@ -6,11 +6,11 @@ import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
 import { rawLine } from '../../../../shared/export/raw-lines.js';
 import { publishRun, READ_AHEAD_FILES } from '../../../../shared/export/run/publish.js';
 import { stageStep } from '../../../../shared/export/run/staging.js';
-import type { FileEntry, RunRef } from '../../../../shared/export/state/records.js';
+import type { FileEntry, RunRef, StagedFile } from '../../../../shared/export/state/records.js';
 import { TABLES, type TableName } from '../../../../shared/export/tables.js';
 import type { ParquetTable } from '../../../../shared/parquet/schema.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
-import type { Storage } from '../../../../shared/storage/storage.js';
+import { readRange, type Storage } from '../../../../shared/storage/storage.js';
 import { type DuckDb, openDuckDb } from '../../../helpers/duckdb.js';
 import { tempDir } from '../../../helpers/export.js';
 import { realisticReports } from '../../../helpers/realistic-reports.js';
@@ -51,11 +51,14 @@ describe('publishRun', () => {
     await db?.close();
   });
 
-  /** The rows of Parquet objects, in order, as DuckDB reads them. */
-  async function rowsOf(keys: readonly string[]): Promise<unknown[]> {
+  /** The rows of Parquet files (objects, or a staged file's range of its step's object), in order, as DuckDB reads them. */
+  async function rowsOf(files: readonly Pick<StagedFile, 'key' | 'offset' | 'bytes'>[]): Promise<unknown[]> {
     const rows: unknown[] = [];
-    for (const key of keys) {
-      const bytes = (await storage.get(key))?.body ?? new Uint8Array();
+    for (const { key, offset, bytes: length } of files) {
+      const bytes =
+        (offset === undefined
+          ? (await storage.get(key))?.body
+          : await readRange(storage, key, offset, offset + length)) ?? new Uint8Array();
       rows.push(...(await db.all(`SELECT * FROM read_parquet(${await db.file(bytes, 'parquet')})`)));
     }
     return rows;
@@ -71,7 +74,7 @@ describe('publishRun', () => {
         (f) => f.format === 'parquet' && f.table_or_entity === file.table_or_entity,
       );
       expect(file.key).toBe(`parquet/${file.table_or_entity}/dt=2026-11-22/${RUN.run_id}-0.parquet`);
-      expect(await rowsOf([file.key])).toEqual(await rowsOf(inputs.map((f) => f.key)));
+      expect(await rowsOf([file])).toEqual(await rowsOf(inputs));
       expect(file.rows).toBe(inputs.reduce((n, f) => n + f.rows, 0));
       expect((await storage.get(file.key))?.body.byteLength).toBe(file.bytes);
     }
@@ -97,7 +100,7 @@ describe('publishRun', () => {
     expect(files.map((f) => f.key)).toEqual(
       files.map((_, i) => `parquet/questions/dt=2026-11-22/${RUN.run_id}-${i}.parquet`),
     );
-    expect(await rowsOf(files.map((f) => f.key))).toEqual(await rowsOf(questions.map((f) => f.key)));
+    expect(await rowsOf(files)).toEqual(await rowsOf(questions));
   });
 
   it('writes the same keys and bytes when done again (a publish cut short is simply redone)', async () => {
@@ -148,7 +151,7 @@ describe('publishRun', () => {
     for (const [i, f] of second.entries()) expect((await storage.get(f.key))?.body).toEqual(bytes[i]);
   });
 
-  it('streams raw staged files through getStream, never reading one whole, and says which one is missing', async () => {
+  it('reads each staged file as its range of the object its step staged, never the object whole, and says which one is missing', async () => {
     const wholeReads: string[] = [];
     const inner: Storage = storage;
     const watched: Storage = {
@@ -160,6 +163,7 @@ describe('publishRun', () => {
         return storage.get(key);
       },
       getStream: (key) => storage.getStream(key),
+      getRange: (key, start, end) => storage.getRange(key, start, end),
       list: (prefix) => storage.list(prefix),
       delete: (keys) => storage.delete(keys),
       stats: () => storage.stats(),
@@ -169,11 +173,17 @@ describe('publishRun', () => {
     const files = await publishRun(watched, RUN, staged);
 
     expect(files).toEqual(expected);
-    expect(wholeReads.filter((key) => key.endsWith('.jsonl.gz'))).toEqual([]);
-    const gone = { ...staged.find((f) => f.format === 'jsonl')!, key: `${RUN.run_id}/gone.jsonl.gz` };
+    expect(new Set(staged.map((f) => f.key)).size).toBe(UNITS);
+    expect(wholeReads.filter((key) => key.includes('/staged/'))).toEqual([]);
+    const gone = { ...staged.find((f) => f.format === 'jsonl')!, key: `${RUN.run_id}/gone.staged` };
     // The write that was reading it fails, with the reason as its cause.
     await expect(publishRun(storage, RUN, [gone])).rejects.toMatchObject({
-      cause: { message: expect.stringContaining('gone.jsonl.gz is missing') },
+      cause: { message: expect.stringMatching(/gone\.staged \(bytes 0–\d+\) is missing/) },
+    });
+    // A range shorter than the record says (the object is not the one staged) is no file either.
+    const short = { ...staged.find((f) => f.format === 'jsonl')!, bytes: 1e9 };
+    await expect(publishRun(storage, RUN, [short])).rejects.toMatchObject({
+      cause: { message: expect.stringContaining('is missing') },
     });
   });
 
