@@ -57,13 +57,16 @@ export interface Restart {
 const optionName = (arg: string): string => arg.split('=')[0]!.replaceAll('_', '-');
 
 /**
- * The restart `start` needs, or undefined when it needs none: a command other than `export`,
- * the marker already set (restarted, or the user's opt-out), or every setting already given by
- * the user (a `MALLOC_*` variable or a V8 flag of theirs is kept, never overridden).
+ * The restart `start` needs, or undefined when it needs none: a command other than `export`, or
+ * `export --help`, the marker already set (restarted, or the user's opt-out), or every setting
+ * already given by the user (a `MALLOC_*` variable or a V8 flag of theirs is kept, never
+ * overridden).
  */
 export function restartPlan(start: ProcessStart): Restart | undefined {
   const command = start.argv[2];
   if (command === undefined || !RESTARTED_COMMANDS.has(command)) return undefined;
+  // Its usage text is all `--help` does: not worth a second start of Node (~80 ms, cli-startup).
+  if (start.argv.slice(3).some((arg) => arg === '--help' || arg === '-h')) return undefined;
   if (start.env[REEXEC_MARKER] !== undefined) return undefined;
   const given = new Set([...start.execArgv, ...(start.env.NODE_OPTIONS ?? '').split(/\s+/)].map(optionName));
   const flags = CLI_START_FLAGS.filter((flag) => !given.has(optionName(flag)));

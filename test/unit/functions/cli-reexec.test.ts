@@ -61,8 +61,17 @@ describe('restartPlan', () => {
     expect(restartPlan(started(['export', '--out', 'o'], { [REEXEC_MARKER]: 'off' }))).toBeUndefined();
   });
 
-  it('starts once for the other commands, --help and --version', () => {
-    for (const args of [[], ['--version'], ['--help'], ['sql', 'x'], ['aws', 'status'], ['simulator']])
+  it('starts once for the other commands, --help, export --help and --version', () => {
+    for (const args of [
+      [],
+      ['--version'],
+      ['--help'],
+      ['export', '--help'],
+      ['export', '-h'],
+      ['sql', 'x'],
+      ['aws', 'status'],
+      ['simulator'],
+    ])
       expect(restartPlan(started(args)), args.join(' ')).toBeUndefined();
   });
 
