@@ -11,9 +11,11 @@
  *
  * The young generation too: V8 grows its semi-spaces up to 64 MB each (128 MB of new space) under
  * the run's allocation rate, and a flag at start-up (`--max-semi-space-size`) is the only way to
- * cap that size, which `npm run export` passes but the packaged CLI (`node dist/cli.mjs`, `npx`)
- * cannot: the packaged CLI's 20k-report run peaked at 370–387 MB, against 261 MB capped.
- * The growth factor is read at each scavenge, so the cap is applied here, for every entry.
+ * fix that size: `npm run export` passes it, and the packaged CLI's `export` starts Node again
+ * with it (reexec.ts), but `node dist/cli.mjs` or `npx` alone cannot, nor can a Node without
+ * `process.execve` (Windows): uncapped, the packaged CLI's 20k-report run peaked at 370–387 MB,
+ * against 261 MB capped. The growth factor is read at each scavenge, so the cap is applied here
+ * too, for every entry.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';

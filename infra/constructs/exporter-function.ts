@@ -10,6 +10,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import type * as z from 'zod';
 import type { EnvSchema } from '../../functions/aws/env.js';
+import { MALLOC_MMAP_THRESHOLD_BYTES } from '../../shared/malloc.js';
 import { METRICS_NAMESPACE } from '../../shared/metrics.js';
 import type { ExporterConfig } from '../config.js';
 import { V8_SEMI_SPACE_MB } from '../function-sizes.js';
@@ -106,15 +107,8 @@ export const v8HeapFlags = (memoryMb: number, oldSpaceShare: number): string[] =
 export const exporterNodeOptions = (memoryMb: number, oldSpaceShare: number): string =>
   ['--enable-source-maps', ...v8HeapFlags(memoryMb, oldSpaceShare)].join(' ');
 
-/**
- * Every exporter function's glibc `MALLOC_MMAP_THRESHOLD_` (bytes), read by the C library when the
- * runtime's process starts: a native allocation of this size or more (zstd's contexts for each
- * Parquet page, decoded column chunks) is its own mapping, given back to the system when freed.
- * Without it glibc raises the threshold as such blocks are freed and serves them from its heap,
- * which it keeps: the finish step's memory outside V8 grew with the work of an invocation
- * (BENCHMARKS.md, scale: "the C library's heap"), for the same CPU.
- */
-export const EXPORTER_MALLOC_MMAP_THRESHOLD = '131072';
+/** Every exporter function's glibc `MALLOC_MMAP_THRESHOLD_` (bytes): see shared/malloc.ts. */
+export const EXPORTER_MALLOC_MMAP_THRESHOLD = String(MALLOC_MMAP_THRESHOLD_BYTES);
 
 /** What a function does with a work queue. */
 export type QueueUse =

@@ -64,6 +64,12 @@ function rssOf(pid: number): number {
   }
 }
 
+/** What a run adds to the CLI's start: Node flags before the entry (bundle only) and environment variables. */
+export interface CliProcessOptions {
+  nodeFlags?: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
 /**
  * Runs `command args` with the simulator's URL and key in its environment and `--out` a fresh
  * folder; resolves to its figures. `bundle`: the packaged CLI's entry (dist/cli.mjs or a build of it).
@@ -71,6 +77,7 @@ function rssOf(pid: number): number {
 export async function runCliProcess(
   reports: number,
   how: { kind: 'bundle'; entry: string } | { kind: 'tsx' },
+  options: CliProcessOptions = {},
 ): Promise<CliProcessFigures> {
   const simulator = await startSimulator({
     seed: 5,
@@ -88,6 +95,7 @@ export async function runCliProcess(
   try {
     const env = {
       ...process.env,
+      ...options.env,
       INTEGRATION_API_BASE_URL: simulator.url,
       INTEGRATION_API_KEY: simulator.keys.valid,
       BENCH_HWM_FILE: hwmFile,
@@ -95,7 +103,19 @@ export async function runCliProcess(
     // tsx as `npm run export` runs it (package.json), the preload in both of its Node processes.
     const [command, args]: [string, string[]] =
       how.kind === 'bundle'
-        ? [process.execPath, ['--import', PRELOAD, how.entry, 'export', '--out', out, ...CLI_FLAGS]]
+        ? [
+            process.execPath,
+            [
+              ...(options.nodeFlags ?? []),
+              '--import',
+              PRELOAD,
+              how.entry,
+              'export',
+              '--out',
+              out,
+              ...CLI_FLAGS,
+            ],
+          ]
         : [join(ROOT, 'node_modules/.bin/tsx'), [...npmExportArgs(), '--out', out, ...CLI_FLAGS]];
     const started = performance.now();
     const child = spawn(command, args, {

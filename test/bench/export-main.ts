@@ -111,7 +111,9 @@ const CLI_RSS_TARGET_MB = 300;
 /**
  * `cli-memory`: for each run size, the run in-process (export.ts: the peak split by phase of the
  * finish), the packaged CLI as users run it (`node dist/cli.mjs export`, built here into a
- * temporary folder) and `npm run export` (tsx, its process tree too).
+ * temporary folder: it starts Node again in the same process with glibc's and V8's start-up
+ * settings, functions/cli/reexec.ts) and `npm run export` (tsx, its process tree too; neither the
+ * restart nor glibc's setting).
  */
 export async function benchCliMemory(): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};

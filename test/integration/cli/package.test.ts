@@ -7,12 +7,15 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { isBuiltin } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_MALLOC_ENV, CLI_START_FLAGS } from '../../../functions/cli/reexec.js';
 import { tempDir } from '../../helpers/export.js';
 
 const run = promisify(execFile);
@@ -164,6 +167,67 @@ describe('the packed CLI', () => {
     expect(wrong).toMatchObject({ code: 2, stdout: '' });
     expect(wrong.stderr).toBe('error: --limit takes a whole number from 1 to 1000 (see --help)\n');
   });
+
+  it.skipIf(process.platform !== 'linux')(
+    "runs export in Node started again in the same process, with glibc's settings and V8's flags; Ctrl-C still stops it with 130",
+    async () => {
+      // An API that takes each request and never answers: the run waits on its first one while
+      // the process is looked at, then Ctrl-C stops it.
+      let arrived: () => void = () => {};
+      const requested = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      const api = createServer(() => arrived());
+      api.listen(0, '127.0.0.1');
+      await once(api, 'listening');
+      const { port } = api.address() as AddressInfo;
+      try {
+        const child = spawn(process.execPath, [bin, 'export', '--out', join(work, 'held'), '--full'], {
+          cwd: packageDir,
+          env: {
+            PATH: process.env.PATH ?? '',
+            INTEGRATION_API_BASE_URL: `http://127.0.0.1:${port}`,
+            INTEGRATION_API_KEY: 'held-key',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr!.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        child.stdout!.resume();
+        const exited = once(child, 'exit');
+        await requested;
+
+        // The process the shell started (same pid), now running the command line and environment
+        // of the restart; no second process beside or under it.
+        const cmdline = (await readFile(`/proc/${child.pid}/cmdline`, 'utf8')).split('\0');
+        const environ = (await readFile(`/proc/${child.pid}/environ`, 'utf8')).split('\0');
+        const children = (await readFile(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8')).trim();
+        child.kill('SIGINT');
+        const [code] = await exited;
+
+        expect(cmdline.slice(1)).toEqual([
+          ...CLI_START_FLAGS,
+          bin,
+          'export',
+          '--out',
+          join(work, 'held'),
+          '--full',
+          '',
+        ]);
+        for (const [name, value] of Object.entries(CLI_MALLOC_ENV))
+          expect(environ).toContain(`${name}=${value}`);
+        expect(children).toBe('');
+        expect(code, stderr).toBe(130);
+        expect(stderr).toMatch(/^error: interrupted by SIGINT: /);
+        expect(stderr).not.toMatch(/Warning/);
+      } finally {
+        api.closeAllConnections();
+        api.close();
+      }
+    },
+  );
 
   describe('against the packaged simulator', () => {
     let simulator: ChildProcess | undefined;
