@@ -13,6 +13,7 @@ import { LockRecordSchema, lockIsFree, MAX_CLOCK_SKEW_MS } from '../state/lock.j
 import type { Manifest } from '../state/manifest.js';
 import { encodeRecord, parseRecord } from '../state/records.js';
 import { sweepClosedRun } from '../state/tombstone.js';
+import { HandedOnSchema, LISTING_HANDED_ON_GRACE_MS } from './campaign-listing.js';
 import { readClosing } from './closing.js';
 import type { ExportDeps } from './context.js';
 import { finishRun, runFolders } from './finish-run.js';
@@ -81,6 +82,15 @@ async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boo
   return lock.run_id === runId && !lockIsFree(lock, new Date(now));
 }
 
+/** True when the run's campaign listing was handed on lately enough that a delivery may still be on it. */
+async function listingHandedOnLately(deps: ExportDeps, runId: string, now: number): Promise<boolean> {
+  const key = STATE_KEYS.listingHandedOn(runId);
+  const found = await deps.storage.get(key);
+  if (!found) return false;
+  const { handed_on_at } = parseRecord(HandedOnSchema, found.body, key);
+  return now - Date.parse(handed_on_at) <= LISTING_HANDED_ON_GRACE_MS + MAX_CLOCK_SKEW_MS;
+}
+
 export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Promise<CloseRunsResult> {
   const result: CloseRunsResult = { closed: [], failures: [], handedOn: [] };
   let drained: boolean | undefined;
@@ -125,8 +135,10 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
       if (!record) continue; // Closed meanwhile; a run's folder without its record is left to recovery.
       const age = options.now - Date.parse(record.started_at);
       if (record.starting) {
-        // A start that died after its first record: closed (failed) once start-run cannot be alive.
+        // A start that died after its first record: closed (failed) once start-run cannot be
+        // alive, nor a delivery its campaign listing was handed on to.
         if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
+        if (await listingHandedOnLately(deps, runId, options.now)) continue;
         closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: true });
