@@ -2,9 +2,10 @@
  * The finisher's decision, run on a schedule in AWS: which open runs to close now. A complete
  * run closes at once; an overdue one regardless; an incomplete one when two looks in a row find
  * the queues empty (SQS counts are approximate and lag); a run still starting only once its
- * start has been silent longer than start-run can live; a CLI run only past its deadline and
- * only if its CLI no longer holds the output (it finishes itself). Closed runs' folders are
- * tidied (tombstones, late debris).
+ * start has been silent longer than start-run can live (or, once its campaign listing was
+ * handed on, than a continuation can take); a CLI run only past its deadline or once another
+ * run holds the output, and only if its CLI no longer holds the output (it finishes itself).
+ * Closed runs' folders are tidied (tombstones, late debris).
  */
 
 import { listAll } from '../../storage/storage.js';
@@ -74,12 +75,17 @@ async function drainedTwice(
   return marked;
 }
 
+/** The run that holds the output's lock, by another clock's reckoning too; undefined when it is free. */
+async function holderOf(deps: ExportDeps, now: number): Promise<string | undefined> {
+  const found = await deps.storage.get(STATE_KEYS.lock);
+  if (!found) return undefined;
+  const lock = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
+  return lockIsFree(lock, new Date(now)) ? undefined : lock.run_id;
+}
+
 /** True when the output's lock is held, by another clock's reckoning too, by `runId`. */
 async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boolean> {
-  const found = await deps.storage.get(STATE_KEYS.lock);
-  if (!found) return false;
-  const lock = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
-  return lock.run_id === runId && !lockIsFree(lock, new Date(now));
+  return (await holderOf(deps, now)) === runId;
 }
 
 /** True when the run's campaign listing was handed on lately enough that a delivery may still be on it. */
@@ -145,10 +151,18 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         continue;
       }
       const overdue = age > options.deadlineMs;
-      // A CLI finishes its own run; past its deadline only a CLI that no longer holds the output is.
-      if (record.driver === 'local' && (!overdue || (await heldBy(deps, runId, options.now)))) continue;
+      // A CLI finishes its own run; past its deadline, or once another run holds the output (its
+      // start's recovery closes this one, and may have left it here: recover.ts), only a CLI
+      // that no longer holds the output is.
+      let takenOver = false;
+      if (record.driver === 'local') {
+        const holder = await holderOf(deps, options.now);
+        if (holder === runId || (!overdue && holder === undefined)) continue;
+        // Closed as the start that took the output would have: its missing jobs failed.
+        takenOver = !overdue;
+      }
       const complete = await isCompleteInStorage(deps, record);
-      if (!complete && !overdue) {
+      if (!complete && !overdue && !takenOver) {
         drained ??= await options.queuesDrained();
         if (!(await drainedTwice(deps, runId, drained, options.now))) continue;
       }
@@ -162,7 +176,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
       }
       closedOne = true;
       const manifest = await finishRun(deps, runId, { force: true, deferUnreported, ...finish });
-      if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
+      if (manifest) result.closed.push({ manifest, unfinished: !complete && (overdue || takenOver) });
     } catch (error) {
       if (error instanceof HandedOn) {
         // This finisher's time is up: the next look goes on with this run, then the others.

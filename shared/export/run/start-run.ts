@@ -73,7 +73,7 @@ export interface StartRunInput {
    * Limits on closing the runs it finds left open (AWS: a closing handed on before start-run's
    * timeout, under the closing lease, so that finish-run and start-run never work on one at once).
    */
-  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs' | 'maxOutputBytes'> | undefined;
+  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs' | 'freezeBy' | 'maxOutputBytes'> | undefined;
   /**
    * AWS: when the campaign listing must hand on, and the plan messages sent as its pieces are
    * stored (`campaign-listing.ts`). Absent (CLI): it lists to the end, whatever it takes.

@@ -89,6 +89,27 @@ describe('closeRuns', () => {
     const late = await closer(storage, STARTED + 61 * MINUTE, false).run();
     expect(late.closed.map((c) => c.unfinished)).toEqual([true]);
   });
+
+  it('closes a CLI run within its deadline once another run holds the output (its start left the closing here)', async () => {
+    const storage = await storageWith([{ id: A, unitDone: false, driver: 'local' }]);
+    const lock = (runId: string) =>
+      storage.put(
+        STATE_KEYS.lock,
+        `${JSON.stringify({
+          run_id: runId,
+          owner: 'aws-lambda',
+          acquired_at: new Date(STARTED + 4 * MINUTE).toISOString(),
+          expires_at: new Date(STARTED + 300 * MINUTE).toISOString(),
+        })}\n`,
+      );
+    // Its CLI holds the output: the CLI's to finish.
+    await lock(A);
+    expect((await closer(storage, STARTED + 5 * MINUTE, true).run()).closed).toEqual([]);
+    // The output taken by B (A's lock lapsed): B's start closes A, or hands A's closing on to here.
+    await lock(B);
+    const taken = await closer(storage, STARTED + 6 * MINUTE, false).run();
+    expect(taken.closed.map((c) => [c.manifest.run_id, c.manifest.counts.reports_failed])).toEqual([[A, 1]]);
+  });
 });
 
 describe('closeRuns and a start whose campaign listing was handed on', () => {
