@@ -19,6 +19,7 @@ import {
 } from '../../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../../shared/export/run/context.js';
+import { sizeBeforeStart } from '../../../shared/export/run/job-counts.js';
 import type { ListingDeadline } from '../../../shared/export/run/job-listing.js';
 import { PLANS_PER_CHUNK, sendPlans } from '../../../shared/export/run/run-plans.js';
 import {
@@ -286,6 +287,20 @@ describe('a campaign listing longer than one invocation', () => {
     // A late delivery finds them all sent.
     expect(await sendPlans(bed.deps, run, record.campaign_ids, bed.send)).toBe(true);
     expect(bed.sent).toHaveLength(CAMPAIGNS);
+  });
+});
+
+describe("a full run's estimate asked before the start", () => {
+  it('lists no page past half its time, and counts the campaigns by the listing total', async () => {
+    const bed = await setUp();
+    const deps = { ...bed.deps, now: () => new Date(bed.clock.ms) };
+    // start-run's estimate of `{"estimate": "only"}` stops at 75 s of its 300 s.
+    const stopAt = 75_000;
+    const size = await sizeBeforeStart(deps, { stopAt });
+    // Pages at 0, 10, 20 and 30 s; none after 37.5 s, half the time to the stop.
+    expect(bed.pages).toEqual([1, 2, 3, 4]);
+    expect(size).toMatchObject({ campaigns: CAMPAIGNS, reports: 2 * CAMPAIGNS });
+    expect(size.counted).toBeGreaterThan(0);
   });
 });
 
