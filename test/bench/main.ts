@@ -2,11 +2,13 @@
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cli-memory, cost, lambda, unit-memory,
  * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
- * iceberg-current-scale, windows, scale, freeze.
+ * iceberg-current-scale, windows, scale, freeze,
+ * campaign-listing.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
  * REGROUP_TIME_REPORTS (default 100,000); `scale` its settings from SCALE_* (see scale.ts).
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
+import { benchCampaignListing } from './campaign-listing.js';
 import { benchCliStartup } from './cli-startup.js';
 import { benchClient } from './client.js';
 import { benchCost } from './cost.js';
@@ -48,6 +50,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   windows: benchWindows,
   scale: benchScale,
   freeze: benchFreeze,
+  'campaign-listing': benchCampaignListing,
 };
 
 function print(name: string, figures: Record<string, number>): void {
