@@ -1,12 +1,19 @@
 /**
  * plan-campaign (plan queue): list one campaign's jobs, write them, compare with the state,
  * and send one report-queue message per unit of reports to fetch. A listing too long for one
- * invocation is checkpointed and handed on to a new message on the plan queue.
+ * invocation is checkpointed and handed on to a new message on the plan queue. The same queue
+ * carries a run's start whose campaign listing start-run handed on: listed on from its pieces,
+ * the run recorded and its plan messages sent, or handed on again.
  */
 import type { Context, SQSEvent } from 'aws-lambda';
+import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
+import type { ExportDeps } from '../../shared/export/run/context.js';
+import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
+import { sendPlans } from '../../shared/export/run/run-plans.js';
+import { continueStart } from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
-import { PlanMessageSchema } from '../../shared/export/state/records.js';
+import { PlanQueueMessageSchema, type StartListingMessage } from '../../shared/export/state/records.js';
 import { required } from './env.js';
 import { eachMessage, sendAll } from './queue.js';
 import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
@@ -22,7 +29,9 @@ export async function planCampaignHandler(event: SQSEvent, context: Context) {
   const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
   const source = { sqs: clients.sqs, queueUrl: planQueueUrl, log: coreLog };
   return eachMessage(event, source, async (record) => {
-    const message = PlanMessageSchema.parse(JSON.parse(record.body));
+    const body = PlanQueueMessageSchema.parse(JSON.parse(record.body));
+    if (!('campaign_id' in body)) return continueRunStart(deps, body, deadline);
+    const message = body;
     // A listing out of retries (5xx, 429) throws retryable: the message comes back later.
     const planned = await runStep(deps, message.run_id, (d) =>
       planCampaignStep(d, message, { unitSize: env.UNIT_SIZE, deadline }),
@@ -52,6 +61,41 @@ export async function planCampaignHandler(event: SQSEvent, context: Context) {
       units: units.length,
     });
   });
+}
+
+/**
+ * A run's start handed on (its campaign listing, or its plan messages): goes on from where it
+ * stands and, if time is up again, hands on to a new message, for the reason given above.
+ */
+async function continueRunStart(
+  deps: ExportDeps,
+  message: StartListingMessage,
+  deadline: ListingDeadline,
+): Promise<void> {
+  const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
+  const send = async (messages: readonly unknown[]) => {
+    await sendAll(clients.sqs, planQueueUrl, messages);
+  };
+  const { list: _list, ...run } = message;
+  const step = await runStep(deps, run.run_id, (d) => continueStart(d, run, { deadline, send }));
+  if (!step.ran || step.value.kind === 'gone') {
+    logger.warn('campaign listing of a finished run dropped', { run_id: run.run_id });
+    return;
+  }
+  const started = step.value;
+  if (started.kind === 'recorded') {
+    countFatal(started.record.fatal);
+    const { campaign_ids: ids } = started.record;
+    const done =
+      started.record.fatal !== undefined ||
+      (await sendPlans(deps, run, ids, send, { timeUp: () => listingTimeUp(deadline) }));
+    logger.info(done ? 'run started' : 'run started; its plan messages go on', {
+      run_id: run.run_id,
+      campaigns: ids.length,
+    });
+    if (done) return;
+  }
+  await send([message]);
 }
 
 export const handler = lambdaHandler(planCampaignHandler);

@@ -3,6 +3,9 @@
  * message per campaign. Input: shared/aws/payloads.ts `StartRunEventSchema`. A schedule's
  * invocation carries its `scheduled_time`, and each scheduled time starts at most one run. A
  * backfill `date` before the partition projection's start (PROJECTION_START_DATE) is refused.
+ * A campaign listing (or a sending of plan messages) too long for half the timeout is
+ * checkpointed and handed on to a continuation message on the plan queue (plan-campaign goes on
+ * with it); the run holds the output meanwhile.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -13,16 +16,23 @@ import {
   StartRunEventSchema,
 } from '../../shared/aws/payloads.js';
 import { describeError, OutputLockedError } from '../../shared/errors.js';
+import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { SizeEstimate } from '../../shared/export/run/estimate.js';
 import { estimateTime } from '../../shared/export/run/estimate.js';
 import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
 import { sizeBeforeStart, sizeOfRun } from '../../shared/export/run/job-counts.js';
 import { recoveryLimits } from '../../shared/export/run/publish-closing.js';
-import { FIRST_RECORD_GRACE_MS, RUN_START_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
+import { sendPlans } from '../../shared/export/run/run-plans.js';
+import {
+  FIRST_RECORD_GRACE_MS,
+  RUN_START_GRACE_MS,
+  type StartStep,
+  startRunStep,
+} from '../../shared/export/run/start-run.js';
 import { REQUEST_WORST_MS, stopStartingAfter } from '../../shared/export/run/time-budget.js';
 import { lockedError, lockHolder } from '../../shared/export/state/lock.js';
-import type { RunRecord } from '../../shared/export/state/records.js';
+import type { RunRecord, StartListingMessage } from '../../shared/export/state/records.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
@@ -42,8 +52,8 @@ import {
 /** The lock of a queue-carried run outlives its deadline by this much (finish-run looks every 5 minutes). */
 const QUEUE_LOCK_MARGIN_MINUTES = 15;
 /**
- * What start-run does after its estimate: sends a plan message per campaign (ten a request),
- * seconds even for thousands of campaigns.
+ * What start-run does after its estimate: sends a chunk of plan messages (1,000 campaigns, ten a
+ * request, a few seconds: `run-plans.ts`) and hands the rest on.
  */
 const START_WRAP_UP_MS = 10_000;
 /** The lock's owner for runs the Lambdas carry (a CLI writes `pid@host`). */
@@ -55,6 +65,9 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
   // estimate starts no request past the point that keeps the invocation within half of it.
   const timeoutMs = context?.getRemainingTimeInMillis() ?? RUN_START_GRACE_MS;
   const estimateStopAt = startedAt + stopStartingAfter(timeoutMs, REQUEST_WORST_MS + START_WRAP_UP_MS);
+  // The listing and the plan messages stop starting pages and chunks in time to end within half
+  // of it too (campaign-listing.ts `startListingStopMs`), and hand on.
+  const deadline = context && { remainingMs: () => context.getRemainingTimeInMillis(), timeoutMs };
   const input = StartRunEventSchema.parse(event ?? {});
   const refused = backfillBeforeProjection(input.date, env.PROJECTION_START_DATE);
   if (refused !== undefined) {
@@ -91,9 +104,13 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     release().catch((error: unknown) =>
       logger.warn('could not release the scheduled start', { error: describeError(error) }),
     );
-  let started: Awaited<ReturnType<typeof startRun>>;
+  const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
+  const send = async (messages: readonly unknown[]) => {
+    await sendAll(clients.sqs, planQueueUrl, messages);
+  };
+  let started: StartStep;
   try {
-    started = await startRun(deps, {
+    started = await startRunStep(deps, {
       mode: input.mode,
       dt: input.date,
       tableFormat,
@@ -110,6 +127,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
       // A run left open is closed only as far as start-run's time allows (small outputs, for
       // RECOVERY_STOP_MS); finish-run's next look publishes the rest.
       ...(context && { recovery: recoveryLimits(deps.now().getTime(), context.getRemainingTimeInMillis()) }),
+      listing: { deadline, send },
     });
   } catch (error) {
     await giveBack();
@@ -121,6 +139,23 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
   }
   const { run_id: runId } = started.run;
   logger.appendKeys({ run_id: runId });
+  const continuation: StartListingMessage = { ...started.run, list: 'campaigns' };
+  /** A failed send: the schedule retries the invocation, which must find neither the output locked nor the time claimed. */
+  const handBack = async (error: unknown): Promise<never> => {
+    await started.lock?.release();
+    await giveBack();
+    throw error;
+  };
+  if (started.kind === 'handed-on') {
+    // The rest of the listing goes on in plan-campaign; the run holds the output meanwhile (the
+    // schedule's next start finds it locked), and stays `starting` (finish-run waits for it).
+    await send([continuation]).catch(handBack);
+    logger.info('run started; its campaign listing goes on', {
+      next_page: started.nextPage,
+      mode: input.mode,
+    });
+    return { run_id: runId, status: 'listing', next_page: started.nextPage };
+  }
   if (started.record.fatal) {
     countFatal(started.record.fatal);
     // finish-run closes it on its next look (a fatal run is complete): one finisher, one
@@ -134,18 +169,16 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     input.mode === 'full' && input.estimate !== 'skip'
       ? await estimateFullRun(deps, started.record, estimateStopAt)
       : undefined;
-  const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
-  try {
-    await sendAll(clients.sqs, required(env, 'PLAN_QUEUE_URL'), messages);
-  } catch (error) {
-    // The schedule retries the invocation, and that start must not find the output locked nor
-    // the time claimed: it closes this run instead (campaigns whose plan was never sent end it unlisted).
-    await started.lock?.release();
-    await giveBack();
-    throw error;
-  }
-  logger.info('run started', { campaigns: messages.length, mode: input.mode });
-  return { run_id: runId, status: 'started', campaigns: messages.length, ...(estimate && { estimate }) };
+  const campaigns = started.record.campaign_ids.length;
+  // Those of stored pieces went as the listing went (`campaign-listing.ts`); the rest a chunk at
+  // a time, and what the time leaves goes on in plan-campaign. A failed send: the next start
+  // closes this run instead (campaigns whose plan was never sent end it unlisted).
+  const sent = await sendPlans(deps, started.run, started.record.campaign_ids, send, {
+    timeUp: () => listingTimeUp(deadline),
+  }).catch(handBack);
+  if (!sent) await send([continuation]).catch(handBack);
+  logger.info('run started', { campaigns, mode: input.mode, ...(!sent && { plans_handed_on: true }) });
+  return { run_id: runId, status: 'started', campaigns, ...(estimate && { estimate }) };
 }
 
 /**

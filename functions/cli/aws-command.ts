@@ -280,6 +280,12 @@ function reportStart(outcome: StartOutcome, { stdout, stderr, json }: Out): numb
         `run ${answer.run_id} started: ${answer.campaigns} campaign(s) to plan; follow it with: aws status ${answer.run_id}\n`,
       );
       return AWS_EXIT.ok;
+    case 'listing':
+      if (!json) stdout.write(`${answer.run_id}\n`);
+      stderr.write(
+        `run ${answer.run_id} started: its campaign listing goes on in plan-campaign from page ${answer.next_page}; follow it with: aws status ${answer.run_id}\n`,
+      );
+      return AWS_EXIT.ok;
     case 'failed':
       stderr.write(
         `error: run ${answer.run_id} failed at start: ${answer.error} (finish-run closes it as failed within 5 minutes)\n`,

@@ -92,6 +92,8 @@ export const StartAnswerSchema = z.union([
     /** A full run's size and the stack's pace (none from a stack that predates it, or that could not count). */
     estimate: FullRunEstimateSchema.optional(),
   }),
+  /** Started, its campaign listing too long for start-run's time: plan-campaign goes on with it. */
+  z.object({ status: z.literal('listing'), run_id: RunIdSchema, next_page: z.number().int() }),
   z.object({ status: z.literal('failed'), run_id: RunIdSchema, error: z.string() }),
   z.object({ status: z.literal('skipped'), reason: z.string() }),
   z.object({ status: z.literal('refused'), reason: z.string() }),

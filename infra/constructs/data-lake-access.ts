@@ -42,6 +42,12 @@ export const KEY_PATTERNS = {
   runState: `${STATE_KEYS.runsPrefix}${ANY}`,
   runRecord: STATE_KEYS.runRecord(ANY),
   plans: `${STATE_KEYS.plansPrefix(ANY)}${ANY}`,
+  /** A campaign's job listing in progress, checkpointed in pieces (plan-campaign). */
+  listingPieces: `${STATE_KEYS.runsPrefix}${ANY}/listing/${ANY}`,
+  /** The run's campaign listing in progress, in pieces; when it was last handed on; its plan messages sent. */
+  campaignListing: `${STATE_KEYS.campaignListingPrefix(ANY)}${ANY}`,
+  listingHandedOn: STATE_KEYS.listingHandedOn(ANY),
+  plansSent: STATE_KEYS.plansSent(ANY),
   units: `${STATE_KEYS.unitsPrefix(ANY)}${ANY}`,
   requests: `${STATE_KEYS.requestsPrefix(ANY)}${ANY}`,
   staged: STATE_KEYS.staged(ANY, ANY),
@@ -78,7 +84,8 @@ const K = KEY_PATTERNS;
  * records and staged files, the closing record and its pieces under the closing lease, publish
  * with each output recorded, manifest, state, announcement claim, tombstone, delete its
  * records). Then it checks the output's table format, stages the campaigns, quarantines invalid
- * items, and writes its run record.
+ * items, and writes its run record; a listing too long for its time is checkpointed in pieces
+ * (and noted as handed on), and the plan messages it sent are noted.
  * Its reads and deletes under a run (`runState`) cover the run's claim and tombstone.
  * A full run's estimate (its campaigns' job counts) keeps its requests for the manifest.
  */
@@ -89,6 +96,9 @@ export const START_RUN_ACCESS: DataLakeAccess = {
     K.scheduledStart,
     K.lock,
     K.runRecord,
+    K.campaignListing,
+    K.listingHandedOn,
+    K.plansSent,
     K.staged,
     K.closing,
     K.closingPieces,
@@ -109,12 +119,33 @@ export const START_RUN_ACCESS: DataLakeAccess = {
 /**
  * plan-campaign checks the run is open (neither closing nor closed), reads a plan written by an
  * earlier delivery (or its own, created if absent, on a lost race) and the campaign's state;
- * stages the jobs, quarantines invalid items, writes the plan, and keeps the requests of a
- * listing that failed before its plan.
+ * stages the jobs (a long listing checkpointed in pieces), quarantines invalid items, writes the
+ * plan, and keeps the requests of a listing that failed before its plan. It also goes on with a
+ * run's start that start-run handed on: the campaign listing's pieces, the run record written
+ * over its `starting` one, the plan messages it sent noted.
  */
 export const PLAN_CAMPAIGN_ACCESS: DataLakeAccess = {
-  read: [K.runRecord, K.closing, K.closed, K.plans, K.campaignState],
-  write: [K.plans, K.staged, K.requests, K.quarantine],
+  read: [
+    K.runRecord,
+    K.closing,
+    K.closed,
+    K.plans,
+    K.listingPieces,
+    K.campaignListing,
+    K.plansSent,
+    K.campaignState,
+  ],
+  write: [
+    K.plans,
+    K.listingPieces,
+    K.runRecord,
+    K.campaignListing,
+    K.listingHandedOn,
+    K.plansSent,
+    K.staged,
+    K.requests,
+    K.quarantine,
+  ],
   delete: [],
 };
 

@@ -158,6 +158,15 @@ export class IntegrationApiClient {
     return this.list(`${API_PATH_PREFIX}/campaigns`, CampaignItemSchema);
   }
 
+  /**
+   * List Campaigns (4.2) page by page, from page 1 or from where a saved listing stopped
+   * (`start`), so that start-run's listing can be checkpointed and resumed.
+   */
+  async *campaignPages(start?: ListingStart): AsyncIterable<ListedPage<CampaignItem>> {
+    const path = `${API_PATH_PREFIX}/campaigns`;
+    yield* listPages(path, (page) => this.page(path, page, EXPORT_PER_PAGE), CampaignItemSchema, start);
+  }
+
   /** List Jobs (4.3) of a campaign, every page; a campaign gone (404) throws ApiError with status 404. */
   async *jobs(campaignId: number): AsyncIterable<ListedItem<JobItem>> {
     // A generator, so that a bad id fails where the items are read, like every other error.

@@ -82,6 +82,17 @@ export const STATE_KEYS = {
     `${STATE_ROOT}/runs/${runId}/listing/${campaignId}/`,
   listingPiece: (runId: string, campaignId: number, piece: number): string =>
     `${STATE_ROOT}/runs/${runId}/listing/${campaignId}/${String(piece).padStart(6, '0')}.json`,
+  /**
+   * The run's campaign listing in progress, in pieces of a few pages each (six digits, in order):
+   * a start handed on before its listing ended resumes from the last one.
+   */
+  campaignListingPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/campaign-listing/`,
+  campaignListingPiece: (runId: string, piece: number): string =>
+    `${STATE_ROOT}/runs/${runId}/campaign-listing/${String(piece).padStart(6, '0')}.json`,
+  /** How many of the run's campaigns (in listing order) have had their plan messages sent (AWS). */
+  plansSent: (runId: string): string => `${STATE_ROOT}/runs/${runId}/plans-sent.json`,
+  /** When the run's campaign listing was last handed on: finish-run's judge of a start still alive. */
+  listingHandedOn: (runId: string): string => `${STATE_ROOT}/runs/${runId}/listing-handed-on.json`,
   unit: (runId: string, unit: string): string => `${STATE_ROOT}/runs/${runId}/units/${unit}.json`,
   unitsPrefix: (runId: string): string => `${STATE_ROOT}/runs/${runId}/units/`,
   /** Requests of a step that failed before writing its record (counted in the manifest). */

@@ -2,16 +2,19 @@
  * `npm run bench [section ...]`: every benchmark, or the named sections. Figures print as
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cli-memory, cost, lambda, unit-memory,
  * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
- * iceberg-current-scale, windows, scale.
+ * iceberg-current-scale, windows, scale, freeze,
+ * campaign-listing.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
  * REGROUP_TIME_REPORTS (default 100,000); `scale` its settings from SCALE_* (see scale.ts).
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
  */
+import { benchCampaignListing } from './campaign-listing.js';
 import { benchCliStartup } from './cli-startup.js';
 import { benchClient } from './client.js';
 import { benchCost } from './cost.js';
 import { benchEncode } from './encode.js';
 import { benchCliMemory, benchExport } from './export-main.js';
+import { benchFreeze } from './freeze.js';
 import { benchIcebergCurrent } from './iceberg-current.js';
 import { benchIcebergCurrentScale } from './iceberg-current-scale.js';
 import { benchIcebergMetadata } from './iceberg-metadata.js';
@@ -46,6 +49,8 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   'iceberg-current-scale': benchIcebergCurrentScale,
   windows: benchWindows,
   scale: benchScale,
+  freeze: benchFreeze,
+  'campaign-listing': benchCampaignListing,
 };
 
 function print(name: string, figures: Record<string, number>): void {

@@ -2,27 +2,40 @@
  * The actors' glue, in one file so that it is easy to follow the core when its signatures
  * change. Each handler mirrors its Lambda in functions/aws/*.ts by calling the same core
  * functions (those modules are not imported: they read process.env and build real clients):
- * start-run (claimScheduledStart + startRun + plan messages), plan-campaign (runStep +
- * planCampaignStep + unit messages, or the plan message again when the listing hands on), export-reports (runStep + exportUnit with resume), finish-run
+ * start-run (claimScheduledStart + startRunStep + plan messages in chunks, or a continuation
+ * message when the campaign listing hands on), plan-campaign (runStep + planCampaignStep + unit
+ * messages, or the plan message again when the listing hands on; a continuation: continueStart
+ * + plan messages), export-reports (runStep + exportUnit with resume), finish-run
  * (closeRuns with announce + heartbeat); and the CLI (runExport).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { ExporterError, OutputLockedError } from '../../shared/errors.js';
+import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
 import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
 import { sizeOfRun } from '../../shared/export/run/job-counts.js';
+import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
 import { finisherLimits } from '../../shared/export/run/publish-closing.js';
-import { FIRST_RECORD_GRACE_MS, startRun } from '../../shared/export/run/start-run.js';
+import { sendPlans } from '../../shared/export/run/run-plans.js';
+import {
+  continueStart,
+  FIRST_RECORD_GRACE_MS,
+  type StartStep,
+  startRunStep,
+} from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import {
   type Mode,
-  PlanMessageSchema,
+  type PlanMessage,
+  PlanQueueMessageSchema,
+  type RunRef,
+  type StartListingMessage,
   type TableFormat,
   UnitSchema,
 } from '../../shared/export/state/records.js';
@@ -55,6 +68,10 @@ export interface Settings {
 const QUEUE_LOCK_MARGIN_MS = 15 * 60_000;
 /** functions/aws/start-run.ts: a full run's estimate asks no more after this. */
 const ESTIMATE_TIME_MS = 60_000;
+/** start-run's timeout (RUN_START_GRACE_MS), which its handler's deadline is taken from. */
+const START_TIMEOUT_MS = 300_000;
+/** Start invocations, while faults are on, whose time runs out after every page (as plan-campaign's). */
+const START_OUT_OF_TIME = 0.3;
 /** functions/aws/queue.ts `visibilityBackoff`. */
 const BASE_VISIBILITY_SECONDS = 30;
 const MAX_VISIBILITY_SECONDS = 900;
@@ -165,9 +182,13 @@ export async function startRunHandler(
     release = claim.release;
   }
   const giveBack = () => release().catch(() => undefined);
-  let started: Awaited<ReturnType<typeof startRun>>;
+  // A fault: an API so slow that the invocation's time runs out after each page: the campaign
+  // listing and the plan messages are handed on, through every interleaving of the seed.
+  const deadline = outOfTimeDeadline(world, actor, START_TIMEOUT_MS, START_OUT_OF_TIME);
+  const send = (messages: PlanMessage[]) => world.planQueue.sendAll(actor, messages);
+  let started: StartStep;
   try {
-    started = await startRun(deps, {
+    started = await startRunStep(deps, {
       mode: input.mode,
       tableFormat: world.settings.tableFormat,
       driver: 'queues',
@@ -177,12 +198,24 @@ export async function startRunHandler(
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce: world.announcer.for(actor),
+      listing: { deadline, send },
     });
   } catch (error) {
     await giveBack();
     if (!(error instanceof OutputLockedError)) throw error;
     world.sim.log(actor, `skipped: ${describe(error)}`);
     return 'skipped';
+  }
+  const continuation: StartListingMessage = { ...started.run, list: 'campaigns' };
+  const lock = started.lock;
+  const handBack = async (error: unknown): Promise<never> => {
+    await lock?.release();
+    await giveBack();
+    throw error;
+  };
+  if (started.kind === 'handed-on') {
+    await world.planQueue.sendAll(actor, [continuation]).catch(handBack);
+    return 'started';
   }
   if (started.record.fatal) return 'failed';
   if (input.mode === 'full') {
@@ -192,15 +225,22 @@ export async function startRunHandler(
       keep: (requests) => recordUnrecordedRequests(deps, started.run.run_id, requests),
     });
   }
-  const messages = started.record.campaign_ids.map((campaign_id) => ({ ...started.run, campaign_id }));
-  try {
-    await world.planQueue.sendAll(actor, messages);
-  } catch (error) {
-    await started.lock?.release();
-    await giveBack();
-    throw error;
-  }
+  const { run, record } = started;
+  const sent = await sendPlans(deps, run, record.campaign_ids, send, {
+    timeUp: () => listingTimeUp(deadline),
+  }).catch(handBack);
+  if (!sent) await world.planQueue.sendAll(actor, [continuation]).catch(handBack);
   return 'started';
+}
+
+/**
+ * An invocation's deadline `timeoutMs` after it starts, on the simulation's clock (Lambda's
+ * remaining time is not skewed); with the fault's chance, one whose time runs out after each page.
+ */
+function outOfTimeDeadline(world: World, actor: Actor, timeoutMs: number, chance: number): ListingDeadline {
+  const startedAt = world.sim.now;
+  const slowApi = world.sim.faultsOn && actor.rng.chance(chance);
+  return { remainingMs: () => (slowApi ? 0 : startedAt + timeoutMs - world.sim.now), timeoutMs };
 }
 
 /** functions/aws/queue.ts `visibilityBackoff`, with the actor's randomness. */
@@ -245,13 +285,13 @@ export async function planHandler(
   timeoutMs: number,
 ): Promise<void> {
   const deps = depsFor(world, actor);
-  const startedAt = world.sim.now;
   // A fault: an API so slow that the invocation's time runs out after each page. The listing
   // is then checkpointed and handed on page by page, through every interleaving of the seed.
-  const slowApi = world.sim.faultsOn && actor.rng.chance(PLAN_OUT_OF_TIME);
-  const deadline = { remainingMs: () => (slowApi ? 0 : startedAt + timeoutMs - world.sim.now), timeoutMs };
+  const deadline = outOfTimeDeadline(world, actor, timeoutMs, PLAN_OUT_OF_TIME);
   await eachMessage(world, actor, world.planQueue, delivery, async () => {
-    const message = PlanMessageSchema.parse(delivery.message.body);
+    const body = PlanQueueMessageSchema.parse(delivery.message.body);
+    if (!('campaign_id' in body)) return continueRunStart(world, actor, deps, body, deadline);
+    const message = body;
     const planned = await runStep(deps, message.run_id, (d) =>
       planCampaignStep(d, message, { unitSize: world.settings.unitSize, deadline }),
     );
@@ -263,6 +303,28 @@ export async function planHandler(
     }
     await world.reportQueue.sendAll(actor, planned.value.units);
   });
+}
+
+/** functions/aws/plan-campaign.ts `continueRunStart`: a run's start handed on. */
+async function continueRunStart(
+  world: World,
+  actor: Actor,
+  deps: ExportDeps,
+  message: StartListingMessage,
+  deadline: ListingDeadline,
+): Promise<void> {
+  const send = (messages: PlanMessage[]) => world.planQueue.sendAll(actor, messages);
+  const { list: _list, ...run } = message;
+  const ref: RunRef = run;
+  const step = await runStep(deps, ref.run_id, (d) => continueStart(d, ref, { deadline, send }));
+  if (!step.ran || step.value.kind === 'gone') return;
+  const started = step.value;
+  if (started.kind === 'recorded') {
+    if (started.record.fatal) return;
+    const timeUp = () => listingTimeUp(deadline);
+    if (await sendPlans(deps, ref, started.record.campaign_ids, send, { timeUp })) return;
+  }
+  await world.planQueue.sendAll(actor, [message]);
 }
 
 /** functions/aws/export-reports.ts `exportReportsHandler`, one record. */

@@ -8,9 +8,14 @@
  */
 
 import type { ListedItem, ReportOutcome } from '../../shared/api/outcome.js';
-import { type ListedPage, type ListingStart, listPages } from '../../shared/api/pagination.js';
-import type { CampaignItem, JobItem, ListEnvelope, Report } from '../../shared/api/schemas.js';
-import { JobItemSchema, ReportResponseSchema } from '../../shared/api/schemas.js';
+import {
+  type ItemSchema,
+  type ListedPage,
+  type ListingStart,
+  listPages,
+} from '../../shared/api/pagination.js';
+import type { CampaignItem, ListEnvelope, Report } from '../../shared/api/schemas.js';
+import { CampaignItemSchema, JobItemSchema, ReportResponseSchema } from '../../shared/api/schemas.js';
 import { AccessDeniedError, ApiError, AuthError, TransientApiError } from '../../shared/errors.js';
 import type { ApiClient } from '../../shared/export/run/context.js';
 import { reportData } from '../unit/api/fixtures.js';
@@ -184,8 +189,14 @@ export class SimApi {
             .filter((c) => c.jobs.length > 0)
             .map((c) => ({ id: c.id, campaign_name: `Campaign ${c.id}` })),
         ),
+      campaignPages: (start?: ListingStart) =>
+        this.#pages('campaigns', CampaignItemSchema, call, count, start, () =>
+          this.dataset.campaigns
+            .filter((c) => c.jobs.length > 0)
+            .map((c) => ({ id: c.id, campaign_name: `Campaign ${c.id}` })),
+        ),
       jobPages: (campaignId: number, start?: ListingStart) =>
-        this.#pages(`jobs of ${campaignId}`, call, count, start, () => {
+        this.#pages(`jobs of ${campaignId}`, JobItemSchema, call, count, start, () => {
           const campaign = this.dataset.campaigns.find((c) => c.id === campaignId);
           if (!campaign) throw new ApiError('campaign not found', { status: 404, errorCode: 'NOT_FOUND' });
           if (this.sim.faultsOn && this.sim.rng.chance(this.dataset.behaviour.listingFails)) {
@@ -220,13 +231,14 @@ export class SimApi {
    * plan-campaign resumes by the real rules): the whole list is read at the first page this
    * listing asks for, then served page by page with a `meta` that agrees with it.
    */
-  #pages(
+  #pages<T extends { id: number }>(
     what: string,
+    schema: ItemSchema<T>,
     call: <U>(label: string, apply: () => U) => Promise<U>,
     count: (status: number | 'error') => void,
     start: ListingStart | undefined,
     items: () => Array<Record<string, unknown> & { id: number }>,
-  ): AsyncGenerator<ListedPage<JobItem>> {
+  ): AsyncGenerator<ListedPage<T>> {
     let all: Array<Record<string, unknown> & { id: number }> | undefined;
     const size = this.dataset.behaviour.pageSize;
     const readPage = (page: number) =>
@@ -246,7 +258,7 @@ export class SimApi {
         };
         return { data: all.slice((page - 1) * size, page * size), meta };
       });
-    return listPages(what, readPage, JobItemSchema, start);
+    return listPages(what, readPage, schema, start);
   }
 
   /**

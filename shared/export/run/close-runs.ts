@@ -2,9 +2,10 @@
  * The finisher's decision, run on a schedule in AWS: which open runs to close now. A complete
  * run closes at once; an overdue one regardless; an incomplete one when two looks in a row find
  * the queues empty (SQS counts are approximate and lag); a run still starting only once its
- * start has been silent longer than start-run can live; a CLI run only past its deadline and
- * only if its CLI no longer holds the output (it finishes itself). Closed runs' folders are
- * tidied (tombstones, late debris).
+ * start has been silent longer than start-run can live (or, once its campaign listing was
+ * handed on, than a continuation can take); a CLI run only past its deadline or once another
+ * run holds the output, and only if its CLI no longer holds the output (it finishes itself).
+ * Closed runs' folders are tidied (tombstones, late debris).
  */
 
 import { listAll } from '../../storage/storage.js';
@@ -13,6 +14,7 @@ import { LockRecordSchema, lockIsFree, MAX_CLOCK_SKEW_MS } from '../state/lock.j
 import type { Manifest } from '../state/manifest.js';
 import { encodeRecord, parseRecord } from '../state/records.js';
 import { sweepClosedRun } from '../state/tombstone.js';
+import { HandedOnSchema, LISTING_HANDED_ON_GRACE_MS } from './campaign-listing.js';
 import { readClosing } from './closing.js';
 import type { ExportDeps } from './context.js';
 import { finishRun, runFolders } from './finish-run.js';
@@ -73,12 +75,26 @@ async function drainedTwice(
   return marked;
 }
 
+/** The run that holds the output's lock, by another clock's reckoning too; undefined when it is free. */
+async function holderOf(deps: ExportDeps, now: number): Promise<string | undefined> {
+  const found = await deps.storage.get(STATE_KEYS.lock);
+  if (!found) return undefined;
+  const lock = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
+  return lockIsFree(lock, new Date(now)) ? undefined : lock.run_id;
+}
+
 /** True when the output's lock is held, by another clock's reckoning too, by `runId`. */
 async function heldBy(deps: ExportDeps, runId: string, now: number): Promise<boolean> {
-  const found = await deps.storage.get(STATE_KEYS.lock);
+  return (await holderOf(deps, now)) === runId;
+}
+
+/** True when the run's campaign listing was handed on lately enough that a delivery may still be on it. */
+async function listingHandedOnLately(deps: ExportDeps, runId: string, now: number): Promise<boolean> {
+  const key = STATE_KEYS.listingHandedOn(runId);
+  const found = await deps.storage.get(key);
   if (!found) return false;
-  const lock = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
-  return lock.run_id === runId && !lockIsFree(lock, new Date(now));
+  const { handed_on_at } = parseRecord(HandedOnSchema, found.body, key);
+  return now - Date.parse(handed_on_at) <= LISTING_HANDED_ON_GRACE_MS + MAX_CLOCK_SKEW_MS;
 }
 
 export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Promise<CloseRunsResult> {
@@ -125,18 +141,28 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
       if (!record) continue; // Closed meanwhile; a run's folder without its record is left to recovery.
       const age = options.now - Date.parse(record.started_at);
       if (record.starting) {
-        // A start that died after its first record: closed (failed) once start-run cannot be alive.
+        // A start that died after its first record: closed (failed) once start-run cannot be
+        // alive, nor a delivery its campaign listing was handed on to.
         if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
+        if (await listingHandedOnLately(deps, runId, options.now)) continue;
         closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: true });
         continue;
       }
       const overdue = age > options.deadlineMs;
-      // A CLI finishes its own run; past its deadline only a CLI that no longer holds the output is.
-      if (record.driver === 'local' && (!overdue || (await heldBy(deps, runId, options.now)))) continue;
+      // A CLI finishes its own run; past its deadline, or once another run holds the output (its
+      // start's recovery closes this one, and may have left it here: recover.ts), only a CLI
+      // that no longer holds the output is.
+      let takenOver = false;
+      if (record.driver === 'local') {
+        const holder = await holderOf(deps, options.now);
+        if (holder === runId || (!overdue && holder === undefined)) continue;
+        // Closed as the start that took the output would have: its missing jobs failed.
+        takenOver = !overdue;
+      }
       const complete = await isCompleteInStorage(deps, record);
-      if (!complete && !overdue) {
+      if (!complete && !overdue && !takenOver) {
         drained ??= await options.queuesDrained();
         if (!(await drainedTwice(deps, runId, drained, options.now))) continue;
       }
@@ -150,7 +176,7 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
       }
       closedOne = true;
       const manifest = await finishRun(deps, runId, { force: true, deferUnreported, ...finish });
-      if (manifest) result.closed.push({ manifest, unfinished: !complete && overdue });
+      if (manifest) result.closed.push({ manifest, unfinished: !complete && (overdue || takenOver) });
     } catch (error) {
       if (error instanceof HandedOn) {
         // This finisher's time is up: the next look goes on with this run, then the others.

@@ -120,7 +120,11 @@ export async function writeClosingPieces(
   deps: Pick<ExportDeps, 'storage' | 'random'>,
   source: RecordsSource,
   finishedAt: Date,
-  options: { deferUnreported?: boolean } = {},
+  options: {
+    deferUnreported?: boolean | undefined;
+    /** Called as each campaign's records are read; throws to give the freeze up (its pieces are left unnamed). */
+    checkTime?: (() => void) | undefined;
+  } = {},
 ): Promise<Extract<ClosingRecord, { pieces: unknown }>> {
   const runId = source.record.run_id;
   const token = randomHex(randomOf(deps), 12);
@@ -143,6 +147,7 @@ export async function writeClosingPieces(
   };
   await add(source.record.staged);
   for await (const { campaignId, plan, units } of source.campaigns()) {
+    options.checkTime?.();
     const added = tally.add(campaignId, plan, units);
     await add(added.staged);
     if (added.outcomes) await outcomes.add(added.outcomes, Math.max(1, added.outcomes.jobs.length));

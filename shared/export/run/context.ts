@@ -12,7 +12,7 @@ import { addRequestCounts, emptyRequestCounts, type RequestCounts } from '../sta
 /** The part of the API client the steps use. */
 export type ApiClient = Pick<
   IntegrationApiClient,
-  'verify' | 'campaigns' | 'jobPages' | 'jobCount' | 'getReport' | 'stats'
+  'verify' | 'campaigns' | 'campaignPages' | 'jobPages' | 'jobCount' | 'getReport' | 'stats'
 >;
 
 export interface ExportDeps {

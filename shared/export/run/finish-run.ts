@@ -86,6 +86,14 @@ export interface FinishOptions {
    */
   endBy?: number | undefined;
   /**
+   * Epoch ms (by `deps.now()`) after which freezing the closing reads no further campaign's
+   * records: the freeze is given up (`HandedOn`; the pieces it wrote are named by no record, and
+   * go with the run's records when it closes) and left to a finisher without this limit
+   * (finish-run). start-run's recovery: freezing is linear in the run's records (BENCHMARKS.md,
+   * freeze). Absent: no limit.
+   */
+  freezeBy?: number | undefined;
+  /**
    * Outputs of more staged input than this are left to the next finisher (`HandedOn`): a
    * finisher with less time or CPU than finish-run's (start-run's recovery) writes small ones only.
    */
@@ -268,8 +276,17 @@ async function freezeClosing(
     source = { ...source, unrecorded: addRequestCounts(source.unrecorded, options.unrecorded) };
   await options.checkLock?.();
   try {
+    const { freezeBy } = options;
+    const checkTime =
+      freezeBy === undefined
+        ? undefined
+        : () => {
+            if (deps.now().getTime() >= freezeBy)
+              throw new HandedOn(`run ${runId}: freezing its closing takes longer than this finisher has`);
+          };
     const closing = await writeClosingPieces(deps, source, deps.now(), {
       deferUnreported: options.deferUnreported,
+      checkTime,
     });
     return await startClosing(deps, closing);
   } catch (error) {

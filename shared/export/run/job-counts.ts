@@ -102,6 +102,10 @@ export async function sizeOfRun(
  * lists the campaigns and asks the job totals of some of them, as a started run's estimate does,
  * but takes no lock and writes nothing. Its requests belong to no run. Throws what the API
  * answers that would stop a run (a revoked key: the start that follows would fail the same way).
+ *
+ * With `stopAt`, the listing starts no page past half the time to it, so that the counts have
+ * the other half: a listing cut there counts the campaigns by page 1's `meta.total`, and samples
+ * the job totals among the campaigns it listed (the first pages only: less even a sample).
  */
 export async function sizeBeforeStart(
   deps: ExportDeps,
@@ -109,7 +113,20 @@ export async function sizeBeforeStart(
 ): Promise<SizeEstimate> {
   const api = deps.api();
   await api.verify();
+  const startedAt = deps.now().getTime();
+  const listUntil = options.stopAt === undefined ? undefined : startedAt + (options.stopAt - startedAt) / 2;
   const campaignIds: number[] = [];
-  for await (const listed of api.campaigns()) if (listed.kind === 'item') campaignIds.push(listed.item.id);
-  return estimateSize(await countJobs(deps, campaignIds, options));
+  let total: number | undefined;
+  for await (const page of api.campaignPages()) {
+    for (const listed of page.items) if (listed.kind === 'item') campaignIds.push(listed.item.id);
+    if (page.last) break;
+    if (listUntil !== undefined && deps.now().getTime() >= listUntil) {
+      total = page.cursor.firstTotal;
+      break;
+    }
+  }
+  const sample = await countJobs(deps, campaignIds, options);
+  return estimateSize(
+    total === undefined ? sample : { ...sample, campaigns: Math.max(total, campaignIds.length) },
+  );
 }

@@ -15,7 +15,7 @@ import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { fingerprint } from '../state/fingerprint.js';
 import { claimPiece, cursorOf, type ListingPiece, readPieces } from '../state/listing-pieces.js';
-import { type Fatal, type FileEntry, fatalOf, type PlanMessage, type UnitJob } from '../state/records.js';
+import { type Fatal, fatalOf, type PlanMessage, type StagedFile, type UnitJob } from '../state/records.js';
 import type { ApiClient } from './context.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
 import { ListingTally } from './listing.js';
@@ -78,7 +78,7 @@ export interface JobListing {
   /** Items listed again on a later page. */
   duplicates: number;
   /** The jobs files of the whole listing; none when unlisted (the jobs table holds whole listings only). */
-  staged: FileEntry[];
+  staged: StagedFile[];
   /** Pages this delivery read. */
   pagesRead: number;
 }
@@ -126,7 +126,7 @@ async function listFromPieces(
 ): Promise<JobListing | undefined> {
   const { campaign_id: campaignId, ...run } = message;
   const listed: UnitJob[] = [];
-  const staged: FileEntry[] = [];
+  const staged: StagedFile[] = [];
   const memory: ListingMemory = emptyListingMemory();
   let invalid = 0;
   let duplicates = 0;

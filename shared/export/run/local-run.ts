@@ -125,7 +125,7 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
 async function runSteps(deps: ExportDeps, options: LocalRunOptions, started: StartedRun): Promise<Manifest> {
   const emit = options.onProgress ?? (() => {});
   const lock = started.lock!;
-  emit({ type: 'started', runId: started.run.run_id, campaigns: started.campaigns.length });
+  emit({ type: 'started', runId: started.run.run_id, campaigns: started.record.campaign_ids.length });
 
   // A fatal answer (revoked key, IP restriction) anywhere stops the work; the run ends failed.
   let stopped = Boolean(started.record.fatal);

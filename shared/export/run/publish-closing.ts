@@ -94,10 +94,13 @@ export const RECOVERY_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /**
  * The limits of start-run's recovery, which has `remainingMs` to live and a run of its own to
- * start after it: it publishes what is small for RECOVERY_STOP_MS at most, so that it ends in
- * about 75 s (a quarter of start-run's 300 s), and hands the rest on to finish-run.
+ * start after it: it freezes a closing and publishes what is small for RECOVERY_STOP_MS at
+ * most, so that it ends in about 75 s (a quarter of start-run's 300 s), and hands the rest on to
+ * finish-run. A freeze not done by then (about 300k reports at start-run's CPU, BENCHMARKS.md
+ * freeze) is given up and left to finish-run whole.
  */
 export const recoveryLimits = (nowMs: number, remainingMs: number) => ({
+  freezeBy: nowMs + RECOVERY_STOP_MS,
   handOnAt: nowMs + RECOVERY_STOP_MS,
   leaseMs: remainingMs,
   maxOutputBytes: RECOVERY_OUTPUT_BYTES,

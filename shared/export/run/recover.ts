@@ -16,6 +16,7 @@ import { sweepClosedRun } from '../state/tombstone.js';
 import { readClosing } from './closing.js';
 import type { ExportDeps } from './context.js';
 import { type FinishOptions, finishRun, runFolders } from './finish-run.js';
+import { HandedOn } from './publish-closing.js';
 import { readRunRecord } from './run-records.js';
 
 export interface RecoverOptions {
@@ -28,6 +29,8 @@ export interface RecoverOptions {
   leaseMs?: number | undefined;
   /** Leave outputs larger than this to finish-run (`FinishOptions.maxOutputBytes`). */
   maxOutputBytes?: number | undefined;
+  /** Give up freezing a closing past this time (epoch ms), leaving it to finish-run (`FinishOptions.freezeBy`). */
+  freezeBy?: number | undefined;
 }
 
 /**
@@ -64,8 +67,18 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
         handOnAt: options.handOnAt,
         leaseMs: options.leaseMs,
         maxOutputBytes: options.maxOutputBytes,
+        freezeBy: options.freezeBy,
       });
     } catch (error) {
+      if (error instanceof HandedOn) {
+        // finish-run's next look goes on (or freezes the run: a run another run's start took
+        // the output from is closed by it, whatever its driver: close-runs.ts).
+        deps.log.info('closing of an interrupted run left to finish-run', {
+          run_id: runId,
+          reason: error.message,
+        });
+        continue;
+      }
       // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.
       deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
     }

@@ -1,15 +1,20 @@
 /**
  * Step 1 of a run: take the output's lock (one run at a time; before any API request), close
- * runs left open by interrupted ones, verify the key, list every campaign, stage the campaigns
- * snapshot, and record the run. A fatal API error is recorded (the run then ends as failed),
- * not thrown; a lock held by another run throws `OutputLockedError`.
+ * runs left open by interrupted ones, verify the key, list every campaign (checkpointed in
+ * pieces: `campaign-listing.ts`), stage the campaigns snapshot, and record the run. A fatal API
+ * error is recorded (the run then ends as failed), not thrown; a lock held by another run throws
+ * `OutputLockedError`. Given a deadline (AWS), the listing hands on before it: the run stays
+ * `starting`, holding the output, and `continueStart` (a later delivery) lists the rest and
+ * records the run.
  */
 
-import type { CampaignItem } from '../../api/schemas.js';
-import { describeError, OutputLockedError, PreconditionFailedError } from '../../errors.js';
-import { campaignRow } from '../format/flatten.js';
-import { JsonLinesBuffer } from '../format/jsonl.js';
-import { TableBuffer } from '../format/table-buffer.js';
+import {
+  ApiError,
+  describeError,
+  ExporterError,
+  OutputLockedError,
+  PreconditionFailedError,
+} from '../../errors.js';
 import { dtOf, STATE_KEYS } from '../layout.js';
 import { type AcquireOptions, OutputLock } from '../state/lock.js';
 import {
@@ -18,15 +23,18 @@ import {
   type Fatal,
   fatalOf,
   type Mode,
+  parseRecord,
   type RunRecord,
+  RunRecordSchema,
   type RunRef,
   type TableFormat,
 } from '../state/records.js';
 import { checkTableFormat } from '../state/table-format.js';
+import { isClosed } from '../state/tombstone.js';
+import { type CampaignListingOptions, listCampaigns, markHandedOn } from './campaign-listing.js';
 import { type ExportDeps, newRunId, randomOf, requestCounts } from './context.js';
-import { ListingTally } from './listing.js';
+import { recordUnrecordedRequests } from './finish-run.js';
 import { type RecoverOptions, recoverOpenRuns } from './recover.js';
-import { stageStep } from './staging.js';
 
 /**
  * How long a run may stay `starting` (verifying, listing the campaigns) before finish-run may
@@ -65,18 +73,51 @@ export interface StartRunInput {
    * Limits on closing the runs it finds left open (AWS: a closing handed on before start-run's
    * timeout, under the closing lease, so that finish-run and start-run never work on one at once).
    */
-  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs' | 'maxOutputBytes'> | undefined;
+  recovery?: Pick<RecoverOptions, 'handOnAt' | 'leaseMs' | 'freezeBy' | 'maxOutputBytes'> | undefined;
+  /**
+   * AWS: when the campaign listing must hand on, and the plan messages sent as its pieces are
+   * stored (`campaign-listing.ts`). Absent (CLI): it lists to the end, whatever it takes.
+   */
+  listing?: Pick<CampaignListingOptions, 'deadline' | 'send'> | undefined;
 }
 
 export interface StartedRun {
   run: RunRef;
   record: RunRecord;
-  campaigns: CampaignItem[];
   /** The output's lock, held by this run until it finishes (none when started `unlocked`). */
   lock: OutputLock | undefined;
 }
 
+/** A listing handed on: checkpointed before the deadline; a later delivery lists from `nextPage` on. */
+export interface HandedOnListing {
+  kind: 'handed-on';
+  nextPage: number;
+  pagesRead: number;
+}
+
+/** What one delivery of a run's start came to: the run recorded, or its listing handed on. */
+export type StartStep = ({ kind: 'recorded' } & StartedRun) | (HandedOnListing & Omit<StartedRun, 'record'>);
+
+/**
+ * Starts a run to the end, in this process (the CLI, the tests): no deadline, so the listing
+ * never hands on, though it is checkpointed all the same.
+ */
 export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<StartedRun> {
+  const step = await startRunStep(deps, { ...input, listing: undefined });
+  if (step.kind === 'handed-on') {
+    // Only a deadline hands on; kept as a check so that a change to that shows here at once.
+    await step.lock?.release().catch(() => undefined);
+    throw new ExporterError(`run ${step.run.run_id}: the campaign listing handed on without a deadline`);
+  }
+  return { run: step.run, record: step.record, lock: step.lock };
+}
+
+/**
+ * One delivery of a run's start: the lock, recovery, and the listing as far as `input.listing`'s
+ * deadline allows. A listing handed on leaves the run `starting` and the lock held:
+ * {@link continueStart} takes it up.
+ */
+export async function startRunStep(deps: ExportDeps, input: StartRunInput): Promise<StartStep> {
   let lock: OutputLock | undefined;
   let startedAt: Date;
   let runId: string;
@@ -121,8 +162,8 @@ export async function startRun(deps: ExportDeps, input: StartRunInput): Promise<
     });
     // Runs left open by interrupted ones: closed before this one starts (the lock says none runs).
     if (lock) await recoverOpenRuns(deps, { ...input.recovery, by: runId, announce: input.announce });
-    const { record, campaigns } = await recordStart(deps, input, run, startedAt, etag);
-    return { run, record, campaigns, lock };
+    const step = await recordStart(deps, { ...run, driver: input.driver, startedAt, etag }, input.listing);
+    return { ...step, run, lock };
   } catch (error) {
     // Nothing will finish a run that has no record: let the output go (fatal API answers are
     // recorded, not thrown; this is a storage failure or a bug).
@@ -147,48 +188,93 @@ function startingRecord(run: RunRef, driver: RunRecord['driver'], startedAt: Dat
   };
 }
 
-/** Verifies, lists the campaigns, stages their snapshot and writes the run record. */
+/** Where a run's start stands: its reference, and the first record it wrote (to write over). */
+interface Starting extends RunRef {
+  driver: RunRecord['driver'];
+  startedAt: Date;
+  /** The `starting` record's etag: the whole record is written over it, and over nothing else. */
+  etag: string;
+}
+
+/** What a continuation of a run's start came to. */
+export type ContinueStep =
+  | { kind: 'recorded'; record: RunRecord }
+  | HandedOnListing
+  /** The run was closed (or never recorded): nothing to go on with. */
+  | { kind: 'gone' };
+
+/**
+ * A later delivery of a run's start whose listing was handed on (AWS: a continuation message on
+ * the plan queue): lists the campaigns from where the stored pieces end and records the run, or
+ * hands on again. Any number of deliveries, at once or apart, record the run once; one that
+ * finds the run recorded returns its record (its plan messages may not all be sent yet).
+ */
+export async function continueStart(
+  deps: ExportDeps,
+  run: RunRef,
+  listing: Pick<CampaignListingOptions, 'deadline' | 'send'> = {},
+): Promise<ContinueStep> {
+  const key = STATE_KEYS.runRecord(run.run_id);
+  const found = await deps.storage.get(key);
+  if (!found || (await isClosed(deps.storage, run.run_id))) return { kind: 'gone' };
+  const record = parseRecord(RunRecordSchema, found.body, key);
+  if (!record.starting) return { kind: 'recorded', record };
+  const starting: Starting = {
+    ...run,
+    driver: record.driver,
+    startedAt: new Date(record.started_at),
+    etag: found.etag,
+  };
+  // A retryable failure comes back as the message's next delivery, after a checkpoint.
+  return recordStart(deps, starting, { ...listing, throwRetryable: true });
+}
+
+/**
+ * Verifies, lists the campaigns (from the stored pieces on), and writes the run record; or,
+ * when the listing's deadline came first, keeps this delivery's requests and hands on.
+ */
 async function recordStart(
   deps: ExportDeps,
-  input: StartRunInput,
-  run: RunRef,
-  startedAt: Date,
-  startingEtag: string,
-): Promise<Pick<StartedRun, 'record' | 'campaigns'>> {
+  start: Starting,
+  listingOptions: CampaignListingOptions = {},
+): Promise<{ kind: 'recorded'; record: RunRecord } | HandedOnListing> {
+  const { driver, startedAt, etag: startingEtag, ...run } = start;
   const api = deps.api();
-  const campaigns: CampaignItem[] = [];
-  const rawLines = new JsonLinesBuffer();
-  const rows = new TableBuffer(run);
-  const ctx = { runId: run.run_id, exportedAt: deps.now() };
-  const tally = new ListingTally(deps, run, rawLines);
   let fatal: Fatal | undefined;
   let companyName: string | undefined;
+  let listing: Awaited<ReturnType<typeof listCampaigns>> | undefined;
   try {
     ({ companyName } = await api.verify());
     deps.log.info('key verified', { company: companyName, run_id: run.run_id });
-    for await (const listed of api.campaigns()) {
-      const campaign = await tally.take(listed);
-      if (campaign === undefined) continue;
-      campaigns.push(campaign);
-      rows.add('campaigns', campaignRow(campaign, ctx, listed.raw));
-    }
   } catch (error) {
+    if (listingOptions.throwRetryable && error instanceof ApiError && error.retryable) throw error;
     fatal = fatalOf(error);
     deps.log.error('run stopped', { run_id: run.run_id, ...fatal });
   }
-
-  const staged = fatal
-    ? []
-    : await stageStep(deps.storage, run.run_id, 'campaigns', 'campaigns', rows, rawLines);
+  if (!fatal) {
+    listing = await listCampaigns(deps, run, api, listingOptions);
+    if (listing.end.kind === 'fatal') fatal = listing.end.fatal;
+    if (listing.end.kind === 'handed-on') {
+      // This delivery's requests have no run record to go in: kept for the manifest.
+      await recordUnrecordedRequests(deps, run.run_id, requestCounts(api));
+      await markHandedOn(deps, run.run_id);
+      deps.log.info('campaign listing handed on before the deadline', {
+        run_id: run.run_id,
+        pages_read: listing.pagesRead,
+        next_page: listing.end.nextPage,
+      });
+      return { kind: 'handed-on', nextPage: listing.end.nextPage, pagesRead: listing.pagesRead };
+    }
+  }
   const record: RunRecord = {
     ...run,
-    driver: input.driver,
+    driver,
     started_at: startedAt.toISOString(),
-    campaign_ids: campaigns.map((c) => c.id),
-    campaigns_invalid: tally.invalid,
-    duplicates: tally.duplicates,
+    campaign_ids: listing?.campaignIds ?? [],
+    campaigns_invalid: listing?.invalid ?? 0,
+    duplicates: listing?.duplicates ?? 0,
     ...(companyName !== undefined ? { company_name: companyName } : {}),
-    staged,
+    staged: fatal ? [] : (listing?.staged ?? []),
     requests: requestCounts(api),
     ...(fatal ? { fatal } : {}),
   };
@@ -198,10 +284,19 @@ async function recordStart(
     await deps.storage.put(STATE_KEYS.runRecord(run.run_id), encodeRecord(record), { ifMatch: startingEtag });
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
+    // Another delivery of a handed-on start recorded the run first, from the same pieces: its record stands.
+    const stored = await deps.storage.get(STATE_KEYS.runRecord(run.run_id));
+    if (stored && !(await isClosed(deps.storage, run.run_id))) {
+      const winner = parseRecord(RunRecordSchema, stored.body, STATE_KEYS.runRecord(run.run_id));
+      if (!winner.starting) {
+        await recordUnrecordedRequests(deps, run.run_id, requestCounts(api));
+        return { kind: 'recorded', record: winner };
+      }
+    }
     throw new OutputLockedError(`run ${run.run_id} was closed by another run while it started`, {
       cause: error,
       hint: 'it lost the output (its lock expired); run again',
     });
   }
-  return { record, campaigns };
+  return { kind: 'recorded', record };
 }

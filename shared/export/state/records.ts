@@ -130,6 +130,16 @@ export type RunRecord = z.infer<typeof RunRecordSchema>;
 export const PlanMessageSchema = RunRefSchema.extend({ campaign_id: int });
 export type PlanMessage = z.infer<typeof PlanMessageSchema>;
 
+/**
+ * The body of a plan-queue message that goes on with a run's start: its campaign listing was
+ * handed on before start-run's (or the previous delivery's) deadline.
+ */
+export const StartListingMessageSchema = RunRefSchema.extend({ list: z.literal('campaigns') });
+export type StartListingMessage = z.infer<typeof StartListingMessageSchema>;
+
+/** What the plan queue carries: a campaign to plan, or a run's campaign listing to go on with. */
+export const PlanQueueMessageSchema = z.union([PlanMessageSchema, StartListingMessageSchema]);
+
 /** One job to fetch, with the fingerprint of its list item (for the incremental state). */
 export const UnitJobSchema = z.object({ job_id: int, fp: z.string() });
 export type UnitJob = z.infer<typeof UnitJobSchema>;

@@ -4,8 +4,9 @@
  * function read, wrote or deleted must match its access table (infra/constructs/data-lake-access.ts),
  * which is exactly what the stack grants. The runs go through every path that touches the lake:
  * a start that closes an interrupted run and deletes a dead start's leftovers, quarantined list
- * items and reports, a normal run closed by finish-run, and a run whose plans were lost, closed
- * by finish-run after two looks at drained queues.
+ * items and reports, a normal run closed by finish-run, a run whose plans were lost, closed
+ * by finish-run after two looks at drained queues, and a run whose campaign and job listings
+ * were handed on from invocation to invocation.
  */
 
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
@@ -65,10 +66,10 @@ const OPERATION_OF: Readonly<Record<string, Operation | 'list'>> = {
 
 /**
  * Keys a function's grants allow that these runs do not reach, and why: only a step that fails
- * before its record writes its requests (the client's retries must run out first: 30 s).
+ * before its record writes its requests (the client's retries must run out first: 30 s); a
+ * listing handed on writes them too (plan-campaign's, exercised).
  */
 const NOT_EXERCISED: ReadonlyArray<[FunctionName, Operation, string]> = [
-  ['plan-campaign', 'write', KEY_PATTERNS.requests],
   ['export-reports', 'write', KEY_PATTERNS.requests],
   // Written by the first run that publishes into an output; here start-run's recovery of the
   // interrupted run is that run. A deployment whose first run finish-run closes needs it.
@@ -86,10 +87,19 @@ describe('what each function touches in the data lake', () => {
   let interruptedRunId: string;
   const leftoverRunId = '20260101T000000Z-dead00';
   let listings = 0;
+  /** Lists of two pages each (the handed-on run), one page otherwise. */
+  let paged = false;
+  const twoPages = (items: unknown[], page: number) => ({
+    body: {
+      data: items.slice((page - 1) * 2, page * 2),
+      meta: { current_page: page, per_page: 2, total: items.length, last_page: Math.ceil(items.length / 2) },
+    },
+  });
   const iam = useIamGuard();
   const scheduledTime = '2026-11-23T02:00:00Z';
   let duplicate: unknown;
   let locked: unknown;
+  let handedOn: Awaited<ReturnType<LoopbackTopology['run']>> | undefined;
 
   /** Records every S3 command a container's client sends, as its function's access. */
   function record(s3: S3Client, fn: FunctionName): void {
@@ -135,15 +145,27 @@ describe('what each function touches in the data lake', () => {
     api = await startServer(
       scriptedRoute({
         // An invalid campaign item (start-run quarantines it) and an invalid job item (plan-campaign).
-        campaigns: () => onePage([{ id: 1 }, { id: 2 }, { id: '41' }]),
+        campaigns: (page) =>
+          paged
+            ? twoPages([{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }], page)
+            : onePage([{ id: 1 }, { id: 2 }, { id: '41' }]),
         // Job 11's list item changes on every listing, so every run has a state to record (a run
         // that changes no outcome writes no campaign state).
-        jobs: () =>
-          onePage([
-            { id: 11, job_status: 2, listing: ++listings },
-            { id: INVALID_REPORT_JOB, job_status: 2 },
-            { id: 'x' },
-          ]),
+        jobs: (_c, page) =>
+          paged
+            ? twoPages(
+                [
+                  { id: 11, job_status: 2, listing: ++listings },
+                  { id: 13, job_status: 2 },
+                  { id: 14, job_status: 2 },
+                ],
+                page,
+              )
+            : onePage([
+                { id: 11, job_status: 2, listing: ++listings },
+                { id: INVALID_REPORT_JOB, job_status: 2 },
+                { id: 'x' },
+              ]),
         report: (_c, jobId) =>
           jobId === INVALID_REPORT_JOB
             ? { body: { data: { job: { id: jobId } } } }
@@ -228,6 +250,16 @@ describe('what each function touches in the data lake', () => {
       { mode: 'incremental', scheduled_time: scheduledTime },
       fakeContext({ functionName: 'start-run', timeoutMs: 300_000 }),
     );
+
+    // Listings of two pages, in invocations too short for more than a page each (half their
+    // timeout less a page's worst and the wrap-up is nothing): start-run hands the campaign
+    // listing on to plan-campaign, which goes on with it, and each job listing hands on once.
+    paged = true;
+    handedOn = await topo.run(containers, { mode: 'full' }, {}, undefined, {
+      startMs: 60_000,
+      planMs: 60_000,
+    });
+    paged = false;
   }, 120_000);
 
   afterAll(async () => {
@@ -255,6 +287,11 @@ describe('what each function touches in the data lake', () => {
     expect(touched('plan-campaign', 'write', 'quarantine/')).toBe(true);
     expect(touched('export-reports', 'write', `job-${INVALID_REPORT_JOB}.json`)).toBe(true);
     expect(touched('finish-run', 'write', 'drained.json')).toBe(true);
+    expect(handedOn?.started).toMatchObject({ status: 'listing', next_page: 2 });
+    expect(handedOn?.manifest).toMatchObject({ status: 'succeeded', counts: { campaigns: 5, jobs: 15 } });
+    expect(touched('plan-campaign', 'write', 'campaign-listing/')).toBe(true);
+    expect(touched('plan-campaign', 'write', '/run.json')).toBe(true);
+    expect(touched('plan-campaign', 'write', '/listing/')).toBe(true);
     expect(unknown).toEqual([]);
   });
 

@@ -324,11 +324,13 @@ export class LoopbackTopology {
     input: Record<string, unknown> = { mode: 'incremental' },
     hooks: PollerHooks = {},
     extraFinishers?: readonly Container[],
+    /** Shorter invocations than the functions' timeouts: their listings hand on sooner. */
+    timeouts: { startMs?: number; planMs?: number } = {},
   ): Promise<TopologyRun> {
     const { aws } = this.#options;
     const started = await containers.start.startRun(
       input,
-      fakeContext({ functionName: 'start-run', timeoutMs: 300_000 }),
+      fakeContext({ functionName: 'start-run', timeoutMs: timeouts.startMs ?? 300_000 }),
     );
     const runId = (started as { run_id?: string }).run_id;
     if (!runId) throw new Error(`start-run returned no run id: ${JSON.stringify(started)}`);
@@ -349,7 +351,7 @@ export class LoopbackTopology {
           queueArn: this.plan.arn,
           batchSize: this.settings.plan.batchSize,
           workers: containers.plan.map((c) => c.planCampaign),
-          timeoutMs: this.settings.plan.timeoutSeconds * 1000,
+          timeoutMs: timeouts.planMs ?? this.settings.plan.timeoutSeconds * 1000,
           visibilitySeconds: this.plan.visibilitySeconds,
         },
         {

@@ -460,6 +460,22 @@ describe('aws command', () => {
     expect(stderr).toMatch(/^error: run 20261122T031500Z-a1b2c3 failed at start: API key expired \(/);
   });
 
+  it('prints a run whose campaign listing start-run handed on as started, exit 0', async () => {
+    stackHas();
+    lambda.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      Payload: lambdaPayload({ run_id: '20261122T031500Z-a1b2c3', status: 'listing', next_page: 7 }),
+    });
+
+    const { code, stdout, stderr } = await aws('start');
+
+    expect(code).toBe(AWS_EXIT.ok);
+    expect(stdout).toBe('20261122T031500Z-a1b2c3\n');
+    expect(stderr).toBe(
+      'run 20261122T031500Z-a1b2c3 started: its campaign listing goes on in plan-campaign from page 7; follow it with: aws status 20261122T031500Z-a1b2c3\n',
+    );
+  });
+
   it("refuses a backfill date before the stack's partition projection start, before invoking", async () => {
     stackHas({ ProjectionStartDate: '2025-01-01' });
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import { LISTING_HANDED_ON_GRACE_MS } from '../../../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../../../shared/export/run/close-runs.js';
+import { RUN_START_GRACE_MS } from '../../../../shared/export/run/start-run.js';
 import type { Manifest } from '../../../../shared/export/state/manifest.js';
 import { encodeRecord, type RunRecord } from '../../../../shared/export/state/records.js';
 import { silentLog } from '../../../../shared/log.js';
@@ -86,5 +88,62 @@ describe('closeRuns', () => {
     expect((await closer(storage, STARTED + 10 * MINUTE, true).run()).closed).toEqual([]);
     const late = await closer(storage, STARTED + 61 * MINUTE, false).run();
     expect(late.closed.map((c) => c.unfinished)).toEqual([true]);
+  });
+
+  it('closes a CLI run within its deadline once another run holds the output (its start left the closing here)', async () => {
+    const storage = await storageWith([{ id: A, unitDone: false, driver: 'local' }]);
+    const lock = (runId: string) =>
+      storage.put(
+        STATE_KEYS.lock,
+        `${JSON.stringify({
+          run_id: runId,
+          owner: 'aws-lambda',
+          acquired_at: new Date(STARTED + 4 * MINUTE).toISOString(),
+          expires_at: new Date(STARTED + 300 * MINUTE).toISOString(),
+        })}\n`,
+      );
+    // Its CLI holds the output: the CLI's to finish.
+    await lock(A);
+    expect((await closer(storage, STARTED + 5 * MINUTE, true).run()).closed).toEqual([]);
+    // The output taken by B (A's lock lapsed): B's start closes A, or hands A's closing on to here.
+    await lock(B);
+    const taken = await closer(storage, STARTED + 6 * MINUTE, false).run();
+    expect(taken.closed.map((c) => [c.manifest.run_id, c.manifest.counts.reports_failed])).toEqual([[A, 1]]);
+  });
+});
+
+describe('closeRuns and a start whose campaign listing was handed on', () => {
+  async function starting(handedOnAt?: number) {
+    const storage = new LocalStorage(await tempDir('close-starting'));
+    const record = runRecord({
+      run_id: A,
+      campaign_ids: [],
+      starting: true,
+      fatal: { message: 'the run was interrupted while it started, before it listed the campaigns' },
+    });
+    await storage.put(STATE_KEYS.runRecord(A), encodeRecord(record));
+    if (handedOnAt !== undefined)
+      await storage.put(
+        STATE_KEYS.listingHandedOn(A),
+        encodeRecord({ handed_on_at: new Date(handedOnAt).toISOString() }),
+      );
+    return storage;
+  }
+
+  it('leaves it while a delivery may still be listing, and closes it failed once the listing is silent past the grace', async () => {
+    // Handed on 20 minutes in: start-run's own grace has long passed, the listing's has not.
+    const storage = await starting(STARTED + 20 * MINUTE);
+    expect(20 * MINUTE).toBeGreaterThan(RUN_START_GRACE_MS);
+    expect((await closer(storage, STARTED + 30 * MINUTE, true).run()).closed).toEqual([]);
+    const silent = STARTED + 20 * MINUTE + LISTING_HANDED_ON_GRACE_MS + 2 * MINUTE;
+    const late = await closer(storage, silent, true).run();
+    expect(late.closed.map((c) => [c.manifest.status, c.unfinished])).toEqual([['failed', true]]);
+  });
+
+  it('closes a start that never handed on once start-run cannot be alive, as before', async () => {
+    const storage = await starting();
+    expect((await closer(storage, STARTED + 4 * MINUTE, true).run()).closed).toEqual([]);
+    const late = await closer(storage, STARTED + 7 * MINUTE, true).run();
+    expect(late.closed.map((c) => c.manifest.status)).toEqual(['failed']);
   });
 });

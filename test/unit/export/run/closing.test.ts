@@ -272,6 +272,57 @@ describe('closing a run in steps', () => {
     expect(RECOVERY_STOP_MS + PUBLISH_CONCURRENCY * outputMsAtHalfTheCpu).toBeLessThanOrEqual(0.25 * 300_000);
   });
 
+  it("gives up freezing a closing that outlasts start-run's recovery, and finish-run then closes the run as one close does", async () => {
+    const clock = { now: Date.parse('2026-11-22T03:20:00Z') };
+    const whole = new LocalStorage(await tempDir('closing-freeze-whole'));
+    await storeRun(whole);
+    const once = await finishRun(finisher(whole, clock), RUN, {
+      force: false,
+      announce,
+      publish: publishOptions,
+    });
+    const stepped = new LocalStorage(await tempDir('closing-freeze'));
+    await storeRun(stepped);
+    // A slow store: each unit record takes a fifth of the recovery's time to read, so a
+    // campaign's three take 60% of it (a run of ~1M reports takes 60-80 s at start-run's CPU
+    // and S3's latency: BENCHMARKS.md, freeze).
+    const unitReadMs = RECOVERY_STOP_MS / 5;
+    const unitReads: number[] = [];
+    const startedAt = clock.now;
+    const slow: Storage = {
+      ...countingStreams(stepped).storage,
+      get: (key) => {
+        if (key.includes('/units/')) {
+          unitReads.push(clock.now - startedAt);
+          clock.now += unitReadMs;
+        }
+        return stepped.get(key);
+      },
+    };
+    const recovery = finishRun(finisher(slow, clock), RUN, {
+      force: true,
+      announce,
+      publish: publishOptions,
+      ...recoveryLimits(startedAt, 300_000),
+    });
+
+    await expect(recovery).rejects.toBeInstanceOf(HandedOn);
+    // No closing record: the run is left whole to finish-run, which freezes it itself.
+    expect(await readClosing(finisher(stepped, clock), RUN)).toBeUndefined();
+    // It read no further campaign once RECOVERY_STOP_MS had passed: the two campaigns it read
+    // (the second one begun before the stop), not the third.
+    expect(unitReads).toHaveLength(2 * UNITS_PER_CAMPAIGN);
+    expect(unitReads.filter((at) => at >= RECOVERY_STOP_MS).length).toBeLessThan(UNITS_PER_CAMPAIGN);
+    const next = await finishRun(finisher(stepped, clock), RUN, {
+      force: true,
+      announce,
+      publish: publishOptions,
+      ...finisherLimits(clock.now, 900_000),
+    });
+    // The same manifest and files, frozen later (the slow reads moved the clock).
+    expect(next && { ...next, finished_at: once?.finished_at }).toEqual(once);
+  });
+
   it('freezes the closing in pieces: a small record, and a finisher that loses the race drops its own pieces', async () => {
     const storage = new LocalStorage(await tempDir('closing-pieces'));
     await storeRun(storage);
