@@ -77,6 +77,6 @@ export const FUNCTION_SIZES = {
     // garbage reaches the memory's limit, and leaves the other half to what is outside the heap.
     oldSpaceShare: 0.5,
     reason:
-      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts an output only if it can end within half its timeout (finisherLimits: a full 256 MB output not after 100 s of 900); runs of several 100,000 reports need more memory (issue 31's scale study: 1M reports peaked at 1,180 MB).",
+      "Publishes a run's staged files: a 100,000-report run takes minutes against S3 (BENCHMARKS.md, Publish), and a look starts an output only if it can end within half its timeout (finisherLimits: a full 256 MB output not after 100 s of 900); with the V8 heap it sets (half its memory as old space, 16 MB semi-spaces), a 1M-report run peaked at 355 MB (BENCHMARKS.md, scale; 1,180 MB before issue 31).",
   },
 } as const satisfies Record<string, FunctionSize>;

@@ -63,7 +63,7 @@ describe('dependencies point one way', () => {
     expect(await violations('shared/export/state', under('shared/export/run'))).toEqual([]);
   });
 
-  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads, the stack name and table keys', async () => {
+  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads, the stack name, table keys and glibc's settings', async () => {
     const allowed = new Set([
       'shared/export/tables.js',
       'shared/export/layout.js',
@@ -79,6 +79,8 @@ describe('dependencies point one way', () => {
       'shared/aws/request-budget-table.js',
       // The Glue parameters that make a table Iceberg, shared with the Glue catalog.
       'shared/iceberg/glue-parameters.js',
+      // glibc's mmap threshold, set for the functions and for the packaged CLI's restart.
+      'shared/malloc.js',
     ]);
     expect(await violations('infra', (t) => t.startsWith('shared/') && !allowed.has(t))).toEqual([]);
   });
