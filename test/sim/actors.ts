@@ -3,7 +3,8 @@
  * change. Each handler mirrors its Lambda in functions/aws/*.ts by calling the same core
  * functions (those modules are not imported: they read process.env and build real clients):
  * start-run (claimScheduledStart + startRun + plan messages), plan-campaign (runStep +
- * planCampaignStep + unit messages, or the plan message again when the listing hands on), export-reports (runStep + exportUnit with resume), finish-run
+ * planCampaignStep + unit messages, or the plan message again when the listing hands on), export-reports (runStep + exportUnit with resume, its requests
+ * through the real limiterUntil, and the unit's fate by the handler's own unitDelivery), finish-run
  * (closeRuns with announce + heartbeat); and the CLI (runExport).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
