@@ -9,7 +9,7 @@
  */
 import type { Context, SQSEvent } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
-import { exportSendMs, exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
+import { exportSendMs, exportUnit, unitDelivery } from '../../shared/export/run/export-unit.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { UnitSchema } from '../../shared/export/state/records.js';
 import { required } from './env.js';
@@ -29,39 +29,34 @@ export async function exportReportsHandler(
   // One unit at a time: each fetches its reports concurrently, and memory stays one unit's worth.
   return eachMessage(event, source, async (record) => {
     const unit = UnitSchema.parse(JSON.parse(record.body));
-    // A unit reached after the invocation's time for requests (behind a slow one of its batch)
-    // sends none: it goes on in a new message as one cut short does, not counted as a failure.
-    const reachedLate = msUntilStop() <= 0;
-    // Reports this delivery got an outcome for: the progress a unit handed on must have made.
-    let decided = 0;
+    // Taken before any request: a unit reached after the invocation's time for requests (behind
+    // a slow one of its batch) sends none, and goes on in a new message as one cut short does.
+    const delivery = unitDelivery(msUntilStop, {
+      receiveCount: receiveCountOf(record),
+      maxReceiveCount: env.MAX_RECEIVE_COUNT,
+    });
     // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
-    const options = {
-      resume: true,
-      concurrency: env.REPORT_CONCURRENCY,
-      onReport: (result: { outcome: string }) => {
-        if (result.outcome !== 'pending') decided++;
-      },
-    };
+    const options = { resume: true, concurrency: env.REPORT_CONCURRENCY, onReport: delivery.onReport };
     const exported = await runStep(deps, unit.run_id, (d) => exportUnit(d, unit, options));
     if (!exported.ran) {
       logger.warn('unit of a finished run dropped', { run_id: unit.run_id, unit: unit.unit });
       return;
     }
-    const summary = exported.value;
-    countFatal(summary.fatal);
-    const pending = summary.fatal ? 0 : pendingJobs(summary);
-    if (pending > 0 && (decided > 0 || reachedLate) && msUntilStop() <= 0) {
-      // Cut by the invocation's time, not failing: the rest goes on in a new message, which
-      // counts no delivery towards maxReceiveCount (as plan-campaign's listing does). Each one
-      // gets some reports first, or had no time at all, so the chain ends with the unit. Sent
-      // before this one is deleted: a crash in between leaves two deliveries, which resume from
-      // one summary.
+    countFatal(exported.value.fatal);
+    const next = delivery.next(exported.value);
+    if (next.kind === 'hand-on') {
+      // Sent before this one is deleted: a crash in between leaves two deliveries, which resume
+      // from one summary.
       await sendAll(clients.sqs, queueUrl, [unit]);
-      logger.info('unit handed on before the deadline', { run_id: unit.run_id, unit: unit.unit, pending });
+      logger.info('unit handed on before the deadline', {
+        run_id: unit.run_id,
+        unit: unit.unit,
+        pending: next.pending,
+      });
       return;
     }
-    if (pending > 0 && receiveCountOf(record) < env.MAX_RECEIVE_COUNT) {
-      throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
+    if (next.kind === 'retry') {
+      throw new ExporterError(`unit ${unit.unit}: ${next.pending} report(s) pending, retried later`, {
         retryable: true,
       });
     }

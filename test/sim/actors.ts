@@ -5,7 +5,8 @@
  * start-run (claimScheduledStart + startRunStep + plan messages in chunks, or a continuation
  * message when the campaign listing hands on), plan-campaign (runStep + planCampaignStep + unit
  * messages, or the plan message again when the listing hands on; a continuation: continueStart
- * + plan messages), export-reports (runStep + exportUnit with resume), finish-run
+ * + plan messages), export-reports (runStep + exportUnit with resume, its requests through the real
+ * limiterUntil, and the unit's fate by the handler's own unitDelivery), finish-run
  * (closeRuns with announce + heartbeat); and the CLI (runExport).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -13,7 +14,7 @@ import { ExporterError, OutputLockedError } from '../../shared/errors.js';
 import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
-import { exportUnit, pendingJobs } from '../../shared/export/run/export-unit.js';
+import { exportSendMs, exportUnit, pendingJobs, unitDelivery } from '../../shared/export/run/export-unit.js';
 import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
 import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
@@ -42,10 +43,11 @@ import {
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
-import type { SimApi } from './api.js';
+import type { ApiTally, SimApi } from './api.js';
 import type { SimS3 } from './s3.js';
 import { type Actor, describe, type Sim } from './scheduler.js';
 import type { Delivery, SimQueue } from './sqs.js';
+import type { UnitDeadlines, UnitDeliveryFacts } from './unit-deadline.js';
 
 /** The deployment's settings, small so that deadlines and leases pass within a seed. */
 export interface Settings {
@@ -130,6 +132,7 @@ export interface World {
   reportQueue: SimQueue;
   announcer: Announcer;
   settings: Settings;
+  unitDeadlines: UnitDeadlines;
 }
 
 function logFor(sim: Sim, actor: Actor): Log {
@@ -143,8 +146,15 @@ function logFor(sim: Sim, actor: Actor): Log {
   return { debug: () => {}, info: line('info'), warn: line('warn'), error: line('error') };
 }
 
-/** An actor's ExportDeps: its own storage client, API clients, clock, randomness and sleep. */
-export function depsFor(world: World, actor: Actor): ExportDeps {
+/**
+ * An actor's ExportDeps: its own storage client, API clients, clock, randomness and sleep;
+ * `api` sets its API clients' time for requests and tally (SimApi.client).
+ */
+export function depsFor(
+  world: World,
+  actor: Actor,
+  api: { msUntilStop?: () => number; tally?: ApiTally } = {},
+): ExportDeps {
   const storage = new S3Storage({
     bucket: 'sim-bucket',
     client: world.s3.clientFor(actor) as S3Client,
@@ -153,7 +163,7 @@ export function depsFor(world: World, actor: Actor): ExportDeps {
     sleep: (ms) => world.sim.sleep(actor, ms),
   });
   return {
-    api: () => world.api.client(actor),
+    api: () => world.api.client(actor, api),
     storage,
     log: logFor(world.sim, actor),
     now: () => new Date(world.sim.now + actor.offsetMs),
@@ -327,18 +337,60 @@ async function continueRunStart(
   await world.planQueue.sendAll(actor, [message]);
 }
 
-/** functions/aws/export-reports.ts `exportReportsHandler`, one record. */
-export async function unitHandler(world: World, actor: Actor, delivery: Delivery): Promise<void> {
-  const deps = depsFor(world, actor);
+/** Unit invocations, while faults are on, whose time for requests ends early. */
+const UNIT_OUT_OF_TIME = 0.3;
+/** Of those, the share with no time at all (a unit its batch reached late). */
+const UNIT_NO_TIME = 0.3;
+/**
+ * The others' time for requests ends within this of their start: before the first request
+ * (its summary and run record read first, 5-60 ms each), or after some (20-400 ms each).
+ */
+const UNIT_TIME_WITHIN_MS = 600;
+
+/**
+ * functions/aws/export-reports.ts `exportReportsHandler`, one record: its requests through the
+ * real `limiterUntil`, none sent past `exportSendMs` of its timeout on the simulation's clock,
+ * and what becomes of the unit by the handler's own rule (`unitDelivery`).
+ */
+export async function unitHandler(
+  world: World,
+  actor: Actor,
+  delivery: Delivery,
+  timeoutMs: number,
+): Promise<void> {
+  const startedAt = world.sim.now;
+  // A fault: an invocation whose time for requests ends early, at a random point (seeded by the
+  // actor's randomness, so that a seed replays): a unit cut short after some reports, before
+  // any, or reached with no time at all.
+  const cut = world.sim.faultsOn && actor.rng.chance(UNIT_OUT_OF_TIME);
+  const noTime = cut && actor.rng.chance(UNIT_NO_TIME);
+  const sendMs = !cut ? exportSendMs(timeoutMs) : noTime ? 0 : actor.rng.int(1, UNIT_TIME_WITHIN_MS);
+  const msUntilStop = () => startedAt + sendMs - world.sim.now;
+  const tally: ApiTally = { decided: 0, notSent: 0 };
+  const deps = depsFor(world, actor, { msUntilStop, tally });
   await eachMessage(world, actor, world.reportQueue, delivery, async () => {
     const unit = UnitSchema.parse(delivery.message.body);
-    const options = { resume: true, concurrency: world.settings.fetchConcurrency };
+    const facts: UnitDeliveryFacts = {
+      ...{ actor, delivery, run: unit.run_id, unit: unit.unit, cut, noTime, tally },
+      pending: undefined,
+    };
+    world.unitDeadlines.record(facts);
+    const next = unitDelivery(msUntilStop, {
+      receiveCount: delivery.receiveCount,
+      maxReceiveCount: world.settings.maxReceiveCount,
+    });
+    const options = { resume: true, concurrency: world.settings.fetchConcurrency, onReport: next.onReport };
     const exported = await runStep(deps, unit.run_id, (d) => exportUnit(d, unit, options));
     if (!exported.ran) return;
-    const summary = exported.value;
-    const pending = summary.fatal ? 0 : pendingJobs(summary);
-    if (pending > 0 && delivery.receiveCount < world.settings.maxReceiveCount) {
-      throw new ExporterError(`unit ${unit.unit}: ${pending} report(s) pending, retried later`, {
+    facts.pending = exported.value.fatal ? 0 : pendingJobs(exported.value);
+    const decided = next.next(exported.value);
+    if (decided.kind === 'hand-on') {
+      world.sim.log(actor, `unit ${unit.unit} handed on before the deadline (${decided.pending} pending)`);
+      await world.reportQueue.sendAll(actor, [unit]);
+      return;
+    }
+    if (decided.kind === 'retry') {
+      throw new ExporterError(`unit ${unit.unit}: ${decided.pending} report(s) pending, retried later`, {
         retryable: true,
       });
     }

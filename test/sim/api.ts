@@ -7,6 +7,8 @@
  * `job_score_percentage` (`v<version>`), which end up in the `reports` table.
  */
 
+import { limiterUntil } from '../../shared/api/deadline-limiter.js';
+import { type RateLimiter, RateLimitWaitError, type Release } from '../../shared/api/limiter.js';
 import type { ListedItem, ReportOutcome } from '../../shared/api/outcome.js';
 import {
   type ItemSchema,
@@ -144,6 +146,40 @@ export interface Served {
   version: number;
 }
 
+/** What one step's client got (`SimApi.client`'s `tally`). */
+export interface ApiTally {
+  /** Report answers that decide the report (any but a retryable failure). */
+  decided: number;
+  /** Requests its time for requests held back. */
+  notSent: number;
+}
+
+/**
+ * The limiter under `limiterUntil`: grants at once (the simulated answers' latency stands for
+ * the pacing). Granting at once also keeps `limiterUntil`'s real timer off the path: it is
+ * cleared in the same turn it is set, so a seed still replays exactly.
+ */
+const GRANT_AT_ONCE: RateLimiter = {
+  acquire: () => Promise.resolve(Object.assign(() => {}, { sentAt: 0 })),
+  onSuccess: () => {},
+  onThrottle: () => {},
+  currentRate: () => Number.POSITIVE_INFINITY,
+};
+
+/** A report's answer counted in `tally`; a request not sent is HttpApiClient's retryable failure. */
+async function tallied(asked: Promise<ReportOutcome>, tally: ApiTally | undefined): Promise<ReportOutcome> {
+  let outcome: ReportOutcome;
+  try {
+    outcome = await asked;
+  } catch (error) {
+    // Only a request not sent rejects (the simulated answers are outcomes).
+    if (!(error instanceof TransientApiError)) throw error;
+    return { kind: 'failed', error, retryable: true };
+  }
+  if (tally && !(outcome.kind === 'failed' && outcome.retryable)) tally.decided++;
+  return outcome;
+}
+
 export class SimApi {
   readonly served: Served[] = [];
   readonly #reports = new Map<string, { report: Report; raw: unknown }>();
@@ -153,20 +189,48 @@ export class SimApi {
     readonly dataset: Dataset,
   ) {}
 
-  /** A client for one step of `actor` (each counts its own requests). */
-  client(actor: Actor): ApiClient {
+  /**
+   * A client for one step of `actor` (each counts its own requests). With `msUntilStop`, its
+   * requests go through the real `limiterUntil` (as export-reports' do, functions/aws/runtime.ts):
+   * none is sent once it is zero or less, and the caller gets the client's `not sent` answer.
+   * `tally` counts what the step got: answers that decide a report, and requests not sent.
+   */
+  client(actor: Actor, options: { msUntilStop?: () => number; tally?: ApiTally } = {}): ApiClient {
     const stats = { total: 0, retried: 0, byStatus: {} as Record<string, number> };
     const count = (status: number | 'error') => {
       stats.total++;
       stats.byStatus[String(status)] = (stats.byStatus[String(status)] ?? 0) + 1;
     };
-    const call = <T>(label: string, apply: () => T): Promise<T> => {
+    const send = <T>(label: string, apply: () => T): Promise<T> => {
       const b = this.dataset.behaviour;
       const slow = this.sim.faultsOn && this.sim.rng.chance(b.slow);
       const latency = slow ? this.sim.rng.int(20_000, 180_000) : this.sim.rng.int(20, 400);
       if (slow) stats.retried++;
       return this.sim.call(actor, latency, `api ${label}`, apply);
     };
+    const limited = async <T>(limiter: RateLimiter, label: string, apply: () => T): Promise<T> => {
+      let release: Release;
+      try {
+        release = await limiter.acquire();
+      } catch (error) {
+        if (!(error instanceof RateLimitWaitError)) throw error;
+        if (options.tally) options.tally.notSent++;
+        this.sim.log(actor, `api ${label}: not sent, the time for requests is up`);
+        // What HttpApiClient gives up with: a 429 it will not wait for, not retried.
+        throw new TransientApiError(`GET ${label} failed: not sent: ${error.message}`, {
+          status: 429,
+          retryAfterMs: error.waitMs,
+        });
+      }
+      try {
+        return await send(label, apply);
+      } finally {
+        release();
+      }
+    };
+    const limiter = options.msUntilStop ? limiterUntil(GRANT_AT_ONCE, options.msUntilStop) : undefined;
+    const call = <T>(label: string, apply: () => T): Promise<T> =>
+      limiter ? limited(limiter, label, apply) : send(label, apply);
     return {
       verify: () =>
         call('verify', () => {
@@ -220,8 +284,12 @@ export class SimApi {
           return campaign.jobs.filter((j) => j.appearsAt <= now && (j.goneAt === undefined || j.goneAt > now))
             .length;
         }),
-      getReport: (campaignId: number, jobId: number) =>
-        call(`report ${campaignId}/${jobId}`, () => this.#report(actor, campaignId, jobId, count)),
+      getReport: (campaignId: number, jobId: number) => {
+        const asked = call(`report ${campaignId}/${jobId}`, () =>
+          this.#report(actor, campaignId, jobId, count),
+        );
+        return limiter || options.tally ? tallied(asked, options.tally) : asked;
+      },
       stats: () => ({ ...stats, byStatus: { ...stats.byStatus } }),
     };
   }

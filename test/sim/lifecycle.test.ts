@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
 import { runSeed } from './scenario.js';
+import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
 /**
  * Seeds per `npm test` (SIM_SEEDS overrides, e.g. 100 while working on the simulator): 600 keep
@@ -22,6 +23,8 @@ const PER_BATCH = Math.ceil(SEEDS / BATCHES);
 const BATCH_TIMEOUT_MS = 180_000;
 /** The Iceberg commit's fault cases the batches reached, summed over their seeds. */
 const reached = noCases();
+/** export-reports' time for requests: the cases the batches reached (unit-deadline.ts). */
+const deadlineReached = noUnitDeadlineCases();
 /**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two runs
  * committing one table at once (`concurrentRuns`) is left out: the output's lock serialises runs.
@@ -53,6 +56,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
           if (result.violations.length > 0) failed.push(seed);
           for (const name of Object.keys(reached) as (keyof IcebergCases)[])
             reached[name] += result.iceberg[name];
+          for (const name of Object.keys(deadlineReached) as (keyof UnitDeadlineCases)[])
+            deadlineReached[name] += result.unitDeadline[name];
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -70,6 +75,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = EXPECTED_CASES.filter((name) => reached[name] === 0);
       expect(missed, JSON.stringify(reached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    "reaches export-reports' time for requests: units cut short after some reports, before any, and reached with no time",
+    () => {
+      const missed = Object.entries(deadlineReached).filter(([, n]) => n === 0);
+      expect(missed, JSON.stringify(deadlineReached)).toEqual([]);
     },
   );
 

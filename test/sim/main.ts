@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure, formatLine } from './report.js';
 import { runSeed } from './scenario.js';
+import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
 const { values } = parseArgs({
   options: {
@@ -27,6 +28,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   );
   if (result.scenario.settings.tableFormat === 'iceberg')
     console.log(`iceberg cases: ${formatCases(result.iceberg)}`);
+  console.log(`export-reports' time for requests: ${formatCases(result.unitDeadline)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -41,6 +43,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   let icebergSeeds = 0;
   const cases = noCases();
   const seedsWith = noCases();
+  const deadline = noUnitDeadlineCases();
+  const deadlineSeeds = noUnitDeadlineCases();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -48,6 +52,10 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     for (const [name, n] of Object.entries(result.iceberg) as [keyof IcebergCases, number][]) {
       cases[name] += n;
       if (n > 0) seedsWith[name]++;
+    }
+    for (const [name, n] of Object.entries(result.unitDeadline) as [keyof UnitDeadlineCases, number][]) {
+      deadline[name] += n;
+      if (n > 0) deadlineSeeds[name]++;
     }
     if (result.violations.length > 0) {
       failed++;
@@ -71,13 +79,19 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       `  ${name.padEnd(18)} ${String(cases[name]).padStart(6)}  ${String(seedsWith[name]).padStart(4)}`,
     );
   }
+  console.log("export-reports' time for requests: cases (times, in how many seeds):");
+  for (const name of Object.keys(deadline) as (keyof UnitDeadlineCases)[]) {
+    console.log(
+      `  ${name.padEnd(22)} ${String(deadline[name]).padStart(6)}  ${String(deadlineSeeds[name]).padStart(4)}`,
+    );
+  }
   for (const [invariant, seeds] of [...byInvariant].sort()) {
     console.log(`  ${invariant}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`);
   }
   return failed > 0 ? 1 : 0;
 }
 
-function formatCases(cases: IcebergCases): string {
+function formatCases(cases: IcebergCases | UnitDeadlineCases): string {
   return Object.entries(cases)
     .map(([name, n]) => `${name} ${n}`)
     .join(', ');

@@ -31,6 +31,7 @@ import { type FaultRates, SimS3 } from './s3.js';
 import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
 import { type Delivery, SimQueue } from './sqs.js';
 import { installTimerShim } from './timers.js';
+import { type UnitDeadlineCases, UnitDeadlines } from './unit-deadline.js';
 
 const MINUTE = 60_000;
 export const EPOCH = Date.parse('2026-11-22T03:00:00.000Z');
@@ -156,6 +157,8 @@ export interface SeedResult {
   manifests: number;
   /** The faults of the Iceberg commit this seed reached (all zero for a Hive seed). */
   iceberg: IcebergCases;
+  /** export-reports' time for requests: the cases this seed reached (unit-deadline.ts). */
+  unitDeadline: UnitDeadlineCases;
 }
 
 export interface SeedOptions {
@@ -209,6 +212,7 @@ async function simulate(
     ),
     announcer: new Announcer(sim, scenario.announceFails),
     settings: scenario.settings,
+    unitDeadlines: new UnitDeadlines(),
   };
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
@@ -380,6 +384,7 @@ async function simulate(
       [],
     );
   }
+  const unitDeadline = world.unitDeadlines.check(world.reportQueue, monitor);
   await checkInvariants(s3, world.api, monitor, world.announcer);
   return {
     seed,
@@ -390,5 +395,6 @@ async function simulate(
     runsStarted: monitor.started.size,
     manifests: s3.keys('runs/').length,
     iceberg: icebergCases(s3.events),
+    unitDeadline,
   };
 }

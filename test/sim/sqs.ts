@@ -20,8 +20,17 @@ export interface Delivery {
   receiveCount: number;
 }
 
+/** An operation a consumer's call applied (sent, deleted, handed back), for the checks. */
+export interface QueueOp {
+  actor: Actor;
+  op: 'send' | 'delete' | 'visibility';
+  /** The message deleted or handed back (for a send, none). */
+  messageId?: string;
+}
+
 export class SimQueue {
   readonly messages = new Map<string, Message>();
+  readonly ops: QueueOp[] = [];
   readonly dlq: Message[] = [];
   #ids = 0;
   #waiters: Array<() => void> = [];
@@ -54,6 +63,7 @@ export class SimQueue {
       const chunk = bodies.slice(i, i + 10);
       await this.#op(actor, `send ${chunk.length}`, () => {
         for (const body of chunk) this.#add(JSON.parse(JSON.stringify(body)));
+        this.ops.push({ actor, op: 'send' });
         this.sim.log(actor, `${this.name}: sent ${chunk.length}`);
       });
     }
@@ -91,6 +101,7 @@ export class SimQueue {
   delete(actor: Actor, message: Message): Promise<void> {
     return this.#op(actor, `delete ${message.id}`, () => {
       this.messages.delete(message.id);
+      this.ops.push({ actor, op: 'delete', messageId: message.id });
     });
   }
 
@@ -99,6 +110,7 @@ export class SimQueue {
     return this.#op(actor, `visibility ${message.id} ${seconds}s`, () => {
       const current = this.messages.get(message.id);
       if (current) current.visibleAt = this.sim.now + seconds * 1000;
+      this.ops.push({ actor, op: 'visibility', messageId: message.id });
       this.wake();
     });
   }

@@ -63,7 +63,7 @@ describe('dependencies point one way', () => {
     expect(await violations('shared/export/state', under('shared/export/run'))).toEqual([]);
   });
 
-  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads, the stack name, table keys and glibc's settings', async () => {
+  it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads, the stack name, table keys and glibc settings', async () => {
     const allowed = new Set([
       'shared/export/tables.js',
       'shared/export/layout.js',

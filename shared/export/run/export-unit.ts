@@ -257,3 +257,73 @@ export async function exportUnit(
 /** Jobs of a unit still waiting for another delivery. */
 export const pendingJobs = (summary: UnitSummary): number =>
   Object.values(summary.jobs).filter((r) => r.outcome === 'pending').length;
+
+/**
+ * What becomes of a unit after a delivery: `done` (its message is deleted), `retry` (it goes
+ * back to its queue and resumes on the next delivery), or `hand-on` (it goes on in a new
+ * message, which counts no delivery towards the queue's maxReceiveCount).
+ */
+export type UnitNext =
+  | { kind: 'done'; pending: number }
+  | { kind: 'retry'; pending: number }
+  | { kind: 'hand-on'; pending: number };
+
+/** A delivery of a unit as the decision sees it (`unitDelivery` gathers it). */
+export interface UnitDeliveryFacts {
+  summary: UnitSummary;
+  /** Reports this delivery got an outcome for (not `pending`). */
+  decided: number;
+  /** The invocation's time for requests was up before this delivery began. */
+  reachedLate: boolean;
+  /** The invocation's time for requests is up now. */
+  timeUp: boolean;
+  /** This delivery's receive count, and the queue's maximum (then the DLQ). */
+  receiveCount: number;
+  maxReceiveCount: number;
+}
+
+/**
+ * The rule of export-reports for a unit after a delivery. A unit cut short by its invocation's
+ * time for requests goes on in a new message when the delivery got some of its reports, or
+ * had no time at all: each message of the chain gets reports or meets a fresh invocation, so
+ * the chain ends. A unit with jobs still pending otherwise (429 storm, 5xx, a cut with no
+ * progress) is retried until its last delivery, which leaves them to end the run as failed.
+ * A fatal answer stops the unit: nothing is pending.
+ *
+ * @example
+ * unitNext({ summary, decided: 3, reachedLate: false, timeUp: true, receiveCount: 1, maxReceiveCount: 5 })
+ * // { kind: 'hand-on', pending: … } when jobs are still pending
+ */
+export function unitNext(facts: UnitDeliveryFacts): UnitNext {
+  const pending = facts.summary.fatal ? 0 : pendingJobs(facts.summary);
+  if (pending > 0 && (facts.decided > 0 || facts.reachedLate) && facts.timeUp) {
+    return { kind: 'hand-on', pending };
+  }
+  if (pending > 0 && facts.receiveCount < facts.maxReceiveCount) return { kind: 'retry', pending };
+  return { kind: 'done', pending };
+}
+
+/**
+ * One delivery of a unit by an invocation that sends no request once `msUntilStop()` is zero
+ * or less: pass `onReport` to `exportUnit`, then `next` says what becomes of the unit
+ * (`unitNext`). Taken when the delivery begins, so that a unit its batch reached late is seen
+ * as such.
+ *
+ * @example
+ * const delivery = unitDelivery(msUntilStop, { receiveCount, maxReceiveCount });
+ * const summary = await exportUnit(deps, unit, { resume: true, onReport: delivery.onReport });
+ * if (delivery.next(summary).kind === 'hand-on') await send(unit);
+ */
+export function unitDelivery(
+  msUntilStop: () => number,
+  receive: { receiveCount: number; maxReceiveCount: number },
+): { onReport: (result: UnitJobResult) => void; next: (summary: UnitSummary) => UnitNext } {
+  const reachedLate = msUntilStop() <= 0;
+  let decided = 0;
+  return {
+    onReport: (result) => {
+      if (result.outcome !== 'pending') decided++;
+    },
+    next: (summary) => unitNext({ summary, decided, reachedLate, timeUp: msUntilStop() <= 0, ...receive }),
+  };
+}
