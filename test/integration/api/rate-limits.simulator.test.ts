@@ -75,13 +75,11 @@ describe('the client against fixed windows and latency', () => {
     sim.setRateLimit({ ratePerSecond: 40, burst: 40 });
     const limiter = new AdaptiveRateLimiter({ initialRate: 40, maxRate: 40 });
     const client = new IntegrationApiClient({ baseUrl: sim.url, apiKey: sim.keys.valid, limiter });
-    const started = performance.now();
 
     await Promise.all(jobs.slice(0, 80).map((job) => client.getReport(job.campaignId, job.jobId)));
 
-    const seconds = (performance.now() - started) / 1000;
-    // At 4 in flight: 80 x 0.25 s / 4 = 5 s. At 40 req/s: 2 s plus one round trip.
-    expect(seconds).toBeLessThan(3.5);
+    // At 4 in flight: 80 x 0.25 s / 4 = 5 s; at 40 req/s, 2 s needs 40 x 0.25 = 10 at once. The
+    // count in flight is the claim; a wall-clock bound would test this machine's load instead.
     expect(limiter.state().peakInFlight).toBeGreaterThanOrEqual(8);
     expect(sim.stats.byStatus['429'] ?? 0).toBe(0);
   });
@@ -101,6 +99,7 @@ describe('the client against fixed windows and latency', () => {
     // One probe learned the reset; the two calls after it sent nothing.
     expect(sim.stats.byStatus['429']).toBe(1);
     expect(sim.stats.total).toBe(6);
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // Nothing waited for the 5 s this caller allows (a wait would take at least that long).
+    expect(performance.now() - started).toBeLessThan(4_500);
   });
 });
