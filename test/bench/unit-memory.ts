@@ -6,8 +6,9 @@
  * against the API simulator in this process.
  *
  * Settings (environment):
- * - `UNIT_MEMORY_MB`: the memories, comma-separated (default `1024,768`); each gives the child
- *   export-reports' heap flags at that memory (`SCALE_NODE_OPTIONS` replaces them, to compare).
+ * - `UNIT_MEMORY_MB`: the memories, comma-separated (default 1,024 and export-reports' own);
+ *   each gives the child export-reports' heap flags at that memory (`SCALE_NODE_OPTIONS`
+ *   replaces them, to compare).
  * - `UNIT_REPORT_SIZES`: the simulator's report sizes (default `large`; `mixed` is a realistic run).
  * - `UNIT_MAX_RATE`: requests per second the child sends at most (default 10,000: unpaced, every
  *   report of the unit asked for at once, the most a unit can hold in flight); 18 is the pace one
@@ -52,7 +53,7 @@ const list = (text: string | undefined, fallback: string): string[] =>
 
 function settings(env: NodeJS.ProcessEnv) {
   return {
-    memories: list(env.UNIT_MEMORY_MB, `${EXPORT_REPORTS.memoryMb},768`).map(Number),
+    memories: [...new Set(list(env.UNIT_MEMORY_MB, `1024,${EXPORT_REPORTS.memoryMb}`).map(Number))],
     sizes: list(env.UNIT_REPORT_SIZES, 'large') as ReportSize[],
     maxRate: Number(env.UNIT_MAX_RATE ?? 10_000),
     concurrency: Number(env.UNIT_CONCURRENCY ?? RUN_DEFAULTS.concurrency.value),
