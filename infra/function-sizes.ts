@@ -60,13 +60,19 @@ export const FUNCTION_SIZES = {
       "Lists one campaign's jobs, 100 a page one after another: a campaign of 100,000 jobs is 1,000 pages (3.5 s CPU, 320 MB); the listing is checkpointed and handed on to a new message within half the timeout (no page started after 55 s of 300), so a longer timeout only means fewer hand-ons.",
   },
   'export-reports': {
-    memoryMb: 1024,
+    // 768, not 1,024: the run is rate-bound and Lambda bills every second of it, so memory is
+    // the largest line of the cost (BENCHMARKS.md, cost). With the heap flags below, a unit of
+    // 100 large reports peaks at 300-337 MB in a bundled child, 39-44% of 768 (566 MB was V8's
+    // default young generation under tsx); 640 MB would hold it too (49%), but CPU follows
+    // memory and one invocation must keep the request rate (0.43 vCPU here: a mixed unit's
+    // wrap-up after its fetches ~0.2 s of a unit's 5.6 s at 18 req/s; BENCHMARKS.md, unit-memory).
+    memoryMb: 768,
     timeoutSeconds: 300,
     // A unit's reports are live together while it is encoded (a 64 MiB answer takes ~280 MiB
     // parsed: checkBodyLimitFitsMemory): the heap may need most of the memory.
     oldSpaceShare: 0.85,
     reason:
-      'Holds and encodes a unit of reports: 100 large reports peak at ~566 MB (BENCHMARKS.md, unit-memory); a batch must fit a third of the timeout at the rate ceiling.',
+      'Holds and encodes a unit of reports: 100 large reports peak at 300-337 MB with its heap flags (BENCHMARKS.md, unit-memory: 39-44% of 768 MB), and the run is rate-bound, so its memory is billed for the whole run (BENCHMARKS.md, cost); a batch must fit a third of the timeout at the rate ceiling.',
   },
   'finish-run': {
     memoryMb: 1024,

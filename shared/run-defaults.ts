@@ -27,7 +27,7 @@ const entries = {
     min: 1,
     max: 500,
     reason:
-      'A unit is fetched, staged and held in memory whole: 100 large reports peak at ~566 MB in the 1 GB export-reports function (BENCHMARKS.md, unit-memory), and fewer, larger units make fewer S3 requests (100 gave $0.085 per 100,000 reports where 50 gave $0.126, measured before the request budget: BENCHMARKS.md, cost).',
+      'A unit is fetched, staged and held in memory whole: 100 large reports peak at 300-337 MB in the 768 MB export-reports function (BENCHMARKS.md, unit-memory), and fewer, larger units make fewer S3 requests (100 gave $0.085 per 100,000 reports where 50 gave $0.126, measured before the request budget: BENCHMARKS.md, cost).',
     flag: '--unit-size',
     context: 'unitSize',
     env: 'UNIT_SIZE',
@@ -55,7 +55,7 @@ const entries = {
     min: 1,
     max: 512,
     reason:
-      'The largest answer read, in MiB: the biggest real reports are a few MB and a 50 MB one exports fine, while a body that never ends must not fill the memory (a 1 GB export-reports function holds a unit of reports besides).',
+      'The largest answer read, in MiB: the biggest real reports are a few MB and a 50 MB one exports fine, while a body that never ends must not fill the memory (a 768 MB export-reports function holds a unit of reports besides).',
     flag: '--max-body-mb',
     context: 'maxBodyMiB',
     env: 'MAX_BODY_MIB',

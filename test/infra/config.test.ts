@@ -55,7 +55,7 @@ describe('parseConfig', () => {
       startRunMemoryMb: 512,
       planCampaignMemoryMb: 512,
       planCampaignTimeoutSeconds: 300,
-      exportReportsMemoryMb: 1024,
+      exportReportsMemoryMb: 768,
       exportReportsTimeoutSeconds: 300,
       finishRunMemoryMb: 1024,
       finishRunTimeoutSeconds: 900,

@@ -62,7 +62,7 @@ describe('function memory and timeouts', () => {
     expect(sizesOf(defaults)).toEqual({
       'start-run': { memory: 512, timeout: 300 },
       'plan-campaign': { memory: 512, timeout: 300 },
-      'export-reports': { memory: 1024, timeout: 300 },
+      'export-reports': { memory: 768, timeout: 300 },
       'finish-run': { memory: 1024, timeout: 900 },
     });
   });

@@ -39,8 +39,8 @@ export const DEFAULT_FETCH_CONCURRENCY = RUN_DEFAULTS.concurrency.value;
 
 /**
  * The longest a unit's wrap-up takes once its last report is in: its rows encoded and staged
- * (100 large reports: 4.7 s here, BENCHMARKS.md unit-memory; about 10 s at export-reports'
- * 0.58 vCPU), quarantines and the summary written.
+ * (100 large reports: 0.7-1.0 s of CPU here, BENCHMARKS.md unit-memory; about 2.4 s at
+ * export-reports' 0.43 vCPU, 5 s with the load of that run), quarantines and the summary written.
  */
 export const EXPORT_WRAP_UP_MS = 20_000;
 
