@@ -121,7 +121,7 @@ export interface ListingKind<
    * the message comes back and lists after the pages checkpointed; if not, {@link stoppedBy} judges it.
    */
   throwsRetryable: boolean;
-  /** The end an error makes of the listing (logged here), and whether the staged files are kept. */
+  /** The end an error makes of the listing (the kind logs it), and whether the staged files are kept. */
   stoppedBy(error: unknown): { end: E; keepsFiles: boolean };
   /**
    * Called whenever everything listed is in stored pieces: when a delivery finds pieces, and after
