@@ -1,28 +1,18 @@
 /**
- * A run's campaign listing as start-run reads it: page after page, checkpointed every
- * {@link CAMPAIGN_PAGES_PER_PIECE} pages as a piece (`state/listing-pieces.ts`) with the pages'
- * campaigns rows and raw lines staged beside it, so that memory holds a piece's rows, not the
- * listing's (the listing keeps the campaigns' ids and digests only, about 50 bytes a campaign).
- * A delivery that finds pieces resumes after the last one by the same rules as a listing that
- * never stopped; one given a deadline checkpoints and hands on before it, and a later delivery
- * (a continuation message on the plan queue in AWS) lists the rest. The same design as a
- * campaign's job listing (`job-listing.ts`).
+ * A run's campaign listing as start-run reads it: a checkpointed listing
+ * (`checkpointed-listing.ts`) of the campaigns, a piece every {@link CAMPAIGN_PAGES_PER_PIECE}
+ * pages with the pages' campaigns rows and raw lines staged beside it, so that memory holds a
+ * piece's rows, not the listing's (the listing keeps the campaigns' ids and digests only, about
+ * 50 bytes a campaign). A delivery given a deadline checkpoints and hands on before it, and a
+ * later delivery (a continuation message on the plan queue in AWS) lists the rest. What is
+ * particular to it: the plan messages of each piece stored are sent as the listing goes, and
+ * any failure but a retryable one a continuation throws stops the run.
  */
 
 import * as z from 'zod';
-import type { ListingMemory, ListingStart } from '../../api/pagination.js';
-import { emptyListingMemory } from '../../api/pagination.js';
-import { ApiError, describeError } from '../../errors.js';
 import { campaignRow } from '../format/flatten.js';
-import { JsonLinesBuffer } from '../format/jsonl.js';
-import { TableBuffer } from '../format/table-buffer.js';
 import { STATE_KEYS } from '../layout.js';
-import {
-  type CampaignPiece,
-  claimCampaignPiece,
-  cursorOf,
-  readCampaignPieces,
-} from '../state/listing-pieces.js';
+import { type CampaignPiece, claimCampaignPiece, readCampaignPieces } from '../state/listing-pieces.js';
 import {
   encodeRecord,
   type Fatal,
@@ -31,12 +21,9 @@ import {
   type RunRef,
   type StagedFile,
 } from '../state/records.js';
-import type { ApiClient } from './context.js';
-import { type ExportDeps, randomHex, randomOf } from './context.js';
-import type { ListingDeadline } from './job-listing.js';
-import { ListingTally } from './listing.js';
+import { type ListingDeadline, listCheckpointed, stopReached } from './checkpointed-listing.js';
+import type { ApiClient, ExportDeps } from './context.js';
 import { sendPlans } from './run-plans.js';
-import { stageStep } from './staging.js';
 import { REQUEST_WORST_MS, stopStartingAfter } from './time-budget.js';
 
 /**
@@ -63,8 +50,10 @@ export const startListingStopMs = (timeoutMs: number): number =>
 
 /** True once a delivery under `deadline` must start no further page or chunk. */
 export const listingTimeUp = (deadline: ListingDeadline | undefined): boolean =>
-  deadline !== undefined &&
-  deadline.timeoutMs - deadline.remainingMs() >= startListingStopMs(deadline.timeoutMs);
+  stopReached(deadline, startListingStopMs);
+
+/** What a piece remembers of a campaign first listed. */
+type CampaignEntry = CampaignPiece['campaigns'][number];
 
 /** How a delivery's campaign listing ended. */
 export type CampaignListingEnd =
@@ -117,167 +106,50 @@ export async function listCampaigns(
   api: ApiClient,
   options: CampaignListingOptions = {},
 ): Promise<CampaignListing> {
-  for (;;) {
-    const listing = await listFromPieces(deps, run, api, options);
-    if (listing) return listing;
-    // Another delivery stored the piece this one was about to: its chain is the listing.
-    deps.log.info('campaign listing checkpointed by another delivery; resuming from its pieces', {
-      run_id: run.run_id,
-    });
-  }
-}
-
-/** The pages a delivery read since its last piece, and the rows and raw lines they gave. */
-interface Tail {
-  firstPage: number;
-  pages: number;
-  cursor: CampaignPiece['cursor'] | undefined;
-  campaigns: CampaignPiece['campaigns'];
-  invalidDigests: string[];
-  rows: TableBuffer;
-  rawLines: JsonLinesBuffer;
-  tally: ListingTally;
-}
-
-/** One delivery's listing on the stored chain; undefined when another delivery's piece won. */
-async function listFromPieces(
-  deps: ExportDeps,
-  run: RunRef,
-  api: ApiClient,
-  options: CampaignListingOptions,
-): Promise<CampaignListing | undefined> {
-  const campaignIds: number[] = [];
-  const staged: StagedFile[] = [];
-  const memory: ListingMemory = emptyListingMemory();
-  let invalid = 0;
-  let duplicates = 0;
-  let last: CampaignPiece | undefined;
-  // Streamed: one piece in memory at a time, and what the listing must remember of it.
-  for await (const piece of readCampaignPieces(deps.storage, run.run_id)) {
-    for (const campaign of piece.campaigns) {
-      campaignIds.push(campaign.id);
-      memory.firstCopy.set(campaign.id, campaign.digest);
-    }
-    for (const digest of piece.invalid_digests) memory.invalidSeen.add(digest);
-    invalid += piece.campaigns_invalid;
-    duplicates += piece.duplicates;
-    staged.push(...piece.staged);
-    last = piece;
-  }
-  const sendListed = async () => {
-    if (options.send)
-      await sendPlans(deps, run, campaignIds, options.send, {
-        timeUp: () => listingTimeUp(options.deadline),
-      });
-  };
-  // A delivery that stored a piece and died before sending its plans: sent now.
-  if (last) await sendListed();
-  const start: ListingStart | undefined = last ? { cursor: cursorOf(last), memory } : undefined;
-  const exportedAt = last ? last.exported_at : deps.now().toISOString();
-  const ctx = { runId: run.run_id, exportedAt: new Date(exportedAt) };
-  const token = randomHex(randomOf(deps), 8);
-  let pieceNumber = last ? last.piece + 1 : 0;
-  const newTail = (firstPage: number, position: number): Tail => {
-    const rawLines = new JsonLinesBuffer();
-    return {
-      firstPage,
-      pages: 0,
-      cursor: undefined,
-      campaigns: [],
-      invalidDigests: [],
-      rows: new TableBuffer(run),
-      rawLines,
-      tally: new ListingTally(deps, run, rawLines, undefined, position),
-    };
-  };
-  let tail = newTail(last ? last.cursor.next_page : 1, last?.position ?? 0);
-  let pagesRead = 0;
-
-  /** Stages the tail's files and stores it as the next piece; false when another delivery's is stored. */
-  const checkpoint = async (): Promise<boolean> => {
-    if (!tail.cursor) return true; // No page since the last piece.
-    const stem = `campaigns-p${pieceNumber}-${token}`;
-    const files = await stageStep(deps.storage, run.run_id, 'campaigns', stem, tail.rows, tail.rawLines);
-    const piece: CampaignPiece = {
-      piece: pieceNumber,
-      token,
-      first_page: tail.firstPage,
-      cursor: tail.cursor,
-      position: tail.tally.position,
-      exported_at: exportedAt,
-      campaigns: tail.campaigns,
-      invalid_digests: tail.invalidDigests,
-      campaigns_invalid: tail.tally.invalid,
-      duplicates: tail.tally.duplicates,
-      staged: files,
-    };
-    if (!(await claimCampaignPiece(deps.storage, run.run_id, piece))) return false;
-    invalid += piece.campaigns_invalid;
-    duplicates += piece.duplicates;
-    staged.push(...files);
-    pieceNumber++;
-    tail = newTail(piece.cursor.next_page, piece.position);
-    await sendListed();
-    return true;
-  };
-
-  let end: CampaignListingEnd = { kind: 'complete' };
-  try {
-    for await (const page of api.campaignPages(start)) {
-      pagesRead++;
-      const digests = new Map(page.learned.firstCopies);
-      for (const item of page.items) {
-        const campaign = await tail.tally.take(item);
-        if (campaign === undefined) continue;
-        campaignIds.push(campaign.id);
-        tail.campaigns.push({ id: campaign.id, digest: digests.get(campaign.id) ?? '' });
-        tail.rows.add('campaigns', campaignRow(campaign, ctx, item.raw));
-      }
-      tail.invalidDigests.push(...page.learned.invalidDigests);
-      tail.cursor = {
-        next_page: page.cursor.nextPage,
-        first_total: page.cursor.firstTotal,
-        stale_pages: page.cursor.stalePages,
-      };
-      tail.pages++;
-      // After the last page the pager ends the listing (or refuses a stale last page) itself.
-      if (page.last) continue;
-      if (tail.pages >= CAMPAIGN_PAGES_PER_PIECE && !(await checkpoint())) return undefined;
-      // Checked after a page, never before the first: every delivery moves the listing on.
-      if (listingTimeUp(options.deadline)) {
-        if (!(await checkpoint())) return undefined;
-        const nextPage = page.cursor.nextPage;
-        return { end: { kind: 'handed-on', nextPage }, campaignIds, invalid, duplicates, staged, pagesRead };
-      }
-    }
-  } catch (error) {
-    if (options.throwRetryable && error instanceof ApiError && error.retryable) {
-      // The message comes back later and lists after the pages checkpointed here.
-      await checkpoint().catch((checkpointError: unknown) =>
-        deps.log.warn('could not checkpoint the campaign listing before handing it back', {
-          run_id: run.run_id,
-          error: describeError(checkpointError),
-        }),
-      );
-      throw error;
-    }
-    // As a start always did: the API's answer stops the run (fatalOf rethrows anything else).
-    end = { kind: 'fatal', fatal: fatalOf(error) };
-    deps.log.error('run stopped', { run_id: run.run_id, ...end.fatal });
-  }
-  invalid += tail.tally.invalid;
-  duplicates += tail.tally.duplicates;
-  if (end.kind === 'fatal') return { end, campaignIds, invalid, duplicates, staged: [], pagesRead };
-  const files = await stageStep(
-    deps.storage,
-    run.run_id,
-    'campaigns',
-    // The first delivery of a run lists alone: its file keeps the name a start always gave it.
-    pieceNumber === 0 ? 'campaigns' : `campaigns-${token}`,
-    tail.rows,
-    tail.rawLines,
+  const { send, deadline } = options;
+  const { listed, ...listing } = await listCheckpointed(
+    deps,
+    {
+      run,
+      entity: 'campaigns',
+      pagesPerPiece: CAMPAIGN_PAGES_PER_PIECE,
+      stopMs: startListingStopMs,
+      label: 'campaign listing',
+      logFields: { run_id: run.run_id },
+      pieces: () => readCampaignPieces(deps.storage, run.run_id),
+      claim: (piece) => claimCampaignPiece(deps.storage, run.run_id, piece),
+      pieceOf: (base, campaigns: CampaignEntry[], invalid): CampaignPiece => ({
+        ...base,
+        campaigns,
+        campaigns_invalid: invalid,
+      }),
+      partsOf: (piece) => ({ entries: piece.campaigns, invalid: piece.campaigns_invalid }),
+      idOf: (campaign) => campaign.id,
+      listedOf: (campaign) => campaign.id,
+      pages: (start) => api.campaignPages(start),
+      add: (campaign, raw, digest, rows, ctx): CampaignEntry => {
+        rows.add('campaigns', campaignRow(campaign, ctx, raw));
+        return { id: campaign.id, digest };
+      },
+      pieceStem: (piece, token) => `campaigns-p${piece}-${token}`,
+      // The first delivery of a run lists alone: its file keeps the name a start always gave it.
+      tailStem: (piece, token) => (piece === 0 ? 'campaigns' : `campaigns-${token}`),
+      throwsRetryable: options.throwRetryable ?? false,
+      stoppedBy: (error) => {
+        // As a start always did: the API's answer stops the run (fatalOf rethrows anything else).
+        const fatal = fatalOf(error);
+        deps.log.error('run stopped', { run_id: run.run_id, ...fatal });
+        return { end: { kind: 'fatal', fatal } as const, keepsFiles: false };
+      },
+      onStored: send
+        ? async (campaignIds) => {
+            await sendPlans(deps, run, campaignIds, send, { timeUp: () => listingTimeUp(deadline) });
+          }
+        : undefined,
+    },
+    deadline,
   );
-  return { end, campaignIds, invalid, duplicates, staged: [...staged, ...files], pagesRead };
+  return { ...listing, campaignIds: listed };
 }
 
 /** The note a listing handed on leaves (`listing-handed-on.json`). */

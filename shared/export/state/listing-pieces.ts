@@ -36,6 +36,8 @@ const PieceBaseSchema = z.object({
   /** The files its rows and raw lines were staged in. */
   staged: z.array(StagedFileSchema),
 });
+/** What every piece holds, whatever it lists. */
+export type PieceBase = z.infer<typeof PieceBaseSchema>;
 
 /** A piece of a campaign's job listing (plan-campaign). */
 export const ListingPieceSchema = PieceBaseSchema.extend({
@@ -111,10 +113,7 @@ export const claimPiece = (storage: Storage, runId: string, piece: ListingPiece)
 export const claimCampaignPiece = (storage: Storage, runId: string, piece: CampaignPiece): Promise<boolean> =>
   claimOne(storage, campaignChain(runId), piece);
 
-async function* readChain<P extends z.infer<typeof PieceBaseSchema>>(
-  storage: Storage,
-  chain: Chain<P>,
-): AsyncGenerator<P> {
+async function* readChain<P extends PieceBase>(storage: Storage, chain: Chain<P>): AsyncGenerator<P> {
   let expected = 0;
   let nextPage = 1;
   for await (const key of storage.list(chain.prefix)) {
@@ -132,11 +131,7 @@ async function* readChain<P extends z.infer<typeof PieceBaseSchema>>(
   }
 }
 
-async function claimOne<P extends z.infer<typeof PieceBaseSchema>>(
-  storage: Storage,
-  chain: Chain<P>,
-  piece: P,
-): Promise<boolean> {
+async function claimOne<P extends PieceBase>(storage: Storage, chain: Chain<P>, piece: P): Promise<boolean> {
   const key = chain.keyOf(piece.piece);
   try {
     // One line: a piece of 5,000 items is half a megabyte, read by machines only.
