@@ -5,8 +5,11 @@ import { Latency } from '../../simulator/latency.js';
 import { get, type Reply, rateHeaders, sleep, V1 } from './helpers.js';
 
 const VERIFY = `${V1}/verify`;
-/** Timers never fire early; the upper bound leaves room for a busy test machine. */
-const SLACK_MS = 150;
+/**
+ * Timers never fire early; the upper bound leaves room for a busy test machine (535 ms was seen
+ * for a 300 ms answer at a load average of 20 on 2 cores), yet stays below twice the latency.
+ */
+const SLACK_MS = 230;
 
 /** The reply to a GET and how long it took (ms). */
 async function timed(sim: Simulator, path: string, key?: string | null): Promise<[Reply, number]> {
