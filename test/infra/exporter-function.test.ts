@@ -96,6 +96,7 @@ function functionsStack(props: { requestBudget?: boolean; serviceName?: string; 
           requestBudget: {
             tableName: table.tableName,
             grantUse: (grantee) => table.grant(grantee, 'dynamodb:UpdateItem'),
+            grantFetcherSlots: (grantee) => table.grant(grantee, 'dynamodb:DeleteItem'),
           },
         }
       : {}),
