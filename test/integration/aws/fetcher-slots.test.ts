@@ -75,7 +75,8 @@ describe('fetcher slots on DynamoDB', () => {
     const clock = manualClock();
     const slots = store('three');
     const holds = [];
-    for (const holder of ['a', 'b', 'c']) holds.push(held(await takeFetcher(slots, { slots: 3, holder, clock })));
+    for (const holder of ['a', 'b', 'c'])
+      holds.push(held(await takeFetcher(slots, { slots: 3, holder, clock })));
 
     expect(new Set(holds.map((h) => h.slot))).toEqual(new Set([0, 1, 2]));
     expect((await takeFetcher(slots, { slots: 3, holder: 'd', clock })).kind).toBe('busy');
@@ -119,7 +120,12 @@ describe('fetcher slots on DynamoDB', () => {
       release: (...args: Parameters<typeof slots.release>) => slots.release(...args),
     };
     const a = held(
-      await takeFetcher(flaky, { slots: 1, holder: 'a', clock, onStoreError: (_, during) => errors.push(during) }),
+      await takeFetcher(flaky, {
+        slots: 1,
+        holder: 'a',
+        clock,
+        onStoreError: (_, during) => errors.push(during),
+      }),
     );
     failing = true;
     for (let t = 0; t < FETCHER_LEASE_MS; t += FETCHER_RENEW_MS) await clock.advance(FETCHER_RENEW_MS);

@@ -107,7 +107,8 @@ describe('export-reports with one fetcher slot', () => {
     expect(sqs.commandCalls(DeleteMessageCommand)).toEqual([]);
     expect(sqs.commandCalls(DeleteMessageBatchCommand)).toEqual([]);
     expect(bed.sim.stats.total).toBe(0);
-    for (const unit of units) expect(await bed.storage.get(STATE_KEYS.unit(RUN_ID, unit.unit))).toBeUndefined();
+    for (const unit of units)
+      expect(await bed.storage.get(STATE_KEYS.unit(RUN_ID, unit.unit))).toBeUndefined();
     // The other holder's item is left as it was.
     const item = await admin.send(new GetItemCommand({ TableName: TABLE, Key: SLOT, ConsistentRead: true }));
     expect(item.Item?.holder?.S).toBe('other');
