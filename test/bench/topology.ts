@@ -13,7 +13,10 @@
  * - `defaults`: the stack's defaults (rateCeiling 20 under the API's 50, the shared budget, the
  *   API 200 ms away), run at the default reportMaxConcurrency only: what a run costs, as
  *   export-reports' billed seconds (every invocation alive, waiting for the budget included) and
- *   the budget's DynamoDB requests per operation (`npm run bench cost` scales these).
+ *   the budget's DynamoDB requests per operation (`npm run bench cost` scales these). Of the
+ *   workers, `reportFetchers` (1 at the default rate) fetch at once, as the stack sets it; the
+ *   others' units wait for a fetcher slot in delayed messages (`units_waiting_for_fetcher`), the
+ *   stack's delay scaled as the run is (`delayScale`).
  *
  *     npx tsx test/bench/topology.ts [variant ...] [workers=1,2,4] [jobs=100]
  *
