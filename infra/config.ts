@@ -4,9 +4,8 @@
  * where it was read, and says what is allowed.
  */
 import * as z from 'zod';
-import { fetchersFor } from '../shared/api/fetcher-slots.js';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
-import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
+import { fetchersFor, RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
 import {
   FUNCTION_SIZES,
   LAMBDA_MAX_TIMEOUT_SECONDS,
@@ -359,7 +358,7 @@ export type ExporterConfigInput = z.input<typeof ExporterConfigSchema>;
 
 /**
  * export-reports invocations that fetch at once: `reportFetchers`, or one per
- * REQUESTS_PER_FETCHER req/s of `rateCeiling` (shared/api/fetcher-slots.ts), at most
+ * REQUESTS_PER_FETCHER req/s of `rateCeiling` (shared/run-defaults.ts), at most
  * `reportMaxConcurrency`.
  */
 export function reportFetchersOf(

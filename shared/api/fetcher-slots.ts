@@ -35,17 +35,6 @@ export const FETCHER_LEASE_MS = 30_000;
 export const FETCHER_RENEW_MS = 10_000;
 
 /**
- * Requests per second one fetcher keeps up with. A unit of 100 reports costs 0.8-1.0 s of CPU
- * on the bench machine, ~1.5 s at export-reports' 0.58 vCPU (1,024 MB), i.e. ~65 reports/s of
- * CPU while its requests wait on the API; 50 leaves a quarter for S3 and the wrap-up.
- */
-export const REQUESTS_PER_FETCHER = 50;
-
-/** The fetchers a deployment needs at `rateCeiling` req/s: one per REQUESTS_PER_FETCHER. */
-export const fetchersFor = (rateCeiling: number): number =>
-  Math.max(1, Math.ceil(rateCeiling / REQUESTS_PER_FETCHER));
-
-/**
  * Seconds a batch waits (DelaySeconds of its new messages) when every slot is taken. Each wait
  * is a short invocation (~0.1 s at 1 GB), three SQS requests and a failed conditional write:
  * at 300 s a 100,000-report run (5,556 s, 500 batches waiting 250 on average) makes ~4,600 of
