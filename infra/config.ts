@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
-import { RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
+import { fetchersFor, RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
 import {
   FUNCTION_SIZES,
   LAMBDA_MAX_TIMEOUT_SECONDS,
@@ -229,6 +229,11 @@ export const ExporterConfigSchema = z
     egressEipAllocationId: optionalText(eipAllocationId),
     reportBatchSize: integer(1, 10, 2),
     reportMaxConcurrency: integer(2, 1000, 2),
+    /**
+     * export-reports invocations that send requests at once (fetcher slots); unset: one per
+     * REQUESTS_PER_FETCHER req/s of rateCeiling (`reportFetchersOf`).
+     */
+    reportFetchers: optionalInteger(1, 1000),
     planMaxConcurrency: integer(2, 1000, 2),
     unitSize: runDefault(RUN_DEFAULTS.unitSize),
     reportConcurrency: runDefault(RUN_DEFAULTS.concurrency),
@@ -330,6 +335,13 @@ export const ExporterConfigSchema = z
         message: `expires raw/ before it moves to ${c.rawStorageClass} after "rawTransitionDays" ${c.rawTransitionDays}: give more days, or lower rawTransitionDays`,
       });
     }
+    if (c.reportFetchers !== undefined && c.reportFetchers > c.reportMaxConcurrency) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reportFetchers'],
+        message: `more fetchers than the ${c.reportMaxConcurrency} invocations "reportMaxConcurrency" runs: give at most ${c.reportMaxConcurrency}, or raise reportMaxConcurrency`,
+      });
+    }
     if (c.egressEipAllocationId !== undefined && !c.fixedEgressIp) {
       ctx.addIssue({
         code: 'custom',
@@ -343,6 +355,17 @@ export const ExporterConfigSchema = z
 export type ExporterConfig = z.infer<typeof ExporterConfigSchema>;
 /** What a caller may pass (every key optional but apiBaseUrl; strings accepted as from `-c`). */
 export type ExporterConfigInput = z.input<typeof ExporterConfigSchema>;
+
+/**
+ * export-reports invocations that fetch at once: `reportFetchers`, or one per
+ * REQUESTS_PER_FETCHER req/s of `rateCeiling` (shared/run-defaults.ts), at most
+ * `reportMaxConcurrency`.
+ */
+export function reportFetchersOf(
+  config: Pick<ExporterConfig, 'reportFetchers' | 'rateCeiling' | 'reportMaxConcurrency'>,
+): number {
+  return config.reportFetchers ?? Math.min(fetchersFor(config.rateCeiling), config.reportMaxConcurrency);
+}
 
 /** Every context key the app reads, in documentation order. */
 export const CONTEXT_KEYS = Object.keys(ExporterConfigSchema.shape) as readonly (keyof ExporterConfig)[];

@@ -110,5 +110,17 @@ export function describeRange(entry: Pick<RunDefault, 'min' | 'max'>): string {
   return `${entry.min} to ${entry.max}`;
 }
 
+/**
+ * Requests per second one export-reports fetcher keeps up with (shared/api/fetcher-slots.ts): a
+ * unit of 100 reports costs 0.8-1.0 s of CPU on the bench machine, ~1.5 s at export-reports'
+ * 0.58 vCPU (1,024 MB), i.e. ~65 reports/s of CPU while its requests wait on the API; 50 leaves
+ * a quarter for S3 and the wrap-up.
+ */
+export const REQUESTS_PER_FETCHER = 50;
+
+/** The fetchers (`reportFetchers`' default) a deployment needs at `rateCeiling` req/s. */
+export const fetchersFor = (rateCeiling: number): number =>
+  Math.max(1, Math.ceil(rateCeiling / REQUESTS_PER_FETCHER));
+
 /** `maxBodyMiB` (and its flag, context key and variable) in bytes, as the client takes it. */
 export const bodyLimitBytes = (mib: number): number => mib * 1024 * 1024;

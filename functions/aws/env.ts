@@ -45,6 +45,11 @@ export const EnvSchema = z.object({
    * headroom the leasers leave (`fallbackRate`), so the deployment stays under RATE_CEILING.
    */
   API_CONTAINERS: z.coerce.number().int().min(1).default(5),
+  /**
+   * export-reports invocations that fetch at once (fetcher slots in REQUEST_BUDGET_TABLE,
+   * shared/api/fetcher-slots.ts); unset: every invocation fetches.
+   */
+  REPORT_FETCHERS: z.coerce.number().int().min(1).optional(),
   /** How the contract tables are stored (the `tableFormat` context key): `hive` or `iceberg`. */
   TABLE_FORMAT: z.enum(TABLE_FORMATS).default(DEFAULT_TABLE_FORMAT),
   /**

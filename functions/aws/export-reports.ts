@@ -5,27 +5,50 @@
  * reports, goes on in a new message. A unit with jobs still pending for other reasons (429
  * storm, 5xx) goes back to the queue with a growing visibility timeout and resumes from its
  * summary on the next delivery; on the last delivery its pending jobs are left to end the run as
- * failed (the next run asks again).
+ * failed (the next run asks again). At most REPORT_FETCHERS invocations fetch at once (a slot
+ * each, shared/api/fetcher-slots.ts): one that gets none hands its units on to a later delivery.
  */
-import type { Context, SQSEvent } from 'aws-lambda';
+import { randomUUID } from 'node:crypto';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
-import { exportSendMs, exportUnit, unitDelivery } from '../../shared/export/run/export-unit.js';
+import { exportSendMs, exportUnit, unitDelivery, unitWaits } from '../../shared/export/run/export-unit.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { UnitSchema } from '../../shared/export/state/records.js';
 import { required } from './env.js';
-import { eachMessage, receiveCountOf, sendAll } from './queue.js';
+import { takeFetcherSlot } from './fetcher-slots.js';
+import { eachMessage, type MessageSource, receiveCountOf, sendAll } from './queue.js';
 import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
 
 export async function exportReportsHandler(
   event: SQSEvent,
   context: Pick<Context, 'getRemainingTimeInMillis'>,
-) {
+): Promise<SQSBatchResponse> {
   // The invocation's whole time, taken first: no request is sent past exportSendMs of it.
   const timeoutMs = context.getRemainingTimeInMillis();
-  const msUntilStop = () => exportSendMs(timeoutMs) - (timeoutMs - context.getRemainingTimeInMillis());
-  const deps = await apiDeps({ msUntilStop });
   const queueUrl = required(env, 'REPORT_QUEUE_URL');
   const source = { sqs: clients.sqs, queueUrl, log: coreLog };
+  const hold = await takeFetcherSlot(env, randomUUID(), coreLog);
+  if (hold?.kind === 'busy') {
+    // Nothing fetched: each unit waits in a new message (a body that does not parse fails, so
+    // that its receive count takes it to the DLQ instead of waiting for ever).
+    return eachMessage(event, source, async (record) => {
+      const next = unitWaits({});
+      await sendAll(clients.sqs, queueUrl, [UnitSchema.parse(JSON.parse(record.body))], next);
+    });
+  }
+  // A slot lost to another holder (this one outlived its lease) ends the time for requests.
+  const msUntilStop = () =>
+    hold?.lost() ? 0 : exportSendMs(timeoutMs) - (timeoutMs - context.getRemainingTimeInMillis());
+  try {
+    return await exportBatch(event, source, msUntilStop);
+  } finally {
+    await hold?.release();
+  }
+}
+
+async function exportBatch(event: SQSEvent, source: MessageSource, msUntilStop: () => number) {
+  const { queueUrl } = source;
+  const deps = await apiDeps({ msUntilStop });
   // One unit at a time: each fetches its reports concurrently, and memory stays one unit's worth.
   return eachMessage(event, source, async (record) => {
     const unit = UnitSchema.parse(JSON.parse(record.body));

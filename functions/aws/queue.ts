@@ -18,15 +18,27 @@ const SQS_BATCH_LIMIT = 10;
 const MAX_VISIBILITY_SECONDS = 900;
 const BASE_VISIBILITY_SECONDS = 30;
 
-/** Sends every body, ten per request; throws if SQS refuses any entry. */
-export async function sendAll(sqs: SQSClient, queueUrl: string, bodies: readonly unknown[]): Promise<number> {
+/**
+ * Sends every body, ten per request, each delivered after `delaySeconds` (default none);
+ * throws if SQS refuses any entry.
+ */
+export async function sendAll(
+  sqs: SQSClient,
+  queueUrl: string,
+  bodies: readonly unknown[],
+  options: { delaySeconds?: number } = {},
+): Promise<number> {
   let requests = 0;
   for (let i = 0; i < bodies.length; i += SQS_BATCH_LIMIT) {
     const chunk = bodies.slice(i, i + SQS_BATCH_LIMIT);
     const answer = await sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: queueUrl,
-        Entries: chunk.map((body, n) => ({ Id: String(n), MessageBody: JSON.stringify(body) })),
+        Entries: chunk.map((body, n) => ({
+          Id: String(n),
+          MessageBody: JSON.stringify(body),
+          ...(options.delaySeconds !== undefined && { DelaySeconds: options.delaySeconds }),
+        })),
       }),
     );
     requests++;

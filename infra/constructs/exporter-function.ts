@@ -129,6 +129,8 @@ export type ApiSettings = Pick<
 export interface RequestBudget {
   readonly tableName: string;
   grantUse(grantee: iam.IGrantable): void;
+  /** The fetcher slots' items: PutItem and DeleteItem on the table. */
+  grantFetcherSlots(grantee: iam.IGrantable): void;
 }
 
 /**
@@ -255,6 +257,13 @@ export class ExporterFunction extends nodejs.NodejsFunction {
   bindRequestBudget(budget: RequestBudget): this {
     this.#variable('REQUEST_BUDGET_TABLE', budget.tableName);
     budget.grantUse(this);
+    return this;
+  }
+
+  /** Fetcher slots in the budget's table (the budget bound too): the right to take and release them. */
+  bindFetcherSlots(budget: RequestBudget): this {
+    this.bindRequestBudget(budget);
+    budget.grantFetcherSlots(this);
     return this;
   }
 

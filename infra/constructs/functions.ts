@@ -4,7 +4,7 @@ import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { type ExporterConfig, InfraConfigError } from '../config.js';
+import { type ExporterConfig, InfraConfigError, reportFetchersOf } from '../config.js';
 import { FUNCTION_SIZES } from '../function-sizes.js';
 import type { ApiKeySecret } from './api-key-secret.js';
 import type { DataLake } from './data-lake.js';
@@ -198,6 +198,11 @@ export class ExporterFunctions extends Construct {
       .bindReportQueue(queues.report.queue, 'send')
       // The last delivery keeps its message: pending jobs end the run failed, not in the DLQ.
       .configure('MAX_RECEIVE_COUNT', config.maxReceiveCount);
+    // Fewer fetchers than invocations: each takes a slot in the budget's table first.
+    const fetchers = reportFetchersOf(config);
+    if (props.requestBudget && fetchers < config.reportMaxConcurrency) {
+      exportReports.bindFetcherSlots(props.requestBudget).configure('REPORT_FETCHERS', fetchers);
+    }
 
     const finishRun = make('finish-run')
       // finish-run tells a drained run by the queues' ApproximateNumberOfMessages*.
@@ -244,15 +249,16 @@ function checkBodyLimitFitsMemory(config: ExporterConfig): void {
 /** Rejects a batch too large for export-reports' timeout, naming the keys to change. */
 function checkExportBatchFitsTimeout(config: ExporterConfig): void {
   const reports = config.reportBatchSize * config.unitSize;
-  // The workers share the deployment's ceiling: each gets its part of it.
-  const seconds = Math.ceil(reports / (config.rateCeiling / config.reportMaxConcurrency));
+  // The fetchers share the deployment's ceiling: each gets its part of it.
+  const fetchers = reportFetchersOf(config);
+  const seconds = Math.ceil(reports / (config.rateCeiling / fetchers));
   const budget = sizeOf('export-reports', config).timeout.toSeconds() / EXPORT_TIME_SHARE;
   if (seconds > budget) {
     throw new InfraConfigError(
       `context "reportBatchSize" x "unitSize" = ${reports} reports per invocation need ${seconds} s at ` +
-        `"rateCeiling" ${config.rateCeiling} req/s shared by "reportMaxConcurrency" ${config.reportMaxConcurrency} workers, ` +
+        `"rateCeiling" ${config.rateCeiling} req/s shared by ${fetchers} fetchers ("reportFetchers"), ` +
         `more than ${budget} s (a third of export-reports' timeout): ` +
-        'lower reportBatchSize, unitSize or reportMaxConcurrency, or raise rateCeiling or exportReportsTimeoutSeconds',
+        'lower reportBatchSize, unitSize or reportFetchers, or raise rateCeiling or exportReportsTimeoutSeconds',
     );
   }
 }

@@ -6,12 +6,13 @@
  *   report requests at 18 req/s, the leasers' share of 20, take ~5,600 s), and every
  *   export-reports invocation the event source keeps alive is billed while it waits for the
  *   request budget. Measured on the loopback topology (the topology bench's `defaults` variant:
- *   the real handlers, `reportMaxConcurrency` workers, the shared budget on dynalite, an API
+ *   the real handlers, `reportMaxConcurrency` workers of which `reportFetchers` fetch at once, the shared budget on dynalite, an API
  *   200 ms away), scaled by reports; the rate-bound model beside it for a check;
- * - DynamoDB requests of the request budget in that same run, counted per operation.
+ * - DynamoDB requests of the request budget and the fetcher slots in that same run, counted per
+ *   operation; the units that waited for a fetcher slot, and their SQS requests.
  */
 import { rm } from 'node:fs/promises';
-import { EXAMPLE_API_BASE_URL, parseConfig } from '../../infra/config.js';
+import { EXAMPLE_API_BASE_URL, parseConfig, reportFetchersOf } from '../../infra/config.js';
 import { FUNCTION_SETTINGS } from '../../infra/constructs/functions.js';
 import { leasingCeiling } from '../../shared/api/request-budget.js';
 import { exportUnit } from '../../shared/export/run/export-unit.js';
@@ -123,8 +124,7 @@ export async function benchCost(): Promise<Record<string, number>> {
   const s3RequestsGrown = s3PutClass + s3GetClass;
   const s3 = s3PutClass * PRICE.s3Put + s3GetClass * PRICE.s3Get;
   // Per unit: 1/10 SendMessageBatch, and per Lambda batch one ReceiveMessage and one DeleteMessageBatch.
-  const sqsRequests = unitsPer * (0.1 + 2 / REPORT_BATCH_SIZE);
-  const sqs = sqsRequests * PRICE.sqsRequest;
+  const sqsBase = unitsPer * (0.1 + 2 / REPORT_BATCH_SIZE);
 
   const workers = STACK.reportMaxConcurrency;
   const topo = await benchTopology({
@@ -137,15 +137,23 @@ export async function benchCost(): Promise<Record<string, number>> {
   const reportGbS = figure('report_billed_s') * topoScale * memoryGb('export-reports');
   const planGbS = figure('plan_billed_s') * topoScale * memoryGb('plan-campaign');
   const finishGbS = finishSeconds * scale * memoryGb('finish-run');
-  const invocations = unitsPer / REPORT_BATCH_SIZE;
+  const invocations =
+    unitsPer / REPORT_BATCH_SIZE + (figure('units_waiting_for_fetcher') * topoScale) / REPORT_BATCH_SIZE;
   const lambda =
     (reportGbS + planGbS + finishGbS) * PRICE.lambdaGbSecondArm + invocations * PRICE.lambdaRequest;
-  // The rate-bound model: every worker alive while the run's requests go at the leasers' rate.
+  // The rate-bound model: every fetcher alive while the run's requests go at the leasers' rate.
   const leasingRate = leasingCeiling({ ceiling: STACK.rateCeiling, containers: API_CONTAINERS });
-  const modelGbS = (workers * PER * memoryGb('export-reports')) / leasingRate;
+  const modelGbS = (reportFetchersOf(STACK) * PER * memoryGb('export-reports')) / leasingRate;
+  // Units that waited for a fetcher slot (the topology's delays are the stack's, scaled as the
+  // run): each wait is a SendMessageBatch of its own, and its batch's receive and delete.
+  const waits = figure('units_waiting_for_fetcher') * topoScale;
+  const sqsRequests = sqsBase + waits * (1 + 2 / REPORT_BATCH_SIZE);
+  const sqs = sqsRequests * PRICE.sqsRequest;
   const dynamoGets = figure('dynamodb_get_item') * topoScale;
+  // A failed conditional write is billed as a write; a delete is a write.
   const dynamoPuts = figure('dynamodb_put_item') * topoScale;
-  const dynamo = dynamoGets * PRICE.dynamoRead + dynamoPuts * PRICE.dynamoWrite;
+  const dynamoDeletes = figure('dynamodb_delete_item') * topoScale;
+  const dynamo = dynamoGets * PRICE.dynamoRead + (dynamoPuts + dynamoDeletes) * PRICE.dynamoWrite;
   return {
     unit_size: UNIT_SIZE,
     units_measured: units,
@@ -163,6 +171,8 @@ export async function benchCost(): Promise<Record<string, number>> {
     finish_run_gb_s_per_100k: finishGbS,
     dynamodb_get_item_per_100k: dynamoGets,
     dynamodb_put_item_per_100k: dynamoPuts,
+    dynamodb_delete_item_per_100k: dynamoDeletes,
+    units_waiting_for_fetcher_per_100k: waits,
     usd_s3_per_100k: s3,
     usd_sqs_per_100k: sqs,
     usd_lambda_per_100k: lambda,

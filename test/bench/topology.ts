@@ -13,7 +13,10 @@
  * - `defaults`: the stack's defaults (rateCeiling 20 under the API's 50, the shared budget, the
  *   API 200 ms away), run at the default reportMaxConcurrency only: what a run costs, as
  *   export-reports' billed seconds (every invocation alive, waiting for the budget included) and
- *   the budget's DynamoDB requests per operation (`npm run bench cost` scales these).
+ *   the budget's DynamoDB requests per operation (`npm run bench cost` scales these). Of the
+ *   workers, `reportFetchers` (1 at the default rate) fetch at once, as the stack sets it; the
+ *   others' units wait for a fetcher slot in delayed messages (`units_waiting_for_fetcher`), the
+ *   stack's delay scaled as the run is (`delayScale`).
  *
  *     npx tsx test/bench/topology.ts [variant ...] [workers=1,2,4] [jobs=100]
  *
@@ -133,6 +136,9 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
       settings,
       // A run at the stack's 20 req/s takes a minute per 1,000 reports.
       pollTimeoutMs: 60_000 + (CAMPAIGNS * jobsPerCampaign * 1000) / (variant.rateCeiling * 0.5),
+      // A batch waiting for a fetcher slot comes back as often per run as in a run of 100,000
+      // reports: the stack's wait scaled as the run is (300 s → 4 s at 1,200 reports).
+      delayScale: (CAMPAIGNS * jobsPerCampaign) / 100_000,
       ...(variant.budget && { requestBudget: { dynamo, tableName: `${name}-budget` } }),
     });
     topo.applyEnv();
@@ -188,9 +194,11 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
       dynamodb_req_per_s: round(dynamoRequests / seconds, 1),
       dynamodb_get_item: operation('GetItem'),
       dynamodb_put_item: operation('PutItem'),
+      dynamodb_delete_item: operation('DeleteItem'),
       report_billed_s: round((result.poll.billedMs['export-reports'] ?? 0) / 1000, 1),
       plan_billed_s: round((result.poll.billedMs['plan-campaign'] ?? 0) / 1000, 1),
       units_handed_back: topo.handBacks.length,
+      units_waiting_for_fetcher: topo.delayedSends.length,
       report_invocations: result.poll.invocations['export-reports'] ?? 0,
     };
   } finally {
@@ -242,9 +250,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
         'dynamodb_req_per_s',
         'dynamodb_get_item',
         'dynamodb_put_item',
+        'dynamodb_delete_item',
         'report_billed_s',
         'plan_billed_s',
         'units_handed_back',
+        'units_waiting_for_fetcher',
         'reports',
         'reports_not_exported',
       ];

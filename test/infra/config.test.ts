@@ -266,6 +266,7 @@ describe('readConfig', () => {
         'databaseName',
         'alarmEmail',
         'rawRetentionDays',
+        'reportFetchers',
       ].sort(),
     );
   });

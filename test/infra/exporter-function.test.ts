@@ -96,6 +96,7 @@ function functionsStack(props: { requestBudget?: boolean; serviceName?: string; 
           requestBudget: {
             tableName: table.tableName,
             grantUse: (grantee) => table.grant(grantee, 'dynamodb:UpdateItem'),
+            grantFetcherSlots: (grantee) => table.grant(grantee, 'dynamodb:DeleteItem'),
           },
         }
       : {}),
@@ -121,13 +122,18 @@ describe('optional bindings', () => {
 
   it('gives the request budget table and its use to the API functions only, together', () => {
     const { template, tableId } = withBudget;
-    const users = new Set<string>();
+    const users = new Map<string, Set<string>>();
     for (const { roles, statement } of allowStatements(template)) {
       if (!referencedIds(statement.Resource).has(tableId)) continue;
-      expect(actionsOf(statement)).toEqual(['dynamodb:UpdateItem']);
-      for (const r of roles) users.add(r);
+      for (const r of roles) users.set(r, new Set([...(users.get(r) ?? []), ...actionsOf(statement)]));
     }
-    expect([...users].sort()).toEqual(API_FUNCTIONS.map((n) => roleOf(template, n)).sort());
+    // The budget's grant, and export-reports' fetcher slots too (the test's table grants stand in).
+    for (const name of API_FUNCTIONS) {
+      expect([...(users.get(roleOf(template, name)) ?? [])].sort(), name).toEqual(
+        name === 'export-reports' ? ['dynamodb:DeleteItem', 'dynamodb:UpdateItem'] : ['dynamodb:UpdateItem'],
+      );
+    }
+    expect([...users.keys()].sort()).toEqual(API_FUNCTIONS.map((n) => roleOf(template, n)).sort());
     for (const name of API_FUNCTIONS)
       expect(envOf(fnOf(template, name)).REQUEST_BUDGET_TABLE, name).toEqual({ Ref: tableId });
     expect(envOf(fnOf(template, 'finish-run'))).not.toHaveProperty('REQUEST_BUDGET_TABLE');

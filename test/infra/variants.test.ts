@@ -302,12 +302,35 @@ describe('configuration errors at synth', () => {
     );
   });
 
-  it('counts each worker at its share of the deployment-wide rateCeiling', () => {
-    // 2 x 100 reports at 20 req/s shared by 25 workers: 250 s, past a third of 5 minutes.
-    expect(() => synthExporter({ reportMaxConcurrency: 25 })).toThrow(
-      /"rateCeiling" 20 req\/s shared by "reportMaxConcurrency" 25 workers/,
+  it('counts each fetcher at its share of the deployment-wide rateCeiling, not each invocation', () => {
+    // 2 x 100 reports at 20 req/s shared by 25 fetchers: 250 s, past a third of 5 minutes.
+    expect(() => synthExporter({ reportMaxConcurrency: 25, reportFetchers: 25 })).toThrow(
+      /"rateCeiling" 20 req\/s shared by 25 fetchers \("reportFetchers"\)/,
     );
-    expect(() => synthExporter({ reportMaxConcurrency: 25, rateCeiling: 100 })).not.toThrow();
+    expect(() =>
+      synthExporter({ reportMaxConcurrency: 25, reportFetchers: 25, rateCeiling: 100 }),
+    ).not.toThrow();
+    // By default one fetcher per 50 req/s: 25 invocations at 20 req/s fetch one at a time (10 s a batch).
+    expect(() => synthExporter({ reportMaxConcurrency: 25 })).not.toThrow();
+  });
+
+  it('gives export-reports one fetcher slot per 50 req/s of rateCeiling, and none when every invocation may fetch', () => {
+    const fetchersAt = (context: Record<string, unknown>) => {
+      const { template } = synthExporter(context);
+      const fns = template.findResources('AWS::Lambda::Function', {
+        Properties: { Description: Match.stringLikeRegexp('^Fetches a batch') },
+      });
+      const fn = Object.values(fns)[0] as {
+        Properties: { Environment: { Variables: Record<string, unknown> } };
+      };
+      return fn.Properties.Environment.Variables.REPORT_FETCHERS;
+    };
+    expect(fetchersAt({})).toBe('1');
+    expect(fetchersAt({ rateCeiling: 120, reportMaxConcurrency: 10 })).toBe('3');
+    expect(fetchersAt({ reportFetchers: 2, reportMaxConcurrency: 4 })).toBe('2');
+    // As many fetchers as invocations: no slot to take.
+    expect(fetchersAt({ rateCeiling: 120 })).toBeUndefined();
+    expect(() => synthExporter({ reportFetchers: 3 })).toThrow(/"reportFetchers".*at most 2/s);
   });
 
   it('rejects a body size limit an API function could not hold four times, naming the key and the most allowed', () => {

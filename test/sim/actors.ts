@@ -10,11 +10,18 @@
  * (closeRuns with announce + heartbeat); and the CLI (runExport).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { takeFetcher } from '../../shared/api/fetcher-slots.js';
 import { ExporterError, OutputLockedError } from '../../shared/errors.js';
 import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
-import { exportSendMs, exportUnit, pendingJobs, unitDelivery } from '../../shared/export/run/export-unit.js';
+import {
+  exportSendMs,
+  exportUnit,
+  pendingJobs,
+  unitDelivery,
+  unitWaits,
+} from '../../shared/export/run/export-unit.js';
 import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
 import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
@@ -44,6 +51,7 @@ import { claimScheduledStart } from '../../shared/export/state/scheduled-start.j
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { ApiTally, SimApi } from './api.js';
+import type { SimFetcherSlots } from './fetcher-slots.js';
 import type { SimS3 } from './s3.js';
 import { type Actor, describe, type Sim } from './scheduler.js';
 import type { Delivery, SimQueue } from './sqs.js';
@@ -57,6 +65,8 @@ export interface Settings {
   maxReceiveCount: number;
   /** Reports fetched at once within a unit. */
   fetchConcurrency: number;
+  /** export-reports invocations that fetch at once (REPORT_FETCHERS); undefined: every one, no slot. */
+  fetchers?: number | undefined;
   /**
    * How every run of the seed writes its tables: the CLI's `--table-format`, and for start-run
    * the CDK context `tableFormat` (CONTRACT.md), which functions/aws/start-run.ts does not pass
@@ -133,6 +143,7 @@ export interface World {
   announcer: Announcer;
   settings: Settings;
   unitDeadlines: UnitDeadlines;
+  fetcherSlots: SimFetcherSlots;
 }
 
 function logFor(sim: Sim, actor: Actor): Log {
@@ -365,13 +376,80 @@ export async function unitHandler(
   const cut = world.sim.faultsOn && actor.rng.chance(UNIT_OUT_OF_TIME);
   const noTime = cut && actor.rng.chance(UNIT_NO_TIME);
   const sendMs = !cut ? exportSendMs(timeoutMs) : noTime ? 0 : actor.rng.int(1, UNIT_TIME_WITHIN_MS);
-  const msUntilStop = () => startedAt + sendMs - world.sim.now;
+  const hold = await takeSlot(world, actor);
+  if (hold?.kind === 'busy') {
+    // Nothing fetched: the unit waits in a new message (functions/aws/export-reports.ts).
+    world.fetcherSlots.cases.waited++;
+    await eachMessage(world, actor, world.reportQueue, delivery, async () => {
+      const unit = UnitSchema.parse(delivery.message.body);
+      const next = unitWaits({ random: actor.rng.fn });
+      world.sim.log(actor, `unit ${unit.unit} waits ${next.delaySeconds}s for a fetcher slot`);
+      await world.reportQueue.sendAll(actor, [unit], next.delaySeconds);
+    });
+    return;
+  }
+  if (hold?.kind === 'open') world.fetcherSlots.cases.open++;
+  // A slot lost to another holder ends the time for requests, as in the handler.
+  const msUntilStop = () => (hold?.lost() ? 0 : startedAt + sendMs - world.sim.now);
   const tally: ApiTally = { decided: 0, notSent: 0 };
   const deps = depsFor(world, actor, { msUntilStop, tally });
+  try {
+    await exportOne(world, actor, delivery, { msUntilStop, tally, deps, cut, noTime });
+  } finally {
+    if (hold?.kind === 'held' && hold.lost()) world.fetcherSlots.cases.lost++;
+    await hold?.release();
+  }
+}
+
+/** functions/aws/fetcher-slots.ts `takeFetcherSlot`: the real `takeFetcher` on the simulated table. */
+function takeSlot(world: World, actor: Actor) {
+  const slots = world.settings.fetchers;
+  if (slots === undefined) return undefined;
+  return takeFetcher(world.fetcherSlots.for(actor), {
+    slots,
+    holder: actor.name,
+    random: actor.rng.fn,
+    clock: {
+      wallNow: () => world.sim.now + actor.offsetMs,
+      // An aborted sleep ends at once (the renewal stops when its holder releases).
+      sleep: (ms, signal) =>
+        Promise.race([
+          world.sim.sleep(actor, ms, 'fetcher renewal'),
+          new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
+        ]),
+    },
+  });
+}
+
+/** One unit delivery by an invocation that may fetch. */
+async function exportOne(
+  world: World,
+  actor: Actor,
+  delivery: Delivery,
+  at: {
+    msUntilStop: () => number;
+    tally: ApiTally;
+    deps: ExportDeps;
+    cut: boolean;
+    noTime: boolean;
+  },
+): Promise<void> {
+  const { msUntilStop, tally, deps, cut, noTime } = at;
   await eachMessage(world, actor, world.reportQueue, delivery, async () => {
     const unit = UnitSchema.parse(delivery.message.body);
+    // No time also when taking the fetcher slot outlasted the time for requests (a stalled
+    // table), or the slot was lost before the unit began.
+    const late = msUntilStop() <= 0;
     const facts: UnitDeliveryFacts = {
-      ...{ actor, delivery, run: unit.run_id, unit: unit.unit, cut, noTime, tally },
+      ...{
+        actor,
+        delivery,
+        run: unit.run_id,
+        unit: unit.unit,
+        cut: cut || late,
+        noTime: noTime || late,
+        tally,
+      },
       pending: undefined,
     };
     world.unitDeadlines.record(facts);

@@ -23,6 +23,7 @@ import {
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
+import { SimFetcherSlots } from './fetcher-slots.js';
 import { type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
@@ -138,6 +139,8 @@ export function generateScenario(rng: Prng): Scenario {
   scenario.settings.tableFormat = pickTableFormat(rng);
   scenario.finishOverlapWithinMs = rng.pick([MINUTE, MINUTE, 2_000, 200]);
   scenario.finishHandsOn = rng.pick([0, 0.5, 1]);
+  // Fetcher slots (REPORT_FETCHERS): none in a quarter of the seeds (every invocation fetches).
+  scenario.settings.fetchers = rng.pick([undefined, 1, 1, 2]);
   scenario.finishLease = rng.chance(0.5);
   return scenario;
 }
@@ -213,6 +216,7 @@ async function simulate(
     announcer: new Announcer(sim, scenario.announceFails),
     settings: scenario.settings,
     unitDeadlines: new UnitDeadlines(),
+    fetcherSlots: new SimFetcherSlots(sim, scenario.faults.crash),
   };
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
@@ -384,7 +388,12 @@ async function simulate(
       [],
     );
   }
-  const unitDeadline = world.unitDeadlines.check(world.reportQueue, monitor);
+  const unitDeadline = {
+    ...world.unitDeadlines.check(world.reportQueue, monitor),
+    waitedForFetcher: world.fetcherSlots.cases.waited,
+    fetcherLost: world.fetcherSlots.cases.lost,
+    fetcherOpen: world.fetcherSlots.cases.open,
+  };
   await checkInvariants(s3, world.api, monitor, world.announcer);
   return {
     seed,

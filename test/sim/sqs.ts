@@ -57,21 +57,24 @@ export class SimQueue {
     });
   }
 
-  /** SendMessageBatch, ten bodies per request, as functions/aws/queue.ts `sendAll` sends them. */
-  async sendAll(actor: Actor, bodies: readonly unknown[]): Promise<void> {
+  /**
+   * SendMessageBatch, ten bodies per request, as functions/aws/queue.ts `sendAll` sends them,
+   * each delivered after `delaySeconds` (a delayed message is in the queue: `inQueue`).
+   */
+  async sendAll(actor: Actor, bodies: readonly unknown[], delaySeconds = 0): Promise<void> {
     for (let i = 0; i < bodies.length; i += 10) {
       const chunk = bodies.slice(i, i + 10);
-      await this.#op(actor, `send ${chunk.length}`, () => {
-        for (const body of chunk) this.#add(JSON.parse(JSON.stringify(body)));
+      await this.#op(actor, `send ${chunk.length}${delaySeconds ? ` delayed ${delaySeconds}s` : ''}`, () => {
+        for (const body of chunk) this.#add(JSON.parse(JSON.stringify(body)), delaySeconds);
         this.ops.push({ actor, op: 'send' });
         this.sim.log(actor, `${this.name}: sent ${chunk.length}`);
       });
     }
   }
 
-  #add(body: Message['body']): void {
+  #add(body: Message['body'], delaySeconds: number): void {
     const id = `${this.name}-m${++this.#ids}`;
-    this.messages.set(id, { id, body, visibleAt: this.sim.now, receiveCount: 0 });
+    this.messages.set(id, { id, body, visibleAt: this.sim.now + delaySeconds * 1000, receiveCount: 0 });
     this.wake();
   }
 

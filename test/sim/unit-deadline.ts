@@ -47,6 +47,12 @@ export interface UnitDeadlineCases {
   handedOnWithoutTime: number;
   /** Cut short before any report was decided, with time: retried, the delivery counted. */
   retriedWithoutProgress: number;
+  /** Deliveries that found every fetcher slot taken: the unit waits in a delayed message. */
+  waitedForFetcher: number;
+  /** Holders that outlived their lease and found their slot taken at a renewal (they stop). */
+  fetcherLost: number;
+  /** Invocations that fetched without a slot because the slot table failed (fail open). */
+  fetcherOpen: number;
 }
 
 export const noUnitDeadlineCases = (): UnitDeadlineCases => ({
@@ -56,6 +62,9 @@ export const noUnitDeadlineCases = (): UnitDeadlineCases => ({
   handedOnAfterProgress: 0,
   handedOnWithoutTime: 0,
   retriedWithoutProgress: 0,
+  waitedForFetcher: 0,
+  fetcherLost: 0,
+  fetcherOpen: 0,
 });
 
 export class UnitDeadlines {
@@ -65,8 +74,11 @@ export class UnitDeadlines {
     this.deliveries.push(facts);
   }
 
-  /** Checks invariant 12 and counts the cases, once every actor has ended. */
-  check(queue: SimQueue, monitor: Monitor): UnitDeadlineCases {
+  /** Checks invariant 12 and counts the cases (the fetcher slots' aside), once every actor has ended. */
+  check(
+    queue: SimQueue,
+    monitor: Monitor,
+  ): Omit<UnitDeadlineCases, 'waitedForFetcher' | 'fetcherLost' | 'fetcherOpen'> {
     const cases = noUnitDeadlineCases();
     const opsOf = new Map<Actor, Array<SimQueue['ops'][number]>>();
     for (const op of queue.ops) opsOf.set(op.actor, [...(opsOf.get(op.actor) ?? []), op]);

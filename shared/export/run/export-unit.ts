@@ -6,6 +6,7 @@
  * no (job_id, run_id) gets rows twice, even when a delivery died between its files and its summary.
  */
 import { DEFAULT_TIMEOUT_MS, type ReportOutcome, type ValidationIssue } from '../../api/client.js';
+import { fetcherWaitSeconds } from '../../api/fetcher-slots.js';
 import { describeError, PreconditionFailedError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { appendReportRows } from '../format/flatten.js';
@@ -260,13 +261,15 @@ export const pendingJobs = (summary: UnitSummary): number =>
 
 /**
  * What becomes of a unit after a delivery: `done` (its message is deleted), `retry` (it goes
- * back to its queue and resumes on the next delivery), or `hand-on` (it goes on in a new
- * message, which counts no delivery towards the queue's maxReceiveCount).
+ * back to its queue and resumes on the next delivery), `hand-on` (it goes on in a new
+ * message, which counts no delivery towards the queue's maxReceiveCount), or `wait` (its
+ * invocation got no fetcher slot: a new message too, delivered after `delaySeconds`).
  */
 export type UnitNext =
   | { kind: 'done'; pending: number }
   | { kind: 'retry'; pending: number }
-  | { kind: 'hand-on'; pending: number };
+  | { kind: 'hand-on'; pending: number }
+  | { kind: 'wait'; delaySeconds: number };
 
 /** A delivery of a unit as the decision sees it (`unitDelivery` gathers it). */
 export interface UnitDeliveryFacts {
@@ -326,4 +329,21 @@ export function unitDelivery(
     },
     next: (summary) => unitNext({ summary, decided, reachedLate, timeUp: msUntilStop() <= 0, ...receive }),
   };
+}
+
+/**
+ * The rule of export-reports for a batch whose invocation found every fetcher slot taken
+ * (shared/api/fetcher-slots.ts): it sends no request, reads and writes nothing, and each unit
+ * goes on in a new message delivered after `delaySeconds` (`fetcherWaitSeconds`), which counts
+ * no delivery towards maxReceiveCount: nothing was tried. A unit of a finished run waits too,
+ * and is dropped by the delivery that gets a slot (`runStep`): checking here would cost three
+ * reads per wait, to spare a wait that only a run closed by its deadline while another run
+ * fetches can meet.
+ *
+ * @example
+ * const next = unitWaits(deps);
+ * await send(units, { delaySeconds: next.delaySeconds });
+ */
+export function unitWaits(deps: Pick<ExportDeps, 'random'>): Extract<UnitNext, { kind: 'wait' }> {
+  return { kind: 'wait', delaySeconds: fetcherWaitSeconds(randomOf(deps)) };
 }

@@ -19,10 +19,11 @@ import {
   GetQueueAttributesCommand,
   type Message,
   ReceiveMessageCommand,
+  type SendMessageBatchCommandInput,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
-import { EXAMPLE_API_BASE_URL, ExporterConfigSchema } from '../../../infra/config.js';
+import { EXAMPLE_API_BASE_URL, ExporterConfigSchema, reportFetchersOf } from '../../../infra/config.js';
 import { FUNCTION_SETTINGS, type FunctionName } from '../../../infra/constructs/functions.js';
 import { VISIBILITY_TO_TIMEOUT_RATIO } from '../../../infra/constructs/queues.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
@@ -50,6 +51,8 @@ export interface TopologySettings {
   unitSize: number;
   reportConcurrency: number;
   rateCeiling: number;
+  /** export-reports invocations that fetch at once (`reportFetchersOf`: REPORT_FETCHERS with a budget). */
+  fetchers: number;
 }
 
 export interface ConsumerSettings {
@@ -82,6 +85,7 @@ export function stackSettings(context: Record<string, unknown> = {}): TopologySe
     unitSize: config.unitSize,
     reportConcurrency: config.reportConcurrency,
     rateCeiling: config.rateCeiling,
+    fetchers: reportFetchersOf(config),
   };
 }
 
@@ -168,6 +172,8 @@ export interface TopologyOptions {
   iam?: IamGuard;
   /** How long a run's queues may take to drain, ms (the poller's default: 2 minutes). */
   pollTimeoutMs?: number;
+  /** Stack DelaySeconds → local seconds (default `timeScale`; at least 1 s). */
+  delayScale?: number;
 }
 
 export interface TopologyRun {
@@ -182,7 +188,7 @@ export interface TopologyRun {
 export const API_KEY_SECRET_ID = 'campaign-report-exporter/api-key';
 const DEFAULT_TIME_SCALE = 1 / 900;
 /** The environment that puts the containers on a shared request budget. */
-const BUDGET_ENV = ['REQUEST_BUDGET_TABLE', 'AWS_ENDPOINT_URL_DYNAMODB'] as const;
+const BUDGET_ENV = ['REQUEST_BUDGET_TABLE', 'AWS_ENDPOINT_URL_DYNAMODB', 'REPORT_FETCHERS'] as const;
 
 export class LoopbackTopology {
   readonly settings: TopologySettings;
@@ -192,6 +198,8 @@ export class LoopbackTopology {
   readonly prefix: string;
   /** Every ChangeMessageVisibility the handlers sent, in order. */
   readonly handBacks: HandBack[] = [];
+  /** Messages sent with a DelaySeconds (units waiting for a fetcher slot), as requested. */
+  readonly delayedSends: number[] = [];
   readonly #options: TopologyOptions;
   readonly #sqs: SQSClient;
   readonly #timeScale: number;
@@ -240,6 +248,10 @@ export class LoopbackTopology {
       ...(options.requestBudget && {
         REQUEST_BUDGET_TABLE: options.requestBudget.tableName,
         AWS_ENDPOINT_URL_DYNAMODB: options.requestBudget.dynamo.endpoint,
+        // As the stack sets it: fewer fetchers than invocations take slots in the table.
+        ...(settings.fetchers < settings.report.maxConcurrency && {
+          REPORT_FETCHERS: String(settings.fetchers),
+        }),
       }),
       ...options.env,
     };
@@ -296,6 +308,13 @@ export class LoopbackTopology {
   attach(container: Container): void {
     container.sqs.middlewareStack.add(
       (next, context) => async (args) => {
+        if (context.commandName === 'SendMessageBatchCommand') {
+          for (const entry of (args.input as SendMessageBatchCommandInput).Entries ?? []) {
+            if (!entry.DelaySeconds) continue;
+            this.delayedSends.push(entry.DelaySeconds);
+            entry.DelaySeconds = scaled(entry.DelaySeconds, this.#options.delayScale ?? this.#timeScale);
+          }
+        }
         if (context.commandName === 'ChangeMessageVisibilityCommand') {
           const input = args.input as ChangeMessageVisibilityCommandInput;
           const requestedSeconds = input.VisibilityTimeout ?? 0;
