@@ -9,11 +9,11 @@
  * each, shared/api/fetcher-slots.ts): one that gets none hands its units on to a later delivery.
  */
 import { randomUUID } from 'node:crypto';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { ExporterError } from '../../shared/errors.js';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { describeError, ExporterError } from '../../shared/errors.js';
 import { exportSendMs, exportUnit, unitDelivery, unitWaits } from '../../shared/export/run/export-unit.js';
 import { runStep } from '../../shared/export/run/step.js';
-import { UnitSchema } from '../../shared/export/state/records.js';
+import { type Unit, UnitSchema } from '../../shared/export/state/records.js';
 import { required } from './env.js';
 import { takeFetcherSlot } from './fetcher-slots.js';
 import { eachMessage, type MessageSource, receiveCountOf, sendAll } from './queue.js';
@@ -28,14 +28,7 @@ export async function exportReportsHandler(
   const queueUrl = required(env, 'REPORT_QUEUE_URL');
   const source = { sqs: clients.sqs, queueUrl, log: coreLog };
   const hold = await takeFetcherSlot(env, randomUUID(), coreLog);
-  if (hold?.kind === 'busy') {
-    // Nothing fetched: each unit waits in a new message (a body that does not parse fails, so
-    // that its receive count takes it to the DLQ instead of waiting for ever).
-    return eachMessage(event, source, async (record) => {
-      const next = unitWaits({});
-      await sendAll(clients.sqs, queueUrl, [UnitSchema.parse(JSON.parse(record.body))], next);
-    });
-  }
+  if (hold?.kind === 'busy') return waitForSlot(event, source);
   // A slot lost to another holder (this one outlived its lease) ends the time for requests.
   const msUntilStop = () =>
     hold?.lost() ? 0 : exportSendMs(timeoutMs) - (timeoutMs - context.getRemainingTimeInMillis());
@@ -44,6 +37,29 @@ export async function exportReportsHandler(
   } finally {
     await hold?.release();
   }
+}
+
+/**
+ * Nothing fetched: the batch's units wait together in new messages, one SQS request for the
+ * batch. A body that does not parse fails, so that its receive count takes it to the DLQ instead
+ * of waiting for ever; a send that fails leaves every message to come back after its visibility
+ * timeout.
+ */
+async function waitForSlot(event: SQSEvent, source: MessageSource): Promise<SQSBatchResponse> {
+  const units: Unit[] = [];
+  const waiting: SQSRecord[] = [];
+  const unparsed = await eachMessage(event, source, async (record) => {
+    units.push(UnitSchema.parse(JSON.parse(record.body)));
+    waiting.push(record);
+  });
+  try {
+    await sendAll(source.sqs, source.queueUrl, units, unitWaits({}));
+  } catch (error) {
+    source.log.error('units could not wait for a fetcher slot', { error: describeError(error) });
+    const failed = waiting.map((record) => ({ itemIdentifier: record.messageId }));
+    return { batchItemFailures: [...unparsed.batchItemFailures, ...failed] };
+  }
+  return unparsed;
 }
 
 async function exportBatch(event: SQSEvent, source: MessageSource, msUntilStop: () => number) {

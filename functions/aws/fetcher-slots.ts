@@ -23,12 +23,30 @@ export interface DynamoFetcherSlotsOptions {
   client?: () => Promise<DynamoDBClient>;
 }
 
-/** Slots taken by a conditional PutItem and released by a conditional DeleteItem. */
+/**
+ * Slots looked at by an eventually consistent GetItem (half a read unit), taken by a conditional
+ * PutItem and released by a conditional DeleteItem.
+ */
 export class DynamoFetcherSlots implements FetcherSlotStore {
   private client: Promise<DynamoDBClient> | undefined;
   private sdk: Promise<typeof import('@aws-sdk/client-dynamodb')> | undefined;
 
   constructor(private readonly options: DynamoFetcherSlotsOptions) {}
+
+  async holderOf(slot: number): Promise<{ holder: string; until: number } | undefined> {
+    const { GetItemCommand } = await this.load();
+    const { Item } = await (await this.dynamo()).send(
+      new GetItemCommand({
+        TableName: this.options.tableName,
+        Key: this.key(slot),
+        ProjectionExpression: '#holder, #until',
+        ExpressionAttributeNames: { '#holder': 'holder', '#until': 'until' },
+      }),
+    );
+    const holder = Item?.holder?.S;
+    const until = Number(Item?.until?.N);
+    return holder === undefined || !Number.isFinite(until) ? undefined : { holder, until };
+  }
 
   async take(slot: number, holder: string, until: number, now: number): Promise<boolean> {
     const { ConditionalCheckFailedException, PutItemCommand } = await this.load();

@@ -6,7 +6,8 @@
  * (BENCHMARKS.md, cost). An invocation takes a slot (an item in the request budget's table)
  * before it fetches; one that finds every slot taken hands its units on to a later delivery.
  *
- * A slot is a lease: taken when absent, expired or already the taker's, `until` FETCHER_LEASE_MS
+ * A slot is a lease: looked at first (a read: while a run is fetched, most invocations find it
+ * taken), then taken when absent, expired or already the taker's, `until` FETCHER_LEASE_MS
  * ahead, renewed every FETCHER_RENEW_MS while the invocation works, deleted when it ends.
  * - A holder that crashes or times out leaves its item: it lapses at `until`, and the next
  *   invocation takes it then.
@@ -52,6 +53,13 @@ export const fetcherWaitSeconds = (random: () => number): number =>
 /** Where the slots live; `now` and `until` are epoch ms. */
 export interface FetcherSlotStore {
   /**
+   * Who holds slot `slot` and until when, as a read that may be a little stale (undefined when
+   * nobody does): a look before `take`, since a busy invocation's conditional write that fails
+   * is billed as a write, five times a read. Correctness rests on `take` alone: a stale read
+   * only skips a slot just freed (a wait) or tries one just taken (the write fails).
+   */
+  holderOf(slot: number): Promise<{ holder: string; until: number } | undefined>;
+  /**
    * Sets slot `slot` to `holder` until `until` if it is absent, lapsed (`until` < `now`) or held
    * by `holder` already; false when another holds it.
    */
@@ -95,7 +103,9 @@ export async function takeFetcher(
   try {
     for (let i = 0; i < slots && slot === undefined; i++) {
       const candidate = (first + i) % slots;
+      const seen = await store.holderOf(candidate);
       const now = clock.wallNow();
+      if (seen && seen.until >= now && seen.holder !== holder) continue;
       if (await store.take(candidate, holder, now + FETCHER_LEASE_MS, now)) slot = candidate;
     }
   } catch (error) {

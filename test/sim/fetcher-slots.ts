@@ -55,6 +55,11 @@ export class SimFetcherSlots {
         return value;
       });
     return {
+      holderOf: (slot) =>
+        op(`look ${slot}`, () => {
+          const item = this.items.get(slot);
+          return item && { ...item };
+        }),
       take: (slot, holder, until, now) =>
         op(`take ${slot}`, () => {
           const item = this.items.get(slot);

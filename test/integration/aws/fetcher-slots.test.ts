@@ -71,6 +71,27 @@ describe('fetcher slots on DynamoDB', () => {
     await b.release();
   });
 
+  it('finds a held slot busy by a read, without the conditional write a busy invocation would pay for', async () => {
+    const clock = manualClock();
+    const client = dynamo.client();
+    const commands: string[] = [];
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        commands.push(context.commandName ?? '?');
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const slots = new DynamoFetcherSlots({ tableName: TABLE, stage: 'look', client: async () => client });
+    const a = held(await takeFetcher(slots, { slots: 1, holder: 'a', clock }));
+    expect(commands).toEqual(['GetItemCommand', 'PutItemCommand']);
+
+    commands.length = 0;
+    expect((await takeFetcher(slots, { slots: 1, holder: 'b', clock })).kind).toBe('busy');
+    expect(commands).toEqual(['GetItemCommand']);
+    await a.release();
+  });
+
   it('gives each of `slots` holders a slot of its own, and the next one none', async () => {
     const clock = manualClock();
     const slots = store('three');
@@ -115,6 +136,7 @@ describe('fetcher slots on DynamoDB', () => {
     let failing = false;
     const errors: string[] = [];
     const flaky = {
+      holderOf: (slot: number) => slots.holderOf(slot),
       take: (...args: Parameters<typeof slots.take>) =>
         failing ? Promise.reject(new Error('throttled')) : slots.take(...args),
       release: (...args: Parameters<typeof slots.release>) => slots.release(...args),
