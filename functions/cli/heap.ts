@@ -29,11 +29,14 @@ export const CLI_HEAP_GROWING_PERCENT = 30;
 
 /**
  * The young generation's cap: a semi-space grows to this size (the new space to twice it) and
- * no further, as `--max-semi-space-size=16` gives `npm run export`. Measured on a 20k-report
- * packaged run against none (BENCHMARKS.md, cli-memory): 261 against 370 MB, CPU +10%. Keeping
- * it at its initial size (1 MB) instead: 229 MB, CPU +37%.
+ * no further, as `--max-semi-space-size=8` gives `npm run export`. The CLI holds little live
+ * (above), so what survives a scavenge is small whatever the semi-spaces' size: a larger young
+ * generation buys fewer scavenges with memory. Measured on packaged runs (BENCHMARKS.md,
+ * cli-memory): 16 MB against none, 20k reports, 261 against 370 MB, CPU +10%; 8 MB against 16,
+ * 100k reports, 263 against 339 MB, CPU +10%. Kept at its initial size (1 MB): 229 MB at 20k,
+ * CPU +37%.
  */
-export const CLI_SEMI_SPACE_MB = 16;
+export const CLI_SEMI_SPACE_MB = 8;
 
 /**
  * Stops the young generation's growth at {@link CLI_SEMI_SPACE_MB}: V8 fixes the semi-spaces'

@@ -16,9 +16,20 @@
 import { MALLOC_MMAP_THRESHOLD_BYTES } from '../../shared/malloc.js';
 import { CLI_SEMI_SPACE_MB } from './heap.js';
 
+/**
+ * glibc's arenas for the CLI's process, at most. glibc gives a thread that finds the arenas busy
+ * an arena of its own, up to 8 per core, and each keeps what was freed in it to reuse: V8's
+ * collector threads (one per core less one), libuv's four and the main thread each fill one
+ * over a run, so what the allocator holds grows with the machine's cores, not with what the run
+ * holds. Two: the main thread's, where the run's buffers are, and one shared by the others.
+ * Measured on a 100,000-report packaged run (BENCHMARKS.md, cli-memory).
+ */
+export const CLI_MALLOC_ARENAS = 2;
+
 /** glibc's settings, read from the environment when the C library starts (shared/malloc.ts). */
 export const CLI_MALLOC_ENV: Readonly<Record<string, string>> = {
   MALLOC_MMAP_THRESHOLD_: String(MALLOC_MMAP_THRESHOLD_BYTES),
+  MALLOC_ARENA_MAX: String(CLI_MALLOC_ARENAS),
 };
 
 /**

@@ -9,7 +9,7 @@
  * (functions/cli/reexec.ts) runs with exactly the variant's settings; a build with it adds its own
  * where the variant leaves them out, unless `noexec` (its opt-out) is the variant.
  */
-import { runCliProcess } from './cli-process.js';
+import { type CliProcessFigures, runCliProcess } from './cli-process.js';
 
 const MMAP = { MALLOC_MMAP_THRESHOLD_: '131072' };
 const VARIANTS: Record<string, { nodeFlags?: string[]; env?: NodeJS.ProcessEnv }> = {
@@ -28,9 +28,16 @@ const VARIANTS: Record<string, { nodeFlags?: string[]; env?: NodeJS.ProcessEnv }
   mmap_trim0: { env: { ...MMAP, MALLOC_TRIM_THRESHOLD_: '0' } },
   trim128k: { env: { MALLOC_TRIM_THRESHOLD_: '131072' } },
   arena2: { env: { MALLOC_ARENA_MAX: '2' } },
+  // Added to a build that restarts (it keeps a setting the user gave): its settings plus these.
+  semi8: { nodeFlags: ['--max-semi-space-size=8'] },
+  semi8_arena2: { env: { MALLOC_ARENA_MAX: '2' }, nodeFlags: ['--max-semi-space-size=8'] },
+  arena1: { env: { MALLOC_ARENA_MAX: '1' } },
   noexec: { env: { CAMPAIGN_REPORT_EXPORTER_REEXEC: 'off' } },
 };
 const [entry, reports, names] = process.argv.slice(2);
+/** The restarted image's line (the exporter's): the one with the most CPU. */
+const exporter = (r: { processes: CliProcessFigures['processes'] }) =>
+  r.processes.reduce((a, b) => (b.cpu_s > a.cpu_s ? b : a));
 const started = Date.now();
 const results = await Promise.all(
   names!.split(',').map(async (name) => {
@@ -48,8 +55,22 @@ for (const r of results)
       cpu_s: Math.round(r.cpu_s * 10) / 10,
       seconds: Math.round(r.seconds),
       processes: r.processes.length,
+      ...(exporter(r)?.at_peak && { at_peak: exporter(r)!.at_peak }),
     }),
   );
+// Where in the run the peak is: RSS, heap used and the rest, MiB, every 5 s (BENCH_SAMPLE_MS).
+for (const r of results) {
+  const timeline = exporter(r)?.timeline;
+  if (timeline)
+    console.log(
+      `timeline ${r.name} (s: rss/heap_used/new_space/external/other): ${timeline
+        .map(
+          (t) =>
+            `${t.slot! * 5}:${Math.round(t.rss!)}/${Math.round(t.heap_used!)}/${Math.round(t.new_space!)}/${Math.round(t.external!)}/${Math.round(t.other!)}`,
+        )
+        .join(' ')}`,
+    );
+}
 console.log(
   `wall ${Math.round((Date.now() - started) / 1000)} s, load ${(await import('node:os'))
     .loadavg()

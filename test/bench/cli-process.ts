@@ -30,7 +30,15 @@ export interface CliProcessFigures {
   /** Every process of the tree, summed and sampled (tsx's parent and esbuild's service included). */
   tree_peak_rss_mb: number;
   /** Node processes of the tree, by argv, with their peaks. */
-  processes: { argv: string[]; peak_rss_mb: number; cpu_s: number }[];
+  processes: {
+    argv: string[];
+    peak_rss_mb: number;
+    cpu_s: number;
+    /** With BENCH_SAMPLE_MS in the environment (hwm-preload.mjs): the highest sample's make-up, MiB. */
+    at_peak?: Record<string, unknown>;
+    /** …and the highest sample of each 5 s. */
+    timeline?: Record<string, number>[];
+  }[];
 }
 
 /** The pids of `root` and its descendants. */
