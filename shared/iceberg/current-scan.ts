@@ -7,16 +7,18 @@
  * 2. A row group's Parquet statistics of the same columns, from the footer (one ranged read of
  *    the file's tail): a group that cannot hold one is not read.
  * 3. In the groups left, only the `job_id` column chunk (and `campaign_id`'s when a listing can
- *    apply) is read, by byte range, and decoded one group at a time.
+ *    apply) is read, by byte range, and decoded one group at a time into numbers
+ *    (`readIdColumn`); the rule is asked once per run of rows of one job.
  *
  * Memory is one row group's ids per file being read, plus the positions found; no set of the
  * table's ids is ever built. No index of our own: the `job_id` chunk, dictionary- and
  * RLE-encoded with a job's rows next to each other, is smaller than such an index would be
  * (measured: ~2.4 bytes a report a table, footers included, where an index needs at least a
  * job id and a position), and it can never disagree with the data (a file rewritten by an
- * engine's compaction needs no index rebuilt). What it reads still grows with the table when the run's jobs are spread over
- * every file's range (a full listing, or changed jobs all over the id space); see BENCHMARKS.md,
- * "iceberg-current at scale".
+ * engine's compaction needs no index rebuilt). What it reads still grows with the table when the
+ * run's jobs are spread over every file's range (a full listing, or changed jobs all over the id
+ * space): a real run lists every campaign completely, so every row group of every live file has
+ * its ids read; see BENCHMARKS.md, "iceberg-current at scale" and "The lake's curve".
  */
 
 import { zstdDecompressSync } from 'node:zlib';
