@@ -7,21 +7,24 @@
  * 2. A row group's Parquet statistics of the same columns, from the footer (one ranged read of
  *    the file's tail): a group that cannot hold one is not read.
  * 3. In the groups left, only the `job_id` column chunk (and `campaign_id`'s when a listing can
- *    apply) is read, by byte range, and decoded one group at a time.
+ *    apply) is read, by byte range, and decoded one group at a time into numbers
+ *    (`readIdColumn`); the rule is asked once per run of rows of one job.
  *
  * Memory is one row group's ids per file being read, plus the positions found; no set of the
  * table's ids is ever built. No index of our own: the `job_id` chunk, dictionary- and
  * RLE-encoded with a job's rows next to each other, is smaller than such an index would be
  * (measured: ~2.4 bytes a report a table, footers included, where an index needs at least a
  * job id and a position), and it can never disagree with the data (a file rewritten by an
- * engine's compaction needs no index rebuilt). What it reads still grows with the table when the run's jobs are spread over
- * every file's range (a full listing, or changed jobs all over the id space); see BENCHMARKS.md,
- * "iceberg-current at scale".
+ * engine's compaction needs no index rebuilt). What it reads still grows with the table when the
+ * run's jobs are spread over every file's range (a full listing, or changed jobs all over the id
+ * space): a real run lists every campaign completely, so every row group of every live file has
+ * its ids read; see BENCHMARKS.md, "iceberg-current at scale" and "The lake's curve".
  */
 
 import { zstdDecompressSync } from 'node:zlib';
 import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetRead } from 'hyparquet';
 import { ExporterError } from '../errors.js';
+import { readIdColumn } from '../parquet/id-column.js';
 import { readRange, type Storage } from '../storage/storage.js';
 import type { ManifestEntry } from './avro.js';
 import { keyOfLocation } from './commit.js';
@@ -38,6 +41,40 @@ const compressors = {
  */
 const FOOTER_GUESS_BYTES = 16 * 1024;
 
+/** A set of job ids as the rule asks it: a `Set`, or {@link SortedIds}. */
+export interface JobIds {
+  has(job: number): boolean;
+}
+
+/**
+ * Job ids sorted in a typed array, asked by binary search: 8 bytes a job. A run lists every job
+ * of every campaign, as many as the lake holds; in a `Set` each id past 2^31 (ours are 4·10^9)
+ * is a heap number with its hash entry, about five times that.
+ */
+export class SortedIds implements JobIds {
+  readonly #ids: Float64Array;
+
+  /** Takes `ids` (any order, repeats allowed) and sorts them in place. */
+  constructor(ids: Float64Array) {
+    this.#ids = ids.sort();
+  }
+
+  get size(): number {
+    return this.#ids.length;
+  }
+
+  has(job: number): boolean {
+    let lo = 0;
+    let hi = this.#ids.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#ids[mid]! < job) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.#ids.length && this.#ids[lo] === job;
+  }
+}
+
 /**
  * The rows a run supersedes in a current table: the rows of `jobs`, and the rows of a campaign
  * of `listings` whose job that listing does not hold.
@@ -46,7 +83,7 @@ export interface SupersedeRule {
   /** Jobs whose older rows go: the jobs the run exported, and those whose report answered 404. */
   readonly jobs: ReadonlySet<number>;
   /** The job ids of each campaign the run listed completely (a campaign gone listed none). */
-  readonly listings: ReadonlyMap<number, ReadonlySet<number>>;
+  readonly listings: ReadonlyMap<number, JobIds>;
 }
 
 /** True when the rule supersedes a row of (`job`, `campaign`). */
@@ -149,6 +186,7 @@ function rangedKey(storage: Storage, key: string, byteLength: number): AsyncBuff
 
 /** One row group's place in a file and its statistics of a column, as numbers. */
 interface GroupStats {
+  index: number;
   start: number;
   rows: number;
   stats(column: string): { low?: number; high?: number };
@@ -156,9 +194,10 @@ interface GroupStats {
 
 function groupsOf(metadata: FileMetaData): GroupStats[] {
   let start = 0;
-  return metadata.row_groups.map((group) => {
+  return metadata.row_groups.map((group, index) => {
     const rows = Number(group.num_rows);
     const out: GroupStats = {
+      index,
       start,
       rows,
       stats(column) {
@@ -176,31 +215,16 @@ function groupsOf(metadata: FileMetaData): GroupStats[] {
   });
 }
 
-/** Reads `columns` of rows [`start`, `start + rows`) as numbers, column by column. */
+/** Reads `columns` of row group `index` as numbers, column by column (`readIdColumn`). */
 async function readIds(
   file: AsyncBuffer,
   metadata: FileMetaData,
   columns: readonly string[],
-  start: number,
-  rows: number,
+  index: number,
 ): Promise<Record<string, Float64Array>> {
   const out: Record<string, Float64Array> = {};
-  for (const c of columns) out[c] = new Float64Array(rows);
-  await parquetRead({
-    file,
-    metadata,
-    columns: [...columns],
-    rowStart: start,
-    rowEnd: start + rows,
-    compressors,
-    onChunk: ({ columnName, columnData, rowStart }) => {
-      const target = out[columnName]!;
-      for (let i = 0; i < columnData.length; i++) {
-        const at = rowStart - start + i;
-        if (at >= 0 && at < rows) target[at] = Number(columnData[i] as bigint | number);
-      }
-    },
-  });
+  const group = metadata.row_groups[index]!;
+  for (const c of columns) out[c] = await readIdColumn(file, metadata, group, c, compressors);
   return out;
 }
 
@@ -255,19 +279,28 @@ export async function scanDataFile(
   for (const group of groupsOf(metadata)) {
     const columns = columnsFor(sorted, group.stats('job_id'), group.stats('campaign_id'));
     if (columns.length === 0 || group.rows === 0) continue;
-    const ids = await readIds(file, metadata, columns, group.start, group.rows);
+    const ids = await readIds(file, metadata, columns, group.index);
     const jobs = ids.job_id!;
     const campaigns = ids.campaign_id;
+    // A job's rows sit next to each other (75 a report in questions_current): the rule is asked
+    // once per run of equal (job, campaign), not once per row.
+    let lastJob = Number.NaN;
+    let lastCampaign = Number.NaN;
+    let hit = false;
     for (let i = 0; i < group.rows; i++) {
       const pos = group.start + i;
       while (nextDeleted < deleted.length && deleted[nextDeleted]! < pos) nextDeleted++;
       if (deleted[nextDeleted] === pos) continue;
       const job = jobs[i]!;
-      if (
-        sorted.rule.jobs.has(job) ||
-        (campaigns && sorted.rule.listings.get(campaigns[i]!)?.has(job) === false)
-      )
-        hits.add(pos);
+      const campaign = campaigns ? campaigns[i]! : 0;
+      if (job !== lastJob || campaign !== lastCampaign) {
+        lastJob = job;
+        lastCampaign = campaign;
+        hit =
+          sorted.rule.jobs.has(job) ||
+          (campaigns !== undefined && sorted.rule.listings.get(campaign)?.has(job) === false);
+      }
+      if (hit) hits.add(pos);
     }
   }
   return { rows: Number(metadata.num_rows), hits };
@@ -335,6 +368,6 @@ export async function* idColumnGroups<C extends string>(
   const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
   for (const group of groupsOf(metadata)) {
     if (group.rows > 0)
-      yield (await readIds(file, metadata, columns, group.start, group.rows)) as Record<C, Float64Array>;
+      yield (await readIds(file, metadata, columns, group.index)) as Record<C, Float64Array>;
   }
 }

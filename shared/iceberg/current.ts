@@ -23,7 +23,8 @@
  * Finding the superseded rows reads only what can hold them (`current-scan.ts`): data files by
  * their manifest bounds of `job_id` and `campaign_id`, row groups by their statistics, and of
  * those only the id column chunks, by byte range, one group at a time. Memory grows with the
- * run (its ids, the positions it deletes), not with the table. The data files are the run's
+ * run (its ids, its listings' job ids, 8 bytes each, and the positions it deletes), not with
+ * the table. The data files are the run's
  * history files copied byte for byte, not sorted again by job id: publish writes reports in
  * unit order (a campaign's jobs together), so a row group already holds neighbouring ids, and
  * sorting a 256 MB file would need an external sort in finish-run's memory.

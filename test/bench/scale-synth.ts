@@ -164,6 +164,12 @@ export interface SynthesizeOptions {
    * job for a full run; every `1 / share`-th for an incremental run over a lake (`share` 0.01).
    */
   share: number;
+  /**
+   * Where an incremental run's changed jobs are (`share < 1`): `spread`, every `1 / share`-th job
+   * of every campaign (the default); `recent`, the newest `share` of the job ids (the last
+   * campaigns'), as when the jobs that change are the ones published since the last run.
+   */
+  pick?: 'spread' | 'recent';
   startedAt: Date;
 }
 
@@ -178,6 +184,13 @@ export async function synthesizeRun(
   const ctx = { runId: run.run_id, exportedAt };
   const campaigns = campaignsOf(options.reports);
   const every = Math.round(1 / options.share);
+  // `recent`: the jobs from this id on changed (ids are given in campaign order, FIRST_JOB_ID up).
+  const newestFrom =
+    options.pick === 'recent' && options.share < 1
+      ? FIRST_JOB_ID + options.reports - Math.round(options.reports * options.share)
+      : undefined;
+  const isChanged = (id: number, i: number) =>
+    newestFrom === undefined ? i % every === 0 : id >= newestFrom;
   const out: Synthesized = {
     campaigns: campaigns.length,
     jobs: 0,
@@ -245,7 +258,7 @@ export async function synthesizeRun(
   let units = 0;
   for (const c of campaigns) {
     firstUnit.set(c.id, units);
-    units += Math.ceil(Math.ceil(c.jobs.length / every) / UNIT_REPORTS);
+    units += Math.ceil(c.jobs.filter(isChanged).length / UNIT_REPORTS);
   }
   await mapPool(campaigns, CAMPAIGN_CONCURRENCY, async (c) => {
     let g = firstUnit.get(c.id)!;
@@ -255,7 +268,7 @@ export async function synthesizeRun(
     const fetch: UnitJob[] = [];
     const unchanged: UnitJob[] = [];
     c.jobs.forEach((id, i) => {
-      const changed = i % every === 0;
+      const changed = isChanged(id, i);
       const item = { id, job_status: changed ? status : 4, job_score_percentage: '87.5' };
       lines.add({ run_id: run.run_id, fetched_at: exportedAt.toISOString(), data: item });
       rows.add('jobs', jobRow(item, c.id, ctx));

@@ -29,7 +29,8 @@
  * its timeout; default 0, never: this machine's CPU is not Lambda's); SCALE_VIA (`close-runs`,
  * as the Lambda, or `finish-run`); SCALE_LAKE_SHARE (default 0.01); SCALE_LAKE_RUN_REPORTS (the next
  * run changes this many reports whatever the lake's size, instead of a share: the lake's curve at a
- * constant run); SCALE_DIR (default the OS
+ * constant run); SCALE_LAKE_RUN_PICK (which jobs the next run changes: `spread`, every n-th job of
+ * every campaign, the default; `recent`, the newest ids, the last campaigns'); SCALE_DIR (default the OS
  * temp folder). Staged data is about 0.72 GB per 100k reports, deleted after each case.
  */
 
@@ -96,6 +97,7 @@ interface Settings {
   /** The share of a lake's jobs the next run changes, or how many it changes whatever the lake (`lakeRunReports`). */
   lakeShare: number;
   lakeRunReports: number | undefined;
+  lakeRunPick: 'spread' | 'recent';
   dir: string;
 }
 
@@ -121,8 +123,14 @@ function settings(env: NodeJS.ProcessEnv): Settings {
     via,
     lakeShare: Number(env.SCALE_LAKE_SHARE ?? 0.01),
     lakeRunReports: env.SCALE_LAKE_RUN_REPORTS ? Number(env.SCALE_LAKE_RUN_REPORTS) : undefined,
+    lakeRunPick: lakeRunPick(env.SCALE_LAKE_RUN_PICK),
     dir: env.SCALE_DIR ?? tmpdir(),
   };
+}
+
+function lakeRunPick(v: string | undefined): Settings['lakeRunPick'] {
+  if (v === undefined || v === 'spread' || v === 'recent') return v ?? 'spread';
+  throw new Error(`SCALE_LAKE_RUN_PICK: spread or recent, not ${v}`);
 }
 
 /** One invocation as seen from here: the child's own figures, or what sampling saw of a process that died. */
@@ -336,7 +344,7 @@ export async function benchScale(): Promise<Record<string, number>> {
     return templates.get(key)!;
   };
   process.stderr.write(
-    `scale: finish-run ${finish.memorySize} MB → NODE_OPTIONS ${nodeOptions}, timeout ${timeoutS} s, via ${s.via}, loader ${s.loader}\n`,
+    `scale: finish-run ${finish.memorySize} MB → NODE_OPTIONS ${nodeOptions}, timeout ${timeoutS} s, via ${s.via}, loader ${s.loader}, next run's jobs ${s.lakeRunPick}\n`,
   );
   let baselines: Baselines | undefined;
   try {
@@ -401,6 +409,7 @@ export async function benchScale(): Promise<Record<string, number>> {
                 reports: size,
                 encoding,
                 share: s.lakeRunReports ? s.lakeRunReports / size : s.lakeShare,
+                pick: s.lakeRunPick,
                 startedAt: new Date(),
               },
             );

@@ -9,7 +9,7 @@ import { ExporterError } from '../../errors.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import { type CommitFile, commitRun, snapshotIdOf } from '../../iceberg/commit.js';
 import { anySuperseded, type SupersedeRule, supersedeJobs } from '../../iceberg/current.js';
-import { idColumnGroups } from '../../iceberg/current-scan.js';
+import { idColumnGroups, SortedIds } from '../../iceberg/current-scan.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
 import { dataFileMetrics } from '../../iceberg/metrics.js';
 import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../../iceberg/schema.js';
@@ -150,19 +150,31 @@ async function supersedeRuleOf(
     ...(manifest.unlisted_campaigns ?? []),
     ...(manifest.partially_listed_campaigns ?? []),
   ]);
-  const listings = new Map<number, Set<number>>();
+  // Each listed campaign's jobs, gathered in growing typed arrays and kept sorted (SortedIds):
+  // the run lists as many jobs as the lake holds.
+  const listed = new Map<number, { ids: Float64Array; count: number }>();
   for (const f of committed.get('campaigns') ?? []) {
     for await (const group of publishedIds(deps, f, ['campaign_id'])) {
       for (const campaign of group.campaign_id)
-        if (!incomplete.has(campaign)) listings.set(campaign, new Set());
+        if (!incomplete.has(campaign)) listed.set(campaign, { ids: new Float64Array(16), count: 0 });
     }
   }
   for (const f of committed.get('jobs') ?? []) {
     for await (const group of publishedIds(deps, f, ['job_id', 'campaign_id'])) {
-      for (let i = 0; i < group.job_id.length; i++)
-        listings.get(group.campaign_id[i]!)?.add(group.job_id[i]!);
+      for (let i = 0; i < group.job_id.length; i++) {
+        const list = listed.get(group.campaign_id[i]!);
+        if (!list) continue;
+        if (list.count === list.ids.length) {
+          const grown = new Float64Array(list.ids.length * 2);
+          grown.set(list.ids);
+          list.ids = grown;
+        }
+        list.ids[list.count++] = group.job_id[i]!;
+      }
     }
   }
+  const listings = new Map<number, SortedIds>();
+  for (const [campaign, { ids, count }] of listed) listings.set(campaign, new SortedIds(ids.slice(0, count)));
   return { jobs, listings };
 }
 

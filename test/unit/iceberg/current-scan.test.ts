@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commitRun } from '../../../shared/iceberg/commit.js';
 import { type SupersedeRule, supersedeJobs } from '../../../shared/iceberg/current.js';
-import { anyWithin, PositionRuns } from '../../../shared/iceberg/current-scan.js';
+import { anyWithin, PositionRuns, SortedIds } from '../../../shared/iceberg/current-scan.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { syntheticRow, writeDataFile } from '../../helpers/iceberg-rows.js';
@@ -143,8 +143,9 @@ describe('current table supersession reads only what can hold the run’s jobs',
       await commitSections(storage, catalog, `run-${r}`, r, jobs, onlyJobs(jobs), campaignOf);
       for (const j of jobs) newest.set(j, `run-${r}`);
     }
-    // Act: campaign 1,002 (run-2's jobs 201–300) listed completely without job 250; nothing exported.
-    const listing = new Set(range(201, 100).filter((j) => j !== 250));
+    // Act: campaign 1,002 (run-2's jobs 201–300) listed completely without job 250; nothing
+    // exported. Listed in descending order: the sorted ids the commit builds take any order.
+    const listing = new SortedIds(Float64Array.from(range(201, 100).filter((j) => j !== 250)).reverse());
     storage.counting = true;
     await commitSections(storage, catalog, 'run-new', 7, [], {
       jobs: new Set(),
@@ -166,6 +167,16 @@ describe('anyWithin', () => {
     expect(anyWithin(ids, 21, undefined)).toBe(false);
     expect(anyWithin(ids, undefined, 3)).toBe(true);
     expect(anyWithin(new Float64Array(0), undefined, undefined)).toBe(false);
+  });
+});
+
+describe('SortedIds', () => {
+  it('holds exactly the ids it was given, in any order and repeated, ids past 2^31 included', () => {
+    const big = 4_000_000_000;
+    const ids = new SortedIds(Float64Array.from([big + 9, 3, big, 3, 17, big + 9]));
+    for (const id of [3, 17, big, big + 9]) expect(ids.has(id)).toBe(true);
+    for (const id of [0, 2, 4, 16, 18, big - 1, big + 1, big + 10]) expect(ids.has(id)).toBe(false);
+    expect(new SortedIds(new Float64Array(0)).has(0)).toBe(false);
   });
 });
 
