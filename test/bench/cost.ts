@@ -137,17 +137,18 @@ export async function benchCost(): Promise<Record<string, number>> {
   const reportGbS = figure('report_billed_s') * topoScale * memoryGb('export-reports');
   const planGbS = figure('plan_billed_s') * topoScale * memoryGb('plan-campaign');
   const finishGbS = finishSeconds * scale * memoryGb('finish-run');
-  const invocations =
-    unitsPer / REPORT_BATCH_SIZE + (figure('units_waiting_for_fetcher') * topoScale) / REPORT_BATCH_SIZE;
+  // Units that waited for a fetcher slot (the topology's delays are the stack's, scaled as the
+  // run), and the busy invocations that sent them on: each sends its batch's units in one
+  // SendMessageBatch, after its batch's receive, and before its delete.
+  const waits = figure('units_waiting_for_fetcher') * topoScale;
+  const waitBatches = figure('batches_waiting_for_fetcher') * topoScale;
+  const invocations = unitsPer / REPORT_BATCH_SIZE + waitBatches;
   const lambda =
     (reportGbS + planGbS + finishGbS) * PRICE.lambdaGbSecondArm + invocations * PRICE.lambdaRequest;
   // The rate-bound model: every fetcher alive while the run's requests go at the leasers' rate.
   const leasingRate = leasingCeiling({ ceiling: STACK.rateCeiling, containers: API_CONTAINERS });
   const modelGbS = (reportFetchersOf(STACK) * PER * memoryGb('export-reports')) / leasingRate;
-  // Units that waited for a fetcher slot (the topology's delays are the stack's, scaled as the
-  // run): each wait is a SendMessageBatch of its own, and its batch's receive and delete.
-  const waits = figure('units_waiting_for_fetcher') * topoScale;
-  const sqsRequests = sqsBase + waits * (1 + 2 / REPORT_BATCH_SIZE);
+  const sqsRequests = sqsBase + 3 * waitBatches;
   const sqs = sqsRequests * PRICE.sqsRequest;
   const dynamoGets = figure('dynamodb_get_item') * topoScale;
   // A failed conditional write is billed as a write; a delete is a write.
@@ -173,6 +174,7 @@ export async function benchCost(): Promise<Record<string, number>> {
     dynamodb_put_item_per_100k: dynamoPuts,
     dynamodb_delete_item_per_100k: dynamoDeletes,
     units_waiting_for_fetcher_per_100k: waits,
+    batches_waiting_for_fetcher_per_100k: waitBatches,
     usd_s3_per_100k: s3,
     usd_sqs_per_100k: sqs,
     usd_lambda_per_100k: lambda,

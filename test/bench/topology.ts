@@ -199,6 +199,7 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
       plan_billed_s: round((result.poll.billedMs['plan-campaign'] ?? 0) / 1000, 1),
       units_handed_back: topo.handBacks.length,
       units_waiting_for_fetcher: topo.delayedSends.length,
+      batches_waiting_for_fetcher: topo.delayedSendRequests,
       report_invocations: result.poll.invocations['export-reports'] ?? 0,
     };
   } finally {
@@ -255,6 +256,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
         'plan_billed_s',
         'units_handed_back',
         'units_waiting_for_fetcher',
+        'batches_waiting_for_fetcher',
         'reports',
         'reports_not_exported',
       ];

@@ -200,6 +200,8 @@ export class LoopbackTopology {
   readonly handBacks: HandBack[] = [];
   /** Messages sent with a DelaySeconds (units waiting for a fetcher slot), as requested. */
   readonly delayedSends: number[] = [];
+  /** SendMessageBatch requests that carried them (a busy invocation sends its batch in one). */
+  delayedSendRequests = 0;
   readonly #options: TopologyOptions;
   readonly #sqs: SQSClient;
   readonly #timeScale: number;
@@ -309,7 +311,9 @@ export class LoopbackTopology {
     container.sqs.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName === 'SendMessageBatchCommand') {
-          for (const entry of (args.input as SendMessageBatchCommandInput).Entries ?? []) {
+          const entries = (args.input as SendMessageBatchCommandInput).Entries ?? [];
+          if (entries.some((entry) => entry.DelaySeconds)) this.delayedSendRequests++;
+          for (const entry of entries) {
             if (!entry.DelaySeconds) continue;
             this.delayedSends.push(entry.DelaySeconds);
             entry.DelaySeconds = scaled(entry.DelaySeconds, this.#options.delayScale ?? this.#timeScale);
