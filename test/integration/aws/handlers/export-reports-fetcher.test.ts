@@ -5,7 +5,7 @@
  * one that gets the slot fetches and releases it.
  */
 import { DeleteItemCommand, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
@@ -13,16 +13,23 @@ import {
   SendMessageBatchCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FETCHER_WAIT_SECONDS, fetcherKey } from '../../../../shared/api/fetcher-slots.js';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { Unit } from '../../../../shared/export/state/records.js';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite.js';
-import { context, openRun, QUEUE_URLS, RUN_ID, sqsEvent, startTestbed, type Testbed } from './testbed.js';
-
-type ExportReports = (event: SQSEvent, ctx: Context) => Promise<SQSBatchResponse>;
+import {
+  context,
+  type ExportReports,
+  loadExportReports,
+  openRun,
+  QUEUE_URLS,
+  RUN_ID,
+  sqsEvent,
+  startTestbed,
+  type Testbed,
+} from './testbed.js';
 
 const TABLE = 'exporter-budget';
 const STAGE = 'prod';
@@ -49,11 +56,7 @@ describe('export-reports with one fetcher slot', () => {
       },
     });
     await openRun(bed.storage);
-    secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
-    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
-    sqs.on(ChangeMessageVisibilityCommand).resolves({});
-    exportReports = (await import('../../../../functions/aws/export-reports.js'))
-      .handler as unknown as ExportReports;
+    exportReports = await loadExportReports(bed, secrets, sqs);
     const jobs = bed.sim.dataset.campaigns[0]!.jobs.filter((j) => j.state === 'published');
     units = [jobs.slice(0, 3), jobs.slice(3, 6)].map((part, i) => ({
       run_id: RUN_ID,

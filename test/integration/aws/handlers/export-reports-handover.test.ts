@@ -4,9 +4,8 @@
  * by that is sent again as a new message (not handed back, which would count towards the
  * queue's maxReceiveCount), and the next delivery fetches only the reports left.
  */
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TIMEOUT_MS } from '../../../../shared/api/client.js';
@@ -16,6 +15,8 @@ import { MAX_TIMEOUT_SHARE } from '../../../../shared/export/run/time-budget.js'
 import { type Unit, UnitSchema, UnitSummarySchema } from '../../../../shared/export/state/records.js';
 import {
   context,
+  type ExportReports,
+  loadExportReports,
   openRun,
   QUEUE_URLS,
   RUN_ID,
@@ -24,8 +25,6 @@ import {
   startTestbed,
   type Testbed,
 } from './testbed.js';
-
-type ExportReports = (event: SQSEvent, ctx: Context) => Promise<SQSBatchResponse>;
 
 const JOBS = 10;
 /** export-reports' timeout. */
@@ -48,11 +47,7 @@ describe('export-reports near its timeout', () => {
       env: { REPORT_CONCURRENCY: '1' },
     });
     await openRun(bed.storage);
-    secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
-    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
-    sqs.on(ChangeMessageVisibilityCommand).resolves({});
-    exportReports = (await import('../../../../functions/aws/export-reports.js'))
-      .handler as unknown as ExportReports;
+    exportReports = await loadExportReports(bed, secrets, sqs);
   });
 
   afterAll(async () => {

@@ -6,8 +6,9 @@
  * The handlers read their environment when their module loads (the secret at their first
  * invocation): call `startTestbed()` and set up the mocks first, then `await import()` the handler.
  */
-import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { AwsClientStub } from 'aws-sdk-client-mock';
 import { vi } from 'vitest';
 import { FUNCTION_SIZES } from '../../../../infra/function-sizes.js';
@@ -31,6 +32,24 @@ export function sentBodies(sqs: AwsClientStub<SQSClient>, queueUrl?: string): un
     .filter((c) => queueUrl === undefined || c.args[0].input.QueueUrl === queueUrl)
     .flatMap((c) => c.args[0].input.Entries ?? [])
     .map((e) => JSON.parse(e.MessageBody ?? '') as unknown);
+}
+
+/** export-reports' handler as the tests call it. */
+export type ExportReports = (event: SQSEvent, ctx: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * export-reports' handler, its mocked AWS answering as it does when all goes well: the API key
+ * from Secrets Manager, SQS's batches sent and messages handed back. Call after `startTestbed()`.
+ */
+export async function loadExportReports(
+  bed: Testbed,
+  secrets: AwsClientStub<SecretsManagerClient>,
+  sqs: AwsClientStub<SQSClient>,
+): Promise<ExportReports> {
+  secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
+  sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+  sqs.on(ChangeMessageVisibilityCommand).resolves({});
+  return (await import('../../../../functions/aws/export-reports.js')).handler as unknown as ExportReports;
 }
 
 export const SECRET_ID = 'campaign-report-exporter/api-key';
