@@ -5,7 +5,6 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { STATE_KEYS, stagedStepKey } from '../../../../shared/export/layout.js';
@@ -17,6 +16,7 @@ import type { SimJob } from '../../../simulator/index.js';
 import {
   context,
   dataFiles,
+  type ExportReports,
   keysUnder,
   openRun,
   QUEUE_URLS,
@@ -25,8 +25,6 @@ import {
   startTestbed,
   type Testbed,
 } from './testbed.js';
-
-type ExportReports = (event: SQSEvent, ctx: ReturnType<typeof context>) => Promise<SQSBatchResponse>;
 
 describe('export-reports', () => {
   const secrets = mockClient(SecretsManagerClient);
