@@ -21,10 +21,12 @@ import { CLI_SEMI_SPACE_MB } from './heap.js';
  * an arena of its own, up to 8 per core, and each keeps what was freed in it to reuse: V8's
  * collector threads (one per core less one), libuv's four and the main thread each fill one
  * over a run, so what the allocator holds grows with the machine's cores, not with what the run
- * holds. Two: the main thread's, where the run's buffers are, and one shared by the others.
- * Measured on a 100,000-report packaged run (BENCHMARKS.md, cli-memory).
+ * holds. One: every thread shares the main thread's, where the run's buffers are. Measured on
+ * 100,000-report packaged runs run side by side (BENCHMARKS.md, cli-memory): two arenas peak
+ * at 304 MB, one at 286 MB, for the same CPU (242 / 239 s); the CLI's other threads allocate
+ * little, so sharing one arena costs them no measurable waiting.
  */
-export const CLI_MALLOC_ARENAS = 2;
+export const CLI_MALLOC_ARENAS = 1;
 
 /** glibc's settings, read from the environment when the C library starts (shared/malloc.ts). */
 export const CLI_MALLOC_ENV: Readonly<Record<string, string>> = {

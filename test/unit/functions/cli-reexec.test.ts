@@ -41,16 +41,16 @@ describe('restartPlan', () => {
     });
   });
 
-  it('gives glibc its mmap threshold and two arenas, V8 its 8 MB semi-spaces', () => {
+  it('gives glibc its mmap threshold and one arena, V8 its 8 MB semi-spaces', () => {
     const plan = restartPlan(started(['export', '--out', 'o']))!;
 
-    expect(plan.env).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_ARENA_MAX: '2' });
+    expect(plan.env).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_ARENA_MAX: '1' });
     expect(plan.args).toContain('--max-semi-space-size=8');
   });
 
   it("adds the arena limit beside a user's own mmap threshold, and keeps a user's arena limit", () => {
     const threshold = restartPlan(started(['export'], { MALLOC_MMAP_THRESHOLD_: '65536' }))!;
-    expect(threshold.env).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '2' });
+    expect(threshold.env).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '1' });
 
     const arenas = restartPlan(started(['export'], { MALLOC_ARENA_MAX: '8' }))!;
     expect(arenas.env).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_ARENA_MAX: '8' });
