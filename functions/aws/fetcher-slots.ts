@@ -12,6 +12,7 @@ import {
 } from '../../shared/api/fetcher-slots.js';
 import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 import type { Log } from '../../shared/log.js';
+import { dynamoClient, dynamoSdk, lazy } from './dynamo.js';
 import type { Env } from './env.js';
 
 const KEY = REQUEST_BUDGET_TABLE_KEY.name;
@@ -19,7 +20,7 @@ const KEY = REQUEST_BUDGET_TABLE_KEY.name;
 export interface DynamoFetcherSlotsOptions {
   tableName: string;
   stage: string;
-  /** Made on the first call (the SDK is loaded then too). */
+  /** Made on the first call; the container's shared client (`dynamoClient`) by default. */
   client?: () => Promise<DynamoDBClient>;
 }
 
@@ -28,13 +29,14 @@ export interface DynamoFetcherSlotsOptions {
  * PutItem and released by a conditional DeleteItem.
  */
 export class DynamoFetcherSlots implements FetcherSlotStore {
-  private client: Promise<DynamoDBClient> | undefined;
-  private sdk: Promise<typeof import('@aws-sdk/client-dynamodb')> | undefined;
+  private readonly dynamo: () => Promise<DynamoDBClient>;
 
-  constructor(private readonly options: DynamoFetcherSlotsOptions) {}
+  constructor(private readonly options: DynamoFetcherSlotsOptions) {
+    this.dynamo = options.client ? lazy(options.client) : dynamoClient;
+  }
 
   async holderOf(slot: number): Promise<{ holder: string; until: number } | undefined> {
-    const { GetItemCommand } = await this.load();
+    const { GetItemCommand } = await dynamoSdk();
     const { Item } = await (await this.dynamo()).send(
       new GetItemCommand({
         TableName: this.options.tableName,
@@ -49,7 +51,7 @@ export class DynamoFetcherSlots implements FetcherSlotStore {
   }
 
   async take(slot: number, holder: string, until: number, now: number): Promise<boolean> {
-    const { ConditionalCheckFailedException, PutItemCommand } = await this.load();
+    const { ConditionalCheckFailedException, PutItemCommand } = await dynamoSdk();
     try {
       await (await this.dynamo()).send(
         new PutItemCommand({
@@ -68,7 +70,7 @@ export class DynamoFetcherSlots implements FetcherSlotStore {
   }
 
   async release(slot: number, holder: string): Promise<void> {
-    const { ConditionalCheckFailedException, DeleteItemCommand } = await this.load();
+    const { ConditionalCheckFailedException, DeleteItemCommand } = await dynamoSdk();
     try {
       await (await this.dynamo()).send(
         new DeleteItemCommand({
@@ -87,18 +89,6 @@ export class DynamoFetcherSlots implements FetcherSlotStore {
 
   private key(slot: number): Record<string, AttributeValue> {
     return { [KEY]: { S: fetcherKey(this.options.stage, slot) } };
-  }
-
-  private load() {
-    this.sdk ??= import('@aws-sdk/client-dynamodb');
-    return this.sdk;
-  }
-
-  private dynamo(): Promise<DynamoDBClient> {
-    this.client ??= this.options.client
-      ? this.options.client()
-      : this.load().then((sdk) => new sdk.DynamoDBClient({}));
-    return this.client;
   }
 }
 

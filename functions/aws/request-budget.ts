@@ -17,6 +17,7 @@ import {
 } from '../../shared/api/request-budget.js';
 import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 import type { Log } from '../../shared/log.js';
+import { dynamoClient, dynamoSdk, lazy } from './dynamo.js';
 import type { Env } from './env.js';
 
 const KEY = REQUEST_BUDGET_TABLE_KEY.name;
@@ -32,22 +33,22 @@ export interface DynamoBudgetStoreOptions {
   tableName: string;
   /** The deployment's stage: the item's key. */
   stage: string;
-  /** Made on the first call (the SDK is loaded then too: nothing at a cold start's import). */
+  /** Made on the first call; the container's shared client (`dynamoClient`) by default. */
   client?: () => Promise<DynamoDBClient>;
 }
 
 /** The budget item, read strongly consistent and written with a condition on its version. */
 export class DynamoBudgetStore implements BudgetStore {
   private readonly key: Record<string, AttributeValue>;
-  private client: Promise<DynamoDBClient> | undefined;
-  private readonly sdk = lazy(() => import('@aws-sdk/client-dynamodb'));
+  private readonly dynamo: () => Promise<DynamoDBClient>;
 
   constructor(private readonly options: DynamoBudgetStoreOptions) {
     this.key = { [KEY]: { S: budgetKey(options.stage) } };
+    this.dynamo = options.client ? lazy(options.client) : dynamoClient;
   }
 
   async read(): Promise<BudgetState | undefined> {
-    const { GetItemCommand } = await this.sdk();
+    const { GetItemCommand } = await dynamoSdk();
     const answer = await (await this.dynamo()).send(
       new GetItemCommand({ TableName: this.options.tableName, Key: this.key, ConsistentRead: true }),
     );
@@ -55,7 +56,7 @@ export class DynamoBudgetStore implements BudgetStore {
   }
 
   async write(next: BudgetState, expected: number | undefined): Promise<BudgetWrite> {
-    const { ConditionalCheckFailedException, PutItemCommand } = await this.sdk();
+    const { ConditionalCheckFailedException, PutItemCommand } = await dynamoSdk();
     const item: Record<string, AttributeValue> = { ...this.key };
     for (const field of FIELDS) item[field] = { N: String(next[field]) };
     try {
@@ -79,13 +80,6 @@ export class DynamoBudgetStore implements BudgetStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       return { ok: false, current: error.Item ? stateOf(error.Item) : undefined };
     }
-  }
-
-  private dynamo(): Promise<DynamoDBClient> {
-    this.client ??= this.options.client
-      ? this.options.client()
-      : this.sdk().then((sdk) => new sdk.DynamoDBClient({}));
-    return this.client;
   }
 }
 
@@ -148,14 +142,5 @@ function stateOf(item: Record<string, AttributeValue>): BudgetState {
     grownAt: number('grownAt'),
     holdUntil: number('holdUntil'),
     version: number('version'),
-  };
-}
-
-/** Runs `load` once, on the first call. */
-function lazy<T>(load: () => Promise<T>): () => Promise<T> {
-  let loaded: Promise<T> | undefined;
-  return () => {
-    loaded ??= load();
-    return loaded;
   };
 }
