@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CLI_SEMI_SPACE_MB } from '../../../functions/cli/heap.js';
@@ -37,5 +38,11 @@ describe('boundCliHeap', () => {
     // V8 grows it to tens of MB under this allocation rate unless told not to.
     expect(unbound, `unbound ${unbound} MB, bound ${bound} MB`).toBeGreaterThan(2 * CLI_SEMI_SPACE_MB);
     expect(bound, `unbound ${unbound} MB, bound ${bound} MB`).toBeLessThanOrEqual(2 * CLI_SEMI_SPACE_MB);
+  });
+
+  it("is the flag package.json's `npm start` and `npm run export` pass to tsx", () => {
+    const { scripts } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'));
+    for (const name of ['start', 'export'])
+      expect(scripts[name], name).toContain(`--max-semi-space-size=${CLI_SEMI_SPACE_MB} `);
   });
 });
