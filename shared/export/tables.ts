@@ -181,13 +181,81 @@ const defs: Record<TableName, Omit<TableDef, 'name'>> = {
   },
 };
 
-/** Every table of the contract, in contract order, each ending with run_id and exported_at. */
-export const TABLES = Object.fromEntries(
-  TABLE_NAMES.map((name): [TableName, TableDef] => [
+/**
+ * How a run treats a report that differs from the spec (CONTRACT.md, "Schema contract"):
+ * `evolve` lands it, every value that fits in its column and the rest in `_rescued`, and reports
+ * the drift; `freeze` quarantines it whole, as every run did before the option.
+ */
+export const SCHEMA_CONTRACTS = ['evolve', 'freeze'] as const;
+export type SchemaContract = (typeof SCHEMA_CONTRACTS)[number];
+export const DEFAULT_SCHEMA_CONTRACT: SchemaContract = 'evolve';
+
+/**
+ * The JSON column of every report table under `evolve`: each value of the row's object that
+ * has no column or does not fit its column, nested at its path relative to the row's object.
+ */
+export const RESCUED_COLUMN = '_rescued';
+
+/**
+ * Columns that never hold NULL under `evolve`: the row's place (ids from the request path,
+ * positions in arrays) and what the row builder derives, whatever the API sent.
+ */
+const ALWAYS_SET = new Set([
+  'job_id',
+  'campaign_id',
+  'section_index',
+  'question_index',
+  'entry_index',
+  'source',
+  'input_index',
+  'gallery_index',
+  'image_index',
+  'response',
+  'response_is_list',
+  'run_id',
+  'exported_at',
+]);
+
+const isReportTable = (name: TableName): boolean => (REPORT_TABLES as readonly TableName[]).includes(name);
+
+function tableOf(name: TableName, contract: SchemaContract): TableDef {
+  const columns = [...defs[name].columns, ...RUN_COLUMNS];
+  if (contract === 'freeze' || !isReportTable(name)) return { name, doc: defs[name].doc, columns };
+  return {
     name,
-    { name, doc: defs[name].doc, columns: [...defs[name].columns, ...RUN_COLUMNS] },
-  ]),
+    doc: defs[name].doc,
+    columns: [
+      ...columns.map((c) => (c.nullable || ALWAYS_SET.has(c.name) ? c : { ...c, nullable: true })),
+      col(
+        RESCUED_COLUMN,
+        'string',
+        true,
+        "JSON: the values of the row's object with no column or that did not fit theirs, at their paths (evolve)",
+      ),
+    ],
+  };
+}
+
+/**
+ * Every table of the contract, in contract order, as an `evolve` run writes them: each ends
+ * with run_id and exported_at, and a report table then with `_rescued`. Its columns are those
+ * the catalog registers (Glue, Iceberg, views).
+ */
+export const TABLES = Object.fromEntries(
+  TABLE_NAMES.map((name): [TableName, TableDef] => [name, tableOf(name, 'evolve')]),
 ) as Readonly<Record<TableName, TableDef>>;
+
+/**
+ * The tables as a `freeze` run writes them: the columns and nullability of every release
+ * before the schema contract, so that its files are byte for byte what they were.
+ */
+export const FROZEN_TABLES = Object.fromEntries(
+  TABLE_NAMES.map((name): [TableName, TableDef] => [name, tableOf(name, 'freeze')]),
+) as Readonly<Record<TableName, TableDef>>;
+
+/** The tables a run of `contract` writes. */
+export const tablesOf = (contract: SchemaContract): Readonly<Record<TableName, TableDef>> =>
+  contract === 'freeze' ? FROZEN_TABLES : TABLES;
 
 /** The Glue/Athena type of a column type. */
 export function glueType(type: ColumnType): string {

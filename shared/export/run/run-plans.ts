@@ -61,4 +61,5 @@ const runRefOf = (run: RunRef): RunRef => ({
   dt: run.dt,
   mode: run.mode,
   ...(run.table_format && { table_format: run.table_format }),
+  ...(run.schema_contract && { schema_contract: run.schema_contract }),
 });

@@ -6,6 +6,8 @@
 import * as z from 'zod';
 import { ApiError, StorageError } from '../../errors.js';
 import { DT_PATTERN, TABLE_FORMATS } from '../layout.js';
+import { SCHEMA_CONTRACTS, type SchemaContract } from '../tables.js';
+import { SchemaDriftSchema } from './schema-drift.js';
 
 const int = z.number().int();
 
@@ -92,10 +94,19 @@ export const RunRefSchema = z.object({
   dt: DtSchema,
   mode: ModeSchema,
   table_format: TableFormatSchema.optional(),
+  /**
+   * How the run treats reports that differ from the spec (`SchemaContract`). Absent for
+   * `freeze` (and in records and messages of runs before the option), so that a frozen run's records
+   * are as they were.
+   */
+  schema_contract: z.enum(SCHEMA_CONTRACTS).optional(),
 });
 
 /** The table format of a run (Hive when its records predate the option). */
 export const tableFormatOf = (run: Pick<RunRef, 'table_format'>): TableFormat => run.table_format ?? 'hive';
+/** The schema contract of a run (`freeze` when its records predate the option). */
+export const schemaContractOf = (run: Pick<RunRef, 'schema_contract'>): SchemaContract =>
+  run.schema_contract ?? 'freeze';
 export type RunRef = z.infer<typeof RunRefSchema>;
 
 /** Written by start-run. */
@@ -212,6 +223,8 @@ export const UnitSummarySchema = z.object({
   staged: z.array(StagedFileSchema),
   requests: RequestCountsSchema,
   fatal: FatalSchema.optional(),
+  /** How the unit's exported reports differed from the spec, every delivery so far (`evolve` runs; absent when none did). */
+  drift: SchemaDriftSchema.optional(),
 });
 export type UnitSummary = z.infer<typeof UnitSummarySchema>;
 
