@@ -25,6 +25,7 @@ import {
   ListEnvelopeSchema,
   PER_PAGE_VALUES,
   ReportResponseSchema,
+  type SchemaContract,
   VerifyResponseSchema,
 } from './schemas.js';
 import { commonStep, done, redactAnswer, refusalFields, type Step, tooLarge } from './steps.js';
@@ -185,8 +186,13 @@ export class IntegrationApiClient {
   /**
    * Get Report (4.4). Every answer about this one report is an outcome; only what stops a run
    * throws: AuthError (401), AccessDeniedError (403 IP/domain), RequestValidationError (422).
+   * `contract` says what a 200 is checked against (see `ReportOutcome`).
    */
-  async getReport(campaignId: number, jobId: number): Promise<ReportOutcome> {
+  async getReport(
+    campaignId: number,
+    jobId: number,
+    contract: SchemaContract = 'freeze',
+  ): Promise<ReportOutcome> {
     const path = `${API_PATH_PREFIX}/campaigns/${pathId('campaignId', campaignId)}/jobs/${pathId('jobId', jobId)}/report`;
     return this.call<ReportOutcome>(path, (answer) => {
       switch (answer.kind) {
@@ -194,6 +200,16 @@ export class IntegrationApiClient {
           // JSON.parse reads any depth; writing the report (raw line, JSON text columns) would overflow.
           const tooDeep = depthIssue(answer.value);
           if (tooDeep) return done({ kind: 'invalid', issues: [tooDeep], body: answer.body });
+          if (contract === 'evolve') {
+            const data = isJsonObject(answer.value) ? answer.value.data : undefined;
+            if (isJsonObject(data)) return done({ kind: 'unchecked', raw: data });
+            const issue = {
+              path: 'data',
+              code: 'invalid_type',
+              message: `expected an object, got ${data === undefined ? 'no data' : Array.isArray(data) ? 'an array' : data === null ? 'null' : typeof data}`,
+            };
+            return done({ kind: 'invalid', issues: [issue], body: answer.body });
+          }
           const parsed = ReportResponseSchema.safeParse(answer.value);
           if (!parsed.success)
             return done({ kind: 'invalid', issues: issuesOf(parsed.error), body: answer.body });
@@ -473,3 +489,7 @@ function summary(error: z.ZodError): string {
     .map((issue) => `${issue.path || '(root)'}: ${issue.message}`)
     .join('; ');
 }
+
+/** A JSON object (not an array, not null), as JSON.parse makes it. */
+const isJsonObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);

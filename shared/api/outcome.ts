@@ -27,10 +27,19 @@ export type ListedItem<T> =
   | { kind: 'invalid'; raw: unknown; issues: ValidationIssue[] }
   | { kind: 'repeat'; id: number | undefined; raw: unknown; changed: boolean };
 
-/** The outcome of one Get Report call; only fatal errors (401, 403 IP/domain, 422) are thrown instead. */
+/**
+ * The outcome of one Get Report call; only fatal errors (401, 403 IP/domain, 422) are thrown
+ * instead. A 200 is `ok` or `invalid` under the `freeze` schema contract, `unchecked` or
+ * `invalid` (no JSON object in `data`) under `evolve`.
+ */
 export type ReportOutcome =
   /** `raw` = the response's `data` exactly as JSON.parse gave it (lossless). */
   | { kind: 'ok'; report: Report; raw: unknown }
+  /**
+   * `evolve`: a 200 whose `data` is an object, not checked against the spec (the row builder
+   * reads it, and counts how it differs); `raw` as for `ok`.
+   */
+  | { kind: 'unchecked'; raw: Record<string, unknown> }
   /** 409; `try_later` only after the retries ran out. */
   | { kind: 'not_ready'; reason: NotReadyReason; message: string }
   | { kind: 'not_found'; message: string }

@@ -210,6 +210,16 @@ export type Report = z.infer<typeof ReportSchema>;
 export const ReportResponseSchema = z.looseObject({ data: ReportSchema });
 export type ReportResponse = z.infer<typeof ReportResponseSchema>;
 
+/**
+ * How a run treats a report that differs from the spec (CONTRACT.md, "Schema contract"):
+ * `evolve` lands it, every value that fits in its column and the rest in `_rescued`, and reports
+ * the drift; `freeze` checks it against these schemas and quarantines it whole when it fails,
+ * as every run did before the option.
+ */
+export const SCHEMA_CONTRACTS = ['evolve', 'freeze'] as const;
+export type SchemaContract = (typeof SCHEMA_CONTRACTS)[number];
+export const DEFAULT_SCHEMA_CONTRACT: SchemaContract = 'evolve';
+
 // ---- 7 Errors --------------------------------------------------------------------------
 
 /** The error body of every non-2xx answer; 422 adds `errors` (field → messages). */

@@ -4,6 +4,7 @@
  * column reference in docs/query.md and the tests all derive from this module.
  */
 
+import type { SchemaContract } from '../api/schemas.js';
 import type { ColumnType, ParquetColumn, ParquetTable } from '../parquet/schema.js';
 
 // The column types, cells and the INT32 range are the Parquet encoder's; re-exported here so
@@ -181,14 +182,8 @@ const defs: Record<TableName, Omit<TableDef, 'name'>> = {
   },
 };
 
-/**
- * How a run treats a report that differs from the spec (CONTRACT.md, "Schema contract"):
- * `evolve` lands it, every value that fits in its column and the rest in `_rescued`, and reports
- * the drift; `freeze` quarantines it whole, as every run did before the option.
- */
-export const SCHEMA_CONTRACTS = ['evolve', 'freeze'] as const;
-export type SchemaContract = (typeof SCHEMA_CONTRACTS)[number];
-export const DEFAULT_SCHEMA_CONTRACT: SchemaContract = 'evolve';
+// The schema contracts are the client's (it checks a report or not); re-exported with the tables.
+export { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS, type SchemaContract } from '../api/schemas.js';
 
 /**
  * The JSON column of every report table under `evolve`: each value of the row's object that

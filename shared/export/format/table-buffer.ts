@@ -7,12 +7,21 @@ import { icebergParquetTable } from '../../iceberg/schema.js';
 import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
 import type { ParquetTable } from '../../parquet/schema.js';
 import { PARTITION_KEY, type TableFormat } from '../layout.js';
-import { type Cell, type Row, TABLE_NAMES, TABLES, type TableName } from '../tables.js';
+import {
+  type Cell,
+  FROZEN_TABLES,
+  type Row,
+  type SchemaContract,
+  TABLE_NAMES,
+  TABLES,
+  type TableName,
+} from '../tables.js';
 import type { RowSink } from './flatten.js';
 
 /** What a buffer needs to know of its run (a `RunRef`): its table format and date. */
 export interface RunFormat {
   table_format?: TableFormat | undefined;
+  schema_contract?: SchemaContract | undefined;
   dt: string;
 }
 
@@ -21,10 +30,11 @@ export interface RunFormat {
  * columns with field ids, MICROS timestamps and `dt` (see `shared/iceberg/schema.ts`).
  */
 export function parquetTableOf(
-  run: Pick<RunFormat, 'table_format'> | undefined,
+  run: Pick<RunFormat, 'table_format' | 'schema_contract'> | undefined,
   table: TableName,
 ): ParquetTable {
-  return run?.table_format === 'iceberg' ? icebergParquetTable(table) : TABLES[table];
+  if (run?.table_format === 'iceberg') return icebergParquetTable(table);
+  return run?.schema_contract === 'evolve' ? TABLES[table] : FROZEN_TABLES[table];
 }
 
 /**

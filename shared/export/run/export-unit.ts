@@ -9,12 +9,14 @@ import { DEFAULT_TIMEOUT_MS, type ReportOutcome, type ValidationIssue } from '..
 import { fetcherWaitSeconds } from '../../api/fetcher-slots.js';
 import { describeError, PreconditionFailedError } from '../../errors.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
+import { appendEvolvedReportRows, namedJobId } from '../format/evolve-rows.js';
 import { appendReportRows } from '../format/flatten.js';
 import { jsonTextOf } from '../format/json-text.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
 import { STATE_KEYS } from '../layout.js';
 import { rawLine } from '../raw-lines.js';
+import { DriftTally } from '../schema-drift.js';
 import { quarantine } from '../state/quarantine.js';
 import {
   addRequestCounts,
@@ -22,6 +24,7 @@ import {
   encodeRecord,
   fatalOf,
   parseRecord,
+  schemaContractOf,
   type Unit,
   type UnitJobResult,
   type UnitSummary,
@@ -80,6 +83,7 @@ async function readStoredSummary(
 function resultOf(outcome: ReportOutcome, fp: string): UnitJobResult {
   switch (outcome.kind) {
     case 'ok':
+    case 'unchecked':
       return { fp, outcome: 'exported' };
     case 'not_ready':
       return { fp, outcome: 'not_ready', detail: outcome.reason };
@@ -113,28 +117,33 @@ function invalidDetail(issues: readonly ValidationIssue[]): string {
   return clip(`${first.path ? `${first.path}: ` : ''}${first.message}${more}`);
 }
 
-/** A report that names another job than the one asked for is a provider bug: invalid, not data. */
+/**
+ * A report that names another job than the one asked for is a provider bug: invalid, not data.
+ * Under `evolve`, a report whose `job.id` is absent or not an integer names none, and lands.
+ */
 function sameJob(outcome: ReportOutcome, jobId: number): ReportOutcome {
-  if (outcome.kind !== 'ok' || outcome.report.job.id === jobId) return outcome;
+  const named =
+    outcome.kind === 'ok'
+      ? outcome.report.job.id
+      : outcome.kind === 'unchecked'
+        ? namedJobId(outcome.raw)
+        : undefined;
+  if (named === undefined || named === jobId) return outcome;
   return {
     kind: 'invalid',
-    issues: [
-      {
-        path: 'data.job.id',
-        code: 'custom',
-        message: `names job ${outcome.report.job.id}, asked for job ${jobId}`,
-      },
-    ],
-    body: jsonTextOf({ data: outcome.raw }),
+    issues: [{ path: 'data.job.id', code: 'custom', message: `names job ${named}, asked for job ${jobId}` }],
+    body: jsonTextOf({ data: (outcome as Fetched).raw }),
   };
 }
 
-type Fetched = Extract<ReportOutcome, { kind: 'ok' }>;
+type Fetched = Extract<ReportOutcome, { kind: 'ok' | 'unchecked' }>;
 
 /** What a unit writes: the rows of every table and the raw lines, staged together at its end. */
 interface UnitBuffers {
   rows: TableBuffer;
   rawLines: JsonLinesBuffer;
+  /** How the unit's reports differed from the spec (`evolve`): only reports that were added count. */
+  drift: DriftTally;
 }
 
 /**
@@ -155,9 +164,15 @@ function addReport(
   // goes in too (dropping only shortens arrays: it cannot fail half-way).
   const mark = buffers.rows.mark();
   let step = 'row builder';
+  const drift = new DriftTally();
   try {
     const ids = { campaignId: unit.campaign_id, jobId };
-    appendReportRows(buffers.rows, fetched.report, ids, { runId: unit.run_id, exportedAt: at });
+    const ctx = { runId: unit.run_id, exportedAt: at };
+    if (fetched.kind === 'ok') appendReportRows(buffers.rows, fetched.report, ids, ctx);
+    else {
+      drift.startReport(jobId);
+      appendEvolvedReportRows(buffers.rows, fetched.raw, ids, ctx, drift);
+    }
     buffers.rows.check(mark);
     step = 'raw line';
     // Adds nothing when it throws (JsonLinesBuffer.add is all or nothing).
@@ -176,6 +191,7 @@ function addReport(
       body: jsonTextOf({ data: fetched.raw }),
     };
   }
+  if (!drift.empty) buffers.drift.merge(drift.entries());
   return fetched;
 }
 
@@ -196,13 +212,18 @@ export async function exportUnit(
   const api = deps.api();
   const rows = new TableBuffer(unit);
   const rawLines = new JsonLinesBuffer();
+  const drift = new DriftTally();
+  if (previous?.drift) drift.merge(previous.drift);
+  const contract = schemaContractOf(unit);
   let fatal: UnitSummary['fatal'];
   try {
     await mapPool(todo, options.concurrency ?? DEFAULT_FETCH_CONCURRENCY, async (job) => {
-      const fetched = sameJob(await api.getReport(unit.campaign_id, job.job_id), job.job_id);
+      const fetched = sameJob(await api.getReport(unit.campaign_id, job.job_id, contract), job.job_id);
       const fetchedAt = deps.now();
       const outcome =
-        fetched.kind === 'ok' ? addReport({ rows, rawLines }, fetched, unit, job.job_id, fetchedAt) : fetched;
+        fetched.kind === 'ok' || fetched.kind === 'unchecked'
+          ? addReport({ rows, rawLines, drift }, fetched, unit, job.job_id, fetchedAt)
+          : fetched;
       const result = resultOf(outcome, job.fp);
       results[job.job_id] = result;
       if (outcome.kind === 'invalid') {
@@ -232,6 +253,7 @@ export async function exportUnit(
     staged: [...(previous?.staged ?? []), ...staged],
     requests: addRequestCounts(previous?.requests ?? emptyRequestCounts(), requestCounts(api)),
     ...(fatal ? { fatal } : {}),
+    ...(!drift.empty && { drift: drift.entries() }),
   };
   const key = STATE_KEYS.unit(unit.run_id, unit.unit);
   try {

@@ -6,8 +6,8 @@
 import * as z from 'zod';
 import { ApiError, StorageError } from '../../errors.js';
 import { DT_PATTERN, TABLE_FORMATS } from '../layout.js';
+import { SchemaDriftSchema } from '../schema-drift.js';
 import { SCHEMA_CONTRACTS, type SchemaContract } from '../tables.js';
-import { SchemaDriftSchema } from './schema-drift.js';
 
 const int = z.number().int();
 
