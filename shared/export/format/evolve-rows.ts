@@ -23,10 +23,11 @@
  *
  * `_rescued` is a JSON object whose members sit at their path relative to the row's object:
  * `{"job": {"location": {"floor": 3}}}` in a `reports` row, `{"points": "7.5"}` in a
- * `questions` row. Array positions inside a row's object are object keys (`{"photos": {"2":
- * 7}}`), and an item that is not an object is kept whole as `{"$value": …}`. A gallery has no
- * row of its own: what does not fit in a gallery sits in its section's row, under
- * `media_galleries.<position>`.
+ * `questions` row. An item of an array that has a column is kept at its position in an array
+ * whose other positions are null (`{"photos": [null, null, 7]}`: `$.photos[2]`); an array in
+ * `_rescued` otherwise is the value as it came. An item that is not an object is kept whole as
+ * `{"$value": …}`. A gallery has no row of its own: what does not fit in a gallery sits in its
+ * section's row, at `media_galleries[<position>]`.
  *
  * Pure, like `flatten.ts`: no I/O, no clock. Drift is counted into a {@link DriftTally}.
  */
@@ -121,28 +122,34 @@ interface Level {
   readonly value: Json;
   readonly path: string;
   readonly row: RescueTarget;
-  readonly at: readonly string[];
+  readonly at: readonly Step[];
 }
+
+/** A step of a path inside a row's object: a member's name, or a position in an array. */
+type Step = string | number;
 
 /** The `_rescued` object of one row, made when its first value comes. */
 class RescueTarget {
   value: Json | null = null;
 
-  put(at: readonly string[], key: string, value: unknown): void {
+  /** Puts `value` at `at` + `key`; a numeric step makes an array, its other positions null. */
+  put(at: readonly Step[], key: Step, value: unknown): void {
     this.value ??= {};
-    let node = this.value;
-    for (const step of at) {
-      let next = node[step];
-      if (!isObject(next)) {
-        next = {};
-        node[step] = next;
+    let node: Json | unknown[] = this.value;
+    for (let i = 0; i < at.length; i++) {
+      const step = at[i]!;
+      const kind = typeof (i + 1 < at.length ? at[i + 1] : key) === 'number' ? 'array' : 'object';
+      let next = (node as Record<Step, unknown>)[step];
+      if (kind === 'array' ? !Array.isArray(next) : !isObject(next)) {
+        next = kind === 'array' ? [] : {};
+        (node as Record<Step, unknown>)[step] = next;
       }
-      node = next as Json;
+      node = next as Json | unknown[];
     }
-    node[key] = value;
+    (node as Record<Step, unknown>)[key] = value;
   }
 
-  /** The `_rescued` cell. */
+  /** The `_rescued` cell (the holes of a sparse array are written as null). */
   cell(): string | null {
     return this.value === null ? null : JSON.stringify(this.value);
   }
@@ -335,6 +342,8 @@ class ReportRows {
     } else {
       // A new kind of item: the columns it has, and everything else (its `type` too) rescued.
       this.#drift.add(path, 'new_variant', typeof item.type === 'string' ? item.type : jsonTypeOf(item.type));
+      // `type` is always there for such a row, null when the item had none: it tells the row apart.
+      row.put([], 'type', item.type ?? null);
       for (const key in item) if (!QUESTION_COLUMNS.has(key)) row.put([], key, item[key]);
     }
     const logic = known ? this.#array(level, 'logic_questions') : undefined;
@@ -552,7 +561,7 @@ class ReportRows {
   #gallery(section: Level, item: unknown, galleryIndex: number, at: Place): ImageRows | undefined {
     if (item === null) return undefined;
     const path = `${at.path}.media_galleries[]`;
-    const where = [...section.at, 'media_galleries', String(galleryIndex)];
+    const where = [...section.at, 'media_galleries', galleryIndex];
     if (!isObject(item)) {
       this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
       section.row.put(where, WHOLE_VALUE, item);
@@ -626,14 +635,17 @@ class ReportRows {
     return undefined;
   }
 
-  /** Counts a field that is absent, null or of the wrong type, and rescues what is neither. */
+  /**
+   * Counts a container (an object or array the spec gives its parent) that is absent, null or
+   * of another type, and rescues what is not absent: a null too, since no column holds it.
+   */
   #mismatch(level: Level, key: string, value: unknown, required: boolean): void {
     if (value === undefined) {
       if (required) this.#count(level, key, 'missing_field');
       return;
     }
     this.#count(level, key, 'type_mismatch', jsonTypeOf(value));
-    if (value !== null) level.row.put(level.at, key, value);
+    level.row.put(level.at, key, value);
   }
 
   /**
@@ -701,7 +713,7 @@ class ReportRows {
       }
       this.#drift.add(`${join(level.path, key)}[]`, 'type_mismatch', jsonTypeOf(item));
       out[i] = typeof item === 'number' || typeof item === 'boolean' ? String(item) : null;
-      if (item !== null) level.row.put([...level.at, key], String(i), item);
+      if (item !== null) level.row.put([...level.at, key], i, item);
     }
     return out;
   }
