@@ -30,8 +30,8 @@ import {
   type TableFormat,
 } from '../state/records.js';
 import { checkTableFormat } from '../state/table-format.js';
-import type { SchemaContract } from '../tables.js';
 import { isClosed } from '../state/tombstone.js';
+import type { SchemaContract } from '../tables.js';
 import { type CampaignListingOptions, listCampaigns, markHandedOn } from './campaign-listing.js';
 import { type ExportDeps, newRunId, randomOf, requestCounts } from './context.js';
 import { recordUnrecordedRequests } from './finish-run.js';

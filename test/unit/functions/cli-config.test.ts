@@ -115,7 +115,9 @@ describe('runOptionsOf', () => {
       /^--schema-contract takes evolve or freeze, got strict$/,
     );
     expect(() => parse('--schema-contract')).toThrow(/^--schema-contract needs a value$/);
-    expect(USAGE).toMatch(/--schema-contract <evolve\|freeze>\n +a report that differs .* evolve \(default\)/);
+    expect(USAGE).toMatch(
+      /--schema-contract <evolve\|freeze>\n +a report that differs .* evolve \(default\)/,
+    );
   });
 });
 
