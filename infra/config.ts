@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
+import { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS } from '../shared/export/tables.js';
 import { fetchersFor, RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
 import {
   FUNCTION_SIZES,
@@ -298,6 +299,16 @@ export const ExporterConfigSchema = z
     tableFormat: z.preprocess(
       (v) => (typeof v === 'string' ? v.trim().toLowerCase() : v) || DEFAULT_TABLE_FORMAT,
       z.enum(TABLE_FORMATS, { message: `expected one of ${TABLE_FORMATS.join(', ')}` }),
+    ),
+    /**
+     * What a run does with a report that differs from the API spec: `evolve` lands it (what does
+     * not fit its column in `_rescued`) and reports the drift; `freeze` quarantines it whole, as
+     * every release before the option did. Evolve by default: a deployment that updates without
+     * the key lands such reports from then on.
+     */
+    schemaContract: z.preprocess(
+      (v) => (typeof v === 'string' ? v.trim().toLowerCase() : v) || DEFAULT_SCHEMA_CONTRACT,
+      z.enum(SCHEMA_CONTRACTS, { message: `expected one of ${SCHEMA_CONTRACTS.join(', ')}` }),
     ),
     throttleShareThreshold: decimal(0, 1, 0.05),
     missedRunAlarmHours: integer(2, 168, 26),

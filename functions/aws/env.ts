@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
 import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../../shared/export/layout.js';
 import { DtSchema } from '../../shared/export/state/records.js';
+import { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS } from '../../shared/export/tables.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 
 /** A whole number bounded and defaulted as its run default says. */
@@ -52,6 +53,11 @@ export const EnvSchema = z.object({
   REPORT_FETCHERS: z.coerce.number().int().min(1).optional(),
   /** How the contract tables are stored (the `tableFormat` context key): `hive` or `iceberg`. */
   TABLE_FORMAT: z.enum(TABLE_FORMATS).default(DEFAULT_TABLE_FORMAT),
+  /**
+   * What a run does with a report that differs from the spec (the `schemaContract` context key):
+   * `evolve` or `freeze`. Set on start-run only: the run record carries it to every later step.
+   */
+  SCHEMA_CONTRACT: z.enum(SCHEMA_CONTRACTS).default(DEFAULT_SCHEMA_CONTRACT),
   /**
    * The Glue database of the Iceberg tables, for the functions that commit them (set with
    * `tableFormat` iceberg only); their bucket and root are DATA_BUCKET and DATA_PREFIX.

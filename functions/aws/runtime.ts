@@ -21,6 +21,7 @@ import { ConfigError } from '../../shared/errors.js';
 import type { TableFormat } from '../../shared/export/layout.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { LAMBDA_API_RETRY } from '../../shared/export/run/time-budget.js';
+import type { SchemaContract } from '../../shared/export/tables.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
@@ -186,6 +187,9 @@ export function exportDeps(key: { apiKey?: unknown; msUntilStop?: () => number }
 
 /** How the deployment stores the contract tables (context key `tableFormat`), for the core. */
 export const tableFormat: TableFormat = env.TABLE_FORMAT;
+
+/** What the deployment's runs do with reports that differ from the spec (context key `schemaContract`). */
+export const schemaContract: SchemaContract = env.SCHEMA_CONTRACT;
 
 let catalog: Promise<IcebergCatalog> | undefined;
 

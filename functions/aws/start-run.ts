@@ -45,6 +45,7 @@ import {
   env,
   lambdaHandler,
   logger,
+  schemaContract,
   tableFormat,
   withCatalog,
 } from './runtime.js';
@@ -114,6 +115,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
       mode: input.mode,
       dt: input.date,
       tableFormat,
+      schemaContract,
       driver: 'queues',
       // Held until finish-run closes the run; it closes overdue runs at the deadline, so the lock
       // outlives the run by the finisher's interval at most.

@@ -10,6 +10,7 @@ import { ConfigError, describeError } from '../../shared/errors.js';
 import { TABLE_FORMATS } from '../../shared/export/layout.js';
 import type { LocalRunOptions } from '../../shared/export/run/local-run.js';
 import { DtSchema } from '../../shared/export/state/records.js';
+import { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS } from '../../shared/export/tables.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 import { isS3Out } from '../../shared/storage/open.js';
 
@@ -55,6 +56,11 @@ Options:
                                   (default); iceberg, Apache Iceberg v2 tables under iceberg/.
                                   An output keeps the format of its first run; to switch,
                                   run once with --full and the new format
+  --schema-contract <evolve|freeze>
+                                  a report that differs from the API spec: evolve (default)
+                                  lands it, what does not fit its column in _rescued, and
+                                  reports the drift; freeze quarantines it whole (the
+                                  behaviour before this option, files byte for byte)
   --concurrency <n>               ceiling of API requests in flight; the number used follows
                                   rate x latency (${defaultAndRange(RUN_DEFAULTS.concurrency)})
   --max-rate <n>                  ceiling on requests per second; the rate adapts below it
@@ -160,6 +166,9 @@ export const CliConfigSchema = z.object({
   tableFormat: z.enum(TABLE_FORMATS, {
     error: (issue) => `--table-format takes hive or iceberg, got ${String(issue.input)}`,
   }),
+  schemaContract: z.enum(SCHEMA_CONTRACTS, {
+    error: (issue) => `--schema-contract takes ${SCHEMA_CONTRACTS.join(' or ')}, got ${String(issue.input)}`,
+  }),
   concurrency: boundedInt(RUN_DEFAULTS.concurrency),
   maxRate: boundedInt(RUN_DEFAULTS.maxRate),
   unitSize: boundedInt(RUN_DEFAULTS.unitSize),
@@ -254,6 +263,7 @@ export function parseCli(
         date: { type: 'string' },
         full: { type: 'boolean', default: false },
         'table-format': { type: 'string', default: 'hive' },
+        'schema-contract': { type: 'string', default: DEFAULT_SCHEMA_CONTRACT },
         concurrency: { type: 'string', default: String(RUN_DEFAULTS.concurrency.value) },
         'max-rate': { type: 'string', default: String(RUN_DEFAULTS.maxRate.value) },
         'unit-size': { type: 'string', default: String(RUN_DEFAULTS.unitSize.value) },
@@ -279,6 +289,7 @@ export function parseCli(
     date: values.date,
     full: values.full,
     tableFormat: values['table-format'],
+    schemaContract: values['schema-contract'],
     concurrency: values.concurrency,
     maxRate: values['max-rate'],
     unitSize: values['unit-size'],
@@ -321,6 +332,7 @@ export function runOptionsOf(config: CliConfig): LocalRunOptions {
     mode: config.full ? 'full' : 'incremental',
     dt: config.date,
     tableFormat: config.tableFormat,
+    schemaContract: config.schemaContract,
     unitSize: config.unitSize,
     fetchConcurrency: config.concurrency,
     waitForLockMs: config.waitLockSeconds * 1000,

@@ -176,7 +176,9 @@ export class ExporterFunctions extends Construct {
       // A backfill dated before the partition projection's start would land where Athena does not look.
       .configure('PROJECTION_START_DATE', config.projectionStartDate)
       // Its lock outlives the run's deadline; a full run's estimate says what the deadline leaves.
-      .configure('RUN_DEADLINE_MINUTES', config.runDeadlineMinutes);
+      .configure('RUN_DEADLINE_MINUTES', config.runDeadlineMinutes)
+      // The run record carries it to every later step: the other functions never read it.
+      .configure('SCHEMA_CONTRACT', config.schemaContract);
 
     const planCampaign = make('plan-campaign')
       .bindPlanQueue(queues.plan.queue, {

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONTEXT_KEYS, EXAMPLE_API_BASE_URL, InfraConfigError, parseConfig } from '../../infra/config.js';
 import { CampaignReportExporter } from '../../infra/exporter.js';
 import { readConfig } from '../../infra/settings.js';
+import { DEFAULT_SCHEMA_CONTRACT } from '../../shared/export/tables.js';
 import { RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 import { codeBlocks, readMarkdown } from '../helpers/markdown.js';
 import { cdkJsonContext } from './helpers.js';
@@ -64,7 +65,18 @@ describe('parseConfig', () => {
       throttleShareThreshold: 0.05,
       missedRunAlarmHours: 26,
       tableFormat: 'hive',
+      schemaContract: 'evolve',
     });
+  });
+
+  it('takes schemaContract evolve or freeze, any case, evolve when unset, and names the key for anything else', () => {
+    expect(parseConfig(BASE).schemaContract).toBe(DEFAULT_SCHEMA_CONTRACT);
+    expect(parseConfig({ ...BASE, schemaContract: '' }).schemaContract).toBe('evolve');
+    expect(parseConfig({ ...BASE, schemaContract: ' Freeze ' }).schemaContract).toBe('freeze');
+    expect(parseConfig({ ...BASE, schemaContract: 'evolve' }).schemaContract).toBe('evolve');
+    expect(() => parseConfig({ ...BASE, schemaContract: 'strict' })).toThrow(
+      /context "schemaContract": expected one of evolve, freeze \(got "strict"\)/,
+    );
   });
 
   it('takes tableFormat hive or iceberg, any case, and names the key for anything else', () => {

@@ -214,3 +214,19 @@ describe('ExporterFunction', () => {
     expect(misuse).toBeTypeOf('function');
   });
 });
+
+describe('the schema contract', () => {
+  it('sets SCHEMA_CONTRACT from the context on start-run alone: the run record carries it to every later step', () => {
+    for (const [context, expected] of [
+      [{}, 'evolve'],
+      [{ schemaContract: 'freeze' }, 'freeze'],
+    ] as const) {
+      const { template } = synthExporter(context);
+      const ids = functionIds(template);
+      for (const name of FUNCTION_NAMES) {
+        const fn = resourcesOf(template, 'AWS::Lambda::Function')[ids[name]]!;
+        expect(envOf(fn).SCHEMA_CONTRACT, name).toBe(name === 'start-run' ? expected : undefined);
+      }
+    }
+  });
+});

@@ -158,6 +158,8 @@ describe('functions', () => {
       PROJECTION_START_DATE: '2025-01-01',
       // Its lock lasts the deadline and a margin; a full run's estimate names the deadline.
       RUN_DEADLINE_MINUTES: String(RUN_DEFAULTS.runDeadlineMinutes.value),
+      // The run's schema contract (context schemaContract, default evolve): its record carries it on.
+      SCHEMA_CONTRACT: 'evolve',
     });
     expect(envOf('plan-campaign')).toEqual({
       ...common,

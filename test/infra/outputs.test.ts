@@ -25,6 +25,7 @@ const BEFORE = {
   scheduleTimeZone: 'Europe/Berlin',
   rawRetentionDays: '3650',
   tableFormat: 'iceberg',
+  schemaContract: 'freeze',
 };
 const AFTER = { ...BEFORE, alarmEmail: 'data@acme.test', scheduleCron: '0 5 * * ? *', rawRetentionDays: '' };
 
@@ -51,6 +52,8 @@ describe('settings as outputs', () => {
     expect(outputs.AlarmEmail?.Value).toBe('ops@acme.test');
     expect(outputs.ScheduleCron?.Value).toBe('0 4 * * ? *');
     expect(outputs.TableFormat?.Value).toBe('iceberg');
+    expect(outputs.SchemaContract?.Value).toBe('freeze');
+    expect(outputsOf(synthExporter({})).SchemaContract?.Value).toBe('evolve');
     expect(outputs.RawRetentionDays?.Value).toBe('3650');
     expect(outputs.ProjectionStartDate?.Value).toBe('2025-01-01');
     expect(outputs.ExistingSecretName).toBeUndefined();

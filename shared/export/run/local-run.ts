@@ -17,6 +17,7 @@ import {
   type UnitJobResult,
   type UnitSummary,
 } from '../state/records.js';
+import type { SchemaContract } from '../tables.js';
 import type { ExportDeps } from './context.js';
 import type { SizeEstimate } from './estimate.js';
 import { DEFAULT_FETCH_CONCURRENCY, exportUnit, pendingJobs } from './export-unit.js';
@@ -32,6 +33,8 @@ export interface LocalRunOptions {
   dt?: string | undefined;
   /** How the run writes its tables; default `hive`. */
   tableFormat?: TableFormat | undefined;
+  /** How the run treats reports that differ from the spec; absent: `freeze` (StartRunInput). */
+  schemaContract?: SchemaContract | undefined;
   unitSize?: number;
   /** Campaigns listed at once. */
   planConcurrency?: number;
@@ -104,6 +107,7 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
     mode: options.mode,
     dt: options.dt,
     tableFormat: options.tableFormat,
+    schemaContract: options.schemaContract,
     driver: 'local',
     lock: {
       ttlMs: LOCAL_LOCK_TTL_MS,

@@ -31,6 +31,7 @@ import {
 } from '../state/records.js';
 import { checkTableFormat } from '../state/table-format.js';
 import { isClosed } from '../state/tombstone.js';
+import type { SchemaContract } from '../tables.js';
 import { type CampaignListingOptions, listCampaigns, markHandedOn } from './campaign-listing.js';
 import { type ExportDeps, newRunId, randomOf, requestCounts } from './context.js';
 import { recordUnrecordedRequests } from './finish-run.js';
@@ -57,6 +58,12 @@ export interface StartRunInput {
   dt?: string | undefined;
   /** How the run writes its tables; default `hive`. */
   tableFormat?: TableFormat | undefined;
+  /**
+   * How the run treats reports that differ from the spec. Absent: `freeze`, as the run record
+   * reads (`schemaContractOf`); the entry points pass their setting, `evolve` by default
+   * (DEFAULT_SCHEMA_CONTRACT).
+   */
+  schemaContract?: SchemaContract | undefined;
   /** Who carries the run's steps: this process (CLI) or the queues (AWS). */
   driver: RunRecord['driver'];
   /**
@@ -151,6 +158,8 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
       mode: input.mode,
       // Hive runs keep the records they always had.
       ...(input.tableFormat === 'iceberg' && { table_format: 'iceberg' as const }),
+      // Frozen runs too: their records stay byte for byte what they were before the option.
+      ...(input.schemaContract === 'evolve' && { schema_contract: 'evolve' as const }),
     };
     // Before anything is written: a run in another format than the output's would miss reports.
     await checkTableFormat(deps.storage, run);

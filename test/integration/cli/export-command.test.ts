@@ -3,6 +3,7 @@
  * scripted API on 127.0.0.1 that records every request, or the simulator: what a new user and
  * a hostile setup run into, each reproduced.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -118,6 +119,7 @@ describe('flag errors name the flag and its range, before any request', () => {
     [['--max-rate', '-5'], '--max-rate takes a whole number from 1 to 1000'],
     [['--date', '2026-13-45'], '--date takes a calendar date YYYY-MM-DD, got 2026-13-45'],
     [['--max-body-mb', '0'], '--max-body-mb takes a whole number from 1 to 512'],
+    [['--schema-contract', 'strict'], '--schema-contract takes evolve or freeze, got strict'],
   ])('%j', async (flags, message) => {
     const server = await scripted();
     const r = await run(['--out', await tempDir('out'), ...flags], envOf(server));
@@ -343,6 +345,43 @@ describe('a full run says how long it will take', () => {
     expect([incremental.code, quiet.code]).toEqual([0, 0]);
     expect(`${incremental.stderr}${quiet.stderr}`).not.toContain('full run');
     expect(simulator.stats.byEndpoint.jobs).toBe(2 + 2); // each run's listings, no count
+  });
+});
+
+describe('--schema-contract', () => {
+  /**
+   * Runs the command into a new folder and returns the text of its run record as it stood while
+   * the reports were fetched (a finished run's records are cleared when it closes).
+   */
+  const runRecordWith = async (flags: string[]): Promise<string> => {
+    const out = await tempDir('out');
+    let text: string | undefined;
+    const server = await scripted({
+      report: (_campaign, jobId) => {
+        const runs = join(out, 'state', 'runs');
+        text ??= readFileSync(join(runs, readdirSync(runs)[0]!, 'run.json'), 'utf8');
+        return { body: { data: reportData(jobId) } };
+      },
+    });
+    expect((await run(['--out', out, ...flags], envOf(server))).code).toBe(0);
+    expect(text).toBeDefined();
+    return text!;
+  };
+
+  it.each([
+    ['no flag', []],
+    ['--schema-contract evolve', ['--schema-contract', 'evolve']],
+  ])('starts an evolve run with %s, and says so in its run record', async (_name, flags) => {
+    expect(JSON.parse(await runRecordWith(flags))).toMatchObject({
+      schema_contract: 'evolve',
+      driver: 'local',
+    });
+  });
+
+  it('writes the run record of a frozen run as before the option: without schema_contract', async () => {
+    const text = await runRecordWith(['--schema-contract', 'freeze']);
+    expect(JSON.parse(text)).toMatchObject({ mode: 'incremental', driver: 'local' });
+    expect(text).not.toContain('schema_contract');
   });
 });
 

@@ -40,6 +40,7 @@ import {
   RequestCountsSchema,
   type RunRecord,
   RunRecordSchema,
+  StartListingMessageSchema,
 } from '../../../shared/export/state/records.js';
 import { silentLog } from '../../../shared/log.js';
 import { listAll } from '../../../shared/storage/storage.js';
@@ -199,6 +200,27 @@ describe('a campaign listing longer than one invocation', () => {
     // apart; every delivery verified the key once.
     const total = addRequestCounts(resumed.requests, await bed.unrecorded(started.run.run_id));
     expect(total.total).toBe(PAGES + steps.length);
+  });
+
+  it("keeps an evolve run's schema contract across hand-ons: the recorded run and every plan message say evolve", async () => {
+    const bed = await setUp();
+    bed.input.schemaContract = 'evolve';
+    const started = await bed.first();
+    expect(started.kind).toBe('handed-on');
+    expect(started.run.schema_contract).toBe('evolve');
+    // The continuation as plan-campaign's handler reads it: a message on the queue, its `list` dropped.
+    const message = StartListingMessageSchema.parse(
+      JSON.parse(JSON.stringify({ ...started.run, list: 'campaigns' })),
+    );
+    const { list: _list, ...run } = message;
+
+    let last: ContinueStep | undefined;
+    for (let i = 0; i <= PAGES && last?.kind !== 'recorded'; i++) last = await bed.next(run);
+
+    expect(last?.kind).toBe('recorded');
+    expect((await bed.record(started.run.run_id)).schema_contract).toBe('evolve');
+    expect(bed.sent.map((m) => m.campaign_id)).toEqual(ids);
+    for (const plan of bed.sent) expect(plan.schema_contract, String(plan.campaign_id)).toBe('evolve');
   });
 
   it.each([PAGE_MS, 30_000, REQUEST_WORST_MS])(

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { type CliConfig, parseCli, runOptionsOf, USAGE } from '../../../functions/cli/config.js';
 import { limiterOptionsOf } from '../../../functions/cli/deps.js';
 import { ConfigError } from '../../../shared/errors.js';
+import { DEFAULT_SCHEMA_CONTRACT } from '../../../shared/export/tables.js';
 import { describeRange, RUN_DEFAULTS } from '../../../shared/run-defaults.js';
 
 const ENV = { INTEGRATION_API_BASE_URL: 'https://api.acme.test', INTEGRATION_API_KEY: 'k' };
@@ -88,11 +89,14 @@ describe('runOptionsOf', () => {
       '3',
       '--table-format',
       'iceberg',
+      '--schema-contract',
+      'freeze',
     );
     expect(runOptionsOf(config)).toEqual({
       mode: 'full',
       dt: '2026-11-22',
       tableFormat: 'iceberg',
+      schemaContract: 'freeze',
       unitSize: 20,
       fetchConcurrency: RUN_DEFAULTS.concurrency.value,
       waitForLockMs: 3000,
@@ -100,6 +104,20 @@ describe('runOptionsOf', () => {
     expect(runOptionsOf(parse()).mode).toBe('incremental');
     expect(runOptionsOf(parse()).tableFormat).toBe('hive');
     expect(() => parse('--table-format', 'delta')).toThrow(/--table-format takes hive or iceberg, got delta/);
+  });
+
+  it('runs under the evolve schema contract unless --schema-contract freeze says otherwise', () => {
+    expect(runOptionsOf(parse()).schemaContract).toBe(DEFAULT_SCHEMA_CONTRACT);
+    expect(DEFAULT_SCHEMA_CONTRACT).toBe('evolve');
+    expect(runOptionsOf(parse('--schema-contract', 'evolve')).schemaContract).toBe('evolve');
+    expect(runOptionsOf(parse('--schema-contract', 'freeze')).schemaContract).toBe('freeze');
+    expect(() => parse('--schema-contract', 'strict')).toThrow(
+      /^--schema-contract takes evolve or freeze, got strict$/,
+    );
+    expect(() => parse('--schema-contract')).toThrow(/^--schema-contract needs a value$/);
+    expect(USAGE).toMatch(
+      /--schema-contract <evolve\|freeze>\n +a report that differs .* evolve \(default\)/,
+    );
   });
 });
 

@@ -48,3 +48,11 @@ describe('readEnv', () => {
     }
   });
 });
+
+describe('SCHEMA_CONTRACT', () => {
+  it('is evolve unless set, takes freeze, and names itself for anything else', () => {
+    expect(readEnv(BASE).SCHEMA_CONTRACT).toBe('evolve');
+    expect(readEnv({ ...BASE, SCHEMA_CONTRACT: 'freeze' }).SCHEMA_CONTRACT).toBe('freeze');
+    expect(() => readEnv({ ...BASE, SCHEMA_CONTRACT: 'strict' })).toThrow(/SCHEMA_CONTRACT: /);
+  });
+});

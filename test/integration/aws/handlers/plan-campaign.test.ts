@@ -73,6 +73,24 @@ describe('plan-campaign', () => {
     expect(units.flatMap((u) => u.jobs.map((j) => j.job_id)).sort()).toEqual([...listed].sort());
   });
 
+  it("hands the run's schema contract on to every unit it sends, and none to a frozen run's", async () => {
+    sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+    const [campaign] = campaignIds();
+    const plan = (body: PlanMessage) =>
+      planCampaign(sqsEvent([{ body }], QUEUE_URLS.plan), context('plan-campaign'));
+
+    await plan({ ...message(campaign ?? 0), schema_contract: 'evolve' });
+    const evolving = sentUnits();
+    sqs.resetHistory();
+    await plan(message(campaign ?? 0));
+    const frozen = sentBodies(sqs) as Record<string, unknown>[];
+
+    expect(evolving).toHaveLength(JOBS / UNIT_SIZE);
+    for (const unit of evolving) expect(unit.schema_contract, unit.unit).toBe('evolve');
+    expect(frozen).toHaveLength(JOBS / UNIT_SIZE);
+    for (const unit of frozen) expect(unit, String(unit.unit)).not.toHaveProperty('schema_contract');
+  });
+
   it('reports only the records it could not handle as batch item failures', async () => {
     sqs.on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
     const [, campaign] = campaignIds();

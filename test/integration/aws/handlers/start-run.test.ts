@@ -3,7 +3,7 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
-import { PlanMessageSchema } from '../../../../shared/export/state/records.js';
+import { PlanMessageSchema, RunRecordSchema } from '../../../../shared/export/state/records.js';
 import { context, keysUnder, QUEUE_URLS, sentBodies, startTestbed, type Testbed } from './testbed.js';
 
 type StartRun = (event: unknown, ctx: ReturnType<typeof context>) => Promise<Record<string, unknown>>;
@@ -59,6 +59,12 @@ describe('start-run', () => {
     expect(new Set(messages.map((m) => JSON.stringify({ run: m.run_id, dt: m.dt, mode: m.mode })))).toEqual(
       new Set([JSON.stringify({ run: result.run_id, dt: '2026-11-22', mode: 'full' })]),
     );
+    // SCHEMA_CONTRACT unset: evolve, in the run record and in every plan message that carries the run on.
+    const record = await bed.storage.get(STATE_KEYS.runRecord(String(result.run_id)));
+    expect(RunRecordSchema.parse(JSON.parse(new TextDecoder().decode(record!.body))).schema_contract).toBe(
+      'evolve',
+    );
+    expect(messages.every((m) => m.schema_contract === 'evolve')).toBe(true);
     // Staged, not yet visible: finish-run publishes the run's files when it closes it.
     expect(
       await keysUnder(bed.storage, STATE_KEYS.staged(String(result.run_id), 'steps/campaigns/')),
