@@ -3,6 +3,7 @@
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';
+import { SCHEMA_CONTRACTS } from '../tables.js';
 import {
   DtSchema,
   FileEntrySchema,
@@ -89,9 +90,9 @@ export const ManifestSchema = z.object({
   /**
    * `evolve` when the run kept reports that differ from the spec (their values that do not fit
    * in `_rescued`); absent for `freeze` runs (and manifests before the option), whose manifest is
-   * as it was.
+   * as it was: only `evolve` is ever written.
    */
-  schema_contract: z.literal('evolve').optional(),
+  schema_contract: z.enum(SCHEMA_CONTRACTS).optional(),
   /**
    * Evolve runs: how the run's exported reports differed from the spec, merged over its units
    * (`DriftTally`: by kind, most reports first, at most `DRIFT_ENTRIES_MAX` entries); `[]` when
