@@ -1,6 +1,7 @@
 /**
  * A run's schema drift in short: per kind, how many paths drifted and the top ones. What the
- * `ExportRunFinished` event, the CLI summary and `aws runs` show; the manifest keeps every entry.
+ * `ExportRunFinished` event carries and the CLI summary and `aws status` print; the manifest
+ * keeps every entry.
  */
 import * as z from 'zod';
 import { DRIFT_KINDS, type DriftEntry } from './schema-drift.js';
@@ -12,6 +13,8 @@ export const DRIFT_TOP_PATHS = 5;
  * us; a longer one is cut with `…`. Keeps the event's drift under ~8 KB (5 kinds × 5 paths).
  */
 export const DRIFT_PATH_CHARS = 200;
+/** Paths named per kind on a summary line: what fits on a line of a terminal or two. */
+export const DRIFT_LINE_PATHS = 3;
 
 export const DriftPathSchema = z.object({
   path: z.string(),
@@ -74,7 +77,7 @@ export function summarizeDrift(
  * One line per kind for people: `unlisted_value 2 paths: job.job_status (31 reports),
  * sections[].questions[].answer_type (4)`.
  */
-export function driftLines(entries: readonly DriftEntry[], topPaths = 3): string[] {
+export function driftLines(entries: readonly DriftEntry[], topPaths = DRIFT_LINE_PATHS): string[] {
   return summarizeDrift(entries, topPaths).map((s) => {
     const paths = s.top.map(
       (p, i) => `${p.path} (${p.reports}${i === 0 ? ` report${p.reports === 1 ? '' : 's'}` : ''})`,
