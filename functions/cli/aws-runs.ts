@@ -16,6 +16,7 @@ import {
   recordsInMemory,
   recordsInStorage,
 } from '../../shared/export/run/run-records.js';
+import { DriftTally, type SchemaDrift } from '../../shared/export/schema-drift.js';
 import { type LockRecord, LockRecordSchema, lockIsFree } from '../../shared/export/state/lock.js';
 import {
   emptyCounts,
@@ -32,7 +33,6 @@ import {
   type RunRecord,
   schemaContractOf,
 } from '../../shared/export/state/records.js';
-import { DriftTally, type SchemaDrift } from '../../shared/export/state/schema-drift.js';
 import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
 import type { Storage } from '../../shared/storage/storage.js';
 

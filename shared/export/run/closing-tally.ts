@@ -3,6 +3,8 @@
  * the staged files and outcomes each campaign brings to its closing (`closing.ts` writes them as
  * pieces). Every listed job gets exactly one outcome.
  */
+
+import { DriftTally } from '../schema-drift.js';
 import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus } from '../state/manifest.js';
 import {
   addRequestCounts,
@@ -13,7 +15,6 @@ import {
   schemaContractOf,
   type UnitSummary,
 } from '../state/records.js';
-import { DriftTally } from '../state/schema-drift.js';
 import type { CampaignOutcomes } from './closing.js';
 import type { RecordsSource, RunRecords } from './run-records.js';
 

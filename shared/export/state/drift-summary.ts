@@ -4,7 +4,7 @@
  * keeps every entry.
  */
 import * as z from 'zod';
-import { DRIFT_KINDS, type DriftEntry } from './schema-drift.js';
+import { DRIFT_KINDS, type DriftEntry } from '../schema-drift.js';
 
 /** Paths named per kind: enough to see what changed, bounded whatever the run. */
 export const DRIFT_TOP_PATHS = 5;

@@ -3,6 +3,7 @@
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';
+import { SchemaDriftSchema } from '../schema-drift.js';
 import { SCHEMA_CONTRACTS } from '../tables.js';
 import {
   DtSchema,
@@ -13,7 +14,6 @@ import {
   RunIdSchema,
   TableFormatSchema,
 } from './records.js';
-import { SchemaDriftSchema } from './schema-drift.js';
 
 /** One file a run published (manifest `files`), for ingestion that copies files instead of listing prefixes. */
 export const PublishedFileSchema = FileEntrySchema;

@@ -16,6 +16,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AWS_EXIT, awsCommand } from '../../../functions/cli/aws-command.js';
 import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import {
   encodeRecord,
@@ -25,7 +26,6 @@ import {
   UnitSchema,
   type UnitSummary,
 } from '../../../shared/export/state/records.js';
-import type { DriftEntry } from '../../../shared/export/state/schema-drift.js';
 import { Captured } from '../../helpers/cli.js';
 import { planRecord, runRecord } from '../../helpers/records.js';
 import {

@@ -11,8 +11,8 @@ import { type LakeSql, openLakeSql } from '../../../functions/cli/sql.js';
 import { appendReportRows } from '../../../shared/export/format/flatten.js';
 import { manifestKey, parquetKey } from '../../../shared/export/layout.js';
 import { QUERIES } from '../../../shared/export/queries.js';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema, type RunStatus } from '../../../shared/export/state/manifest.js';
-import type { DriftEntry } from '../../../shared/export/state/schema-drift.js';
 import {
   REPORT_TABLES,
   type ReportTableName,

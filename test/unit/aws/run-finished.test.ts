@@ -6,15 +6,15 @@ import {
   runFinishedDetail,
 } from '../../../shared/aws/run-finished.js';
 import { buildManifest } from '../../../shared/export/run/closing-tally.js';
-import { DRIFT_PATH_CHARS, DRIFT_TOP_PATHS } from '../../../shared/export/state/drift-summary.js';
-import type { Manifest } from '../../../shared/export/state/manifest.js';
-import { emptyRequestCounts } from '../../../shared/export/state/records.js';
 import {
   DRIFT_ENTRIES_MAX,
   DRIFT_KINDS,
   DRIFT_SEEN_MAX,
   type DriftEntry,
-} from '../../../shared/export/state/schema-drift.js';
+} from '../../../shared/export/schema-drift.js';
+import { DRIFT_PATH_CHARS, DRIFT_TOP_PATHS } from '../../../shared/export/state/drift-summary.js';
+import type { Manifest } from '../../../shared/export/state/manifest.js';
+import { emptyRequestCounts } from '../../../shared/export/state/records.js';
 import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';
 
 const WHERE = { stage: 'staging', bucket: 'data-lake', prefix: 'lake/' };

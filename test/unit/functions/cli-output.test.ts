@@ -14,8 +14,8 @@ import {
   systemProgressClock,
 } from '../../../functions/cli/progress.js';
 import { formatResult } from '../../../functions/cli/sql.js';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { emptyCounts, type Manifest } from '../../../shared/export/state/manifest.js';
-import type { DriftEntry } from '../../../shared/export/state/schema-drift.js';
 import { Captured, ManualClock } from '../../helpers/cli.js';
 
 const FAMILY = '👨‍👩‍👧‍👦'; // a ZWJ sequence: 7 code points, 2 columns
