@@ -4,7 +4,7 @@ import type { Report } from '../../../../shared/api/schemas.js';
 import { appendEvolvedReportRows, WHOLE_VALUE } from '../../../../shared/export/format/evolve-rows.js';
 import { appendReportRows, type RowContext } from '../../../../shared/export/format/flatten.js';
 import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
-import { type DriftEntry, DriftTally } from '../../../../shared/export/schema-drift.js';
+import { type DriftEntry, DriftTally, PATH_CHARS } from '../../../../shared/export/schema-drift.js';
 import { REPORT_TABLES, type Row, TABLES, type TableName } from '../../../../shared/export/tables.js';
 import {
   gallery,
@@ -561,5 +561,16 @@ describe('evolve loses nothing', () => {
         ]);
       }),
     );
+  });
+});
+
+describe('DriftTally', () => {
+  it('keeps a path of any length to PATH_CHARS characters', () => {
+    const drift = new DriftTally();
+    drift.startReport(1);
+    drift.add(`x_${'k'.repeat(5000)}`, 'new_field');
+    const [entry] = drift.entries();
+    expect(entry!.path).toHaveLength(PATH_CHARS);
+    expect(entry!.path.endsWith('…')).toBe(true);
   });
 });
