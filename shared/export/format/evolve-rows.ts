@@ -63,8 +63,8 @@ const QUESTION_COLUMNS = new Set([
   'threads',
 ]);
 
-/** The fields the spec names at each level; any other is `new_field`. */
-const KNOWN = {
+/** The fields the spec names at each level (`shared/api/schemas.ts`, a test holds them together); any other is `new_field`. */
+export const SPEC_FIELDS = {
   data: new Set(['job', 'sections']),
   job: new Set(['id', 'job_status', 'job_score_percentage', 'campaign', 'location', 'report']),
   campaign: new Set(['id', 'campaign_name']),
@@ -213,13 +213,13 @@ class ReportRows {
     }
     const row = new RescueTarget();
     const top: Level = { value: data, path: '', row, at: [] };
-    this.#unknown(top, KNOWN.data);
+    this.#unknown(top, SPEC_FIELDS.data);
     const job = this.#object(top, 'job', true);
     const campaign = job && this.#object(job, 'campaign', true);
     const location = job && this.#object(job, 'location', true);
     const report = job && this.#object(job, 'report', true);
     if (job) {
-      this.#unknown(job, KNOWN.job);
+      this.#unknown(job, SPEC_FIELDS.job);
       // The row's key is the path's job id; `id` is only checked (and rescued when not an integer).
       this.#value(job, 'id', 'bigint', false);
     }
@@ -229,9 +229,9 @@ class ReportRows {
     }
     const { runId, exportedAt } = this.#ctx;
     const { jobId, campaignId } = this.#ids;
-    if (campaign) this.#unknown(campaign, KNOWN.campaign);
-    if (location) this.#unknown(location, KNOWN.location);
-    if (report) this.#unknown(report, KNOWN.report);
+    if (campaign) this.#unknown(campaign, SPEC_FIELDS.campaign);
+    if (location) this.#unknown(location, SPEC_FIELDS.location);
+    if (report) this.#unknown(report, SPEC_FIELDS.report);
     const reportsRow: Row = {
       job_id: jobId,
       campaign_id: campaignId,
@@ -273,7 +273,7 @@ class ReportRows {
       return;
     }
     const level: Level = { value: item, path, row, at: [] };
-    this.#unknown(level, KNOWN.section);
+    this.#unknown(level, SPEC_FIELDS.section);
     const sectionId = this.#value(level, 'id', 'string', false) as string | null;
     const at: Place = {
       jobId: this.#ids.jobId,
@@ -332,13 +332,13 @@ class ReportRows {
     }
     const level: Level = { value: item, path, row, at: [] };
     if (item.type === 'text_entry') {
-      this.#unknown(level, KNOWN.questionTextEntry);
+      this.#unknown(level, SPEC_FIELDS.questionTextEntry);
       this.#sink.add('text_entries', this.#textEntryRow(at, questionIndex, 'questions', level, false));
       return;
     }
     const known = item.type === 'question';
     if (known) {
-      this.#unknown(level, KNOWN.question);
+      this.#unknown(level, SPEC_FIELDS.question);
     } else {
       // A new kind of item: the columns it has, and everything else (its `type` too) rescued.
       this.#drift.add(path, 'new_variant', typeof item.type === 'string' ? item.type : jsonTypeOf(item.type));
@@ -362,7 +362,7 @@ class ReportRows {
         return;
       }
       const logicLevel: Level = { value: follow, path: logicPath, row: logicRow, at: [] };
-      this.#unknown(logicLevel, KNOWN.logic);
+      this.#unknown(logicLevel, SPEC_FIELDS.logic);
       this.#sink.add(
         'questions',
         this.#questionRow(at, questionIndex, logicIndex, logicLevel, logicRow, true),
@@ -468,7 +468,7 @@ class ReportRows {
       return;
     }
     const level: Level = { value: item, path, row, at: [] };
-    this.#unknown(level, KNOWN.textEntry);
+    this.#unknown(level, SPEC_FIELDS.textEntry);
     this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', level, true));
   }
 
@@ -513,11 +513,11 @@ class ReportRows {
       measured = 'measurement' in item;
       known = measured || item.input_type === 'text';
       if (known) {
-        this.#unknown(level, measured ? KNOWN.measuredInput : KNOWN.textInput);
+        this.#unknown(level, measured ? SPEC_FIELDS.measuredInput : SPEC_FIELDS.textInput);
       } else {
         const seen = typeof item.input_type === 'string' ? item.input_type : jsonTypeOf(item.input_type);
         this.#drift.add(path, 'new_variant', seen);
-        for (const key in item) if (!KNOWN.measuredInput.has(key)) row.put([], key, item[key]);
+        for (const key in item) if (!SPEC_FIELDS.measuredInput.has(key)) row.put([], key, item[key]);
       }
     }
     const has = (key: string) => level !== null && (known || key in level.value);
@@ -568,7 +568,7 @@ class ReportRows {
       return undefined;
     }
     const level: Level = { value: item, path, row: section.row, at: where };
-    this.#unknown(level, KNOWN.gallery);
+    this.#unknown(level, SPEC_FIELDS.gallery);
     const description = this.#value(level, 'description', 'string', true);
     const viewType = this.#value(level, 'view_type', 'string', false);
     const images = this.#array(level, 'images');
@@ -585,7 +585,7 @@ class ReportRows {
         row.put([], WHOLE_VALUE, item);
       } else {
         level = { value: item, path: gallery.path, row, at: [] };
-        this.#unknown(level, KNOWN.image);
+        this.#unknown(level, SPEC_FIELDS.image);
       }
       this.#sink.add('media_images', {
         job_id: at.jobId,

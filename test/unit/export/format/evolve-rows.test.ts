@@ -1,7 +1,25 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Report } from '../../../../shared/api/schemas.js';
-import { appendEvolvedReportRows, WHOLE_VALUE } from '../../../../shared/export/format/evolve-rows.js';
+import {
+  GallerySchema,
+  ImageSchema,
+  ListQuestionSchema,
+  LogicQuestionSchema,
+  MeasuredInputSchema,
+  QuestionTextEntrySchema,
+  type Report,
+  ReportJobSchema,
+  ReportSchema,
+  ScalarQuestionSchema,
+  SectionSchema,
+  TextEntrySchema,
+  TextInputSchema,
+} from '../../../../shared/api/schemas.js';
+import {
+  appendEvolvedReportRows,
+  SPEC_FIELDS,
+  WHOLE_VALUE,
+} from '../../../../shared/export/format/evolve-rows.js';
 import { appendReportRows, type RowContext } from '../../../../shared/export/format/flatten.js';
 import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
 import { type DriftEntry, DriftTally, PATH_CHARS } from '../../../../shared/export/schema-drift.js';
@@ -505,5 +523,28 @@ describe('DriftTally', () => {
     const [entry] = drift.entries();
     expect(entry!.path).toHaveLength(PATH_CHARS);
     expect(entry!.path.endsWith('…')).toBe(true);
+  });
+});
+
+describe('SPEC_FIELDS', () => {
+  const keys = (schema: { shape: Record<string, unknown> }) => Object.keys(schema.shape).sort();
+  it('names at each level exactly the fields of the spec’s schemas', () => {
+    const spec = SPEC_FIELDS;
+    const job = ReportJobSchema.shape;
+    expect([...spec.data].sort()).toEqual(keys(ReportSchema));
+    expect([...spec.job].sort()).toEqual(keys(ReportJobSchema));
+    expect([...spec.campaign].sort()).toEqual(keys(job.campaign));
+    expect([...spec.location].sort()).toEqual(keys(job.location));
+    expect([...spec.report].sort()).toEqual(keys(job.report));
+    expect([...spec.section].sort()).toEqual(keys(SectionSchema));
+    expect([...spec.question].sort()).toEqual(keys(ScalarQuestionSchema));
+    expect([...spec.question].sort()).toEqual(keys(ListQuestionSchema));
+    expect([...spec.logic].sort()).toEqual(keys(LogicQuestionSchema));
+    expect([...spec.questionTextEntry].sort()).toEqual(keys(QuestionTextEntrySchema));
+    expect([...spec.textEntry].sort()).toEqual(keys(TextEntrySchema));
+    expect([...spec.measuredInput].sort()).toEqual(keys(MeasuredInputSchema));
+    expect([...spec.textInput].sort()).toEqual(keys(TextInputSchema));
+    expect([...spec.gallery].sort()).toEqual(keys(GallerySchema));
+    expect([...spec.image].sort()).toEqual(keys(ImageSchema));
   });
 });
