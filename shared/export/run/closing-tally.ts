@@ -127,6 +127,7 @@ export class ClosingTally {
       files: [],
       ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
       ...(record.table_format !== undefined ? { table_format: record.table_format } : {}),
+      ...(record.schema_contract !== undefined ? { schema_contract: record.schema_contract } : {}),
       ...(this.unlisted.length > 0 ? { unlisted_campaigns: this.unlisted } : {}),
       ...(this.partlyListed.length > 0
         ? { partially_listed_campaigns: [...this.partlyListed].sort((a, b) => a - b) }

@@ -3,6 +3,7 @@
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';
+import { SCHEMA_CONTRACTS } from '../tables.js';
 import {
   DtSchema,
   FileEntrySchema,
@@ -72,6 +73,8 @@ export const ManifestSchema = z.object({
   recovered_by: RunIdSchema.optional(),
   /** `iceberg` when the run wrote Iceberg tables (absent: Hive, as before the option). */
   table_format: TableFormatSchema.optional(),
+  /** `evolve` when the run wrote the evolve tables (`_rescued`; absent: `freeze`, as before the option). */
+  schema_contract: z.enum(SCHEMA_CONTRACTS).optional(),
   /**
    * Iceberg runs: the catalog and, per table the run committed to, its snapshot and the
    * metadata file in which that snapshot is current (or was, when it was read back).
