@@ -133,6 +133,11 @@ export const RUNS_COLUMNS: readonly SqlColumn[] = [
   { name: 'recovered_by', type: 'string', doc: 'the run that closed this interrupted run' },
   { name: 'table_format', type: 'string', doc: "'iceberg' when the run wrote Iceberg tables (NULL: Hive)" },
   {
+    name: 'schema_contract',
+    type: 'string',
+    doc: "'evolve' when the run wrote the evolve tables (with _rescued; NULL: freeze)",
+  },
+  {
     name: 'iceberg',
     type: {
       struct: {
