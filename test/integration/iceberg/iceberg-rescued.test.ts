@@ -87,7 +87,7 @@ describe('an Iceberg output that a freeze run wrote and an evolve run then commi
     }
   });
 
-  it('evolve: reports and reports_current gain schema 1 with _rescued; tables it did not write keep theirs', async () => {
+  it('evolve: the tables it commits to gain schema 1 with _rescued; history tables it did not write keep theirs', async () => {
     const catalog = new FileCatalog(new LocalStorage(out));
     for (const table of ['reports', 'reports_current']) {
       const { metadata } = await catalog.load(table);
@@ -102,6 +102,10 @@ describe('an Iceberg output that a freeze run wrote and an evolve run then commi
       const { metadata } = await catalog.load(table);
       expect(metadata!['current-schema-id'], table).toBe(0);
     }
+    // A current table the run only removes the job's old rows from evolves too: the run commits to it.
+    const { metadata } = await catalog.load('sections_current');
+    expect(metadata!.snapshots!.at(-1)!.summary.operation).toBe('overwrite');
+    expect(metadata!['current-schema-id']).toBe(1);
   });
 
   it('icebird reads the history table: old rows without _rescued, the new row with it', async () => {

@@ -7,7 +7,7 @@ import { rawLine } from '../../../../shared/export/raw-lines.js';
 import { publishRun, READ_AHEAD_FILES } from '../../../../shared/export/run/publish.js';
 import { stageStep } from '../../../../shared/export/run/staging.js';
 import type { FileEntry, RunRef, StagedFile } from '../../../../shared/export/state/records.js';
-import { TABLES, type TableName } from '../../../../shared/export/tables.js';
+import { FROZEN_TABLES, TABLES, type TableName } from '../../../../shared/export/tables.js';
 import type { ParquetTable } from '../../../../shared/parquet/schema.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { readRange, type Storage } from '../../../../shared/storage/storage.js';
@@ -245,7 +245,7 @@ describe('publishRun', () => {
     const asked: TableName[] = [];
     const tableOf = (name: TableName): ParquetTable => {
       asked.push(name);
-      return { ...TABLES[name], columns: [...TABLES[name].columns] };
+      return { ...FROZEN_TABLES[name], columns: [...FROZEN_TABLES[name].columns] };
     };
 
     const files = await publishRun(storage, RUN, staged, { tableOf });
@@ -254,8 +254,8 @@ describe('publishRun', () => {
     expect([...asked].sort()).toEqual([...parquet].sort());
     // A table the staged files were not written with is refused, not published with wrong columns.
     const wider = (name: TableName): ParquetTable => ({
-      ...TABLES[name],
-      columns: [...TABLES[name].columns, { name: 'dt', type: 'string', nullable: false }],
+      ...FROZEN_TABLES[name],
+      columns: [...FROZEN_TABLES[name].columns, { name: 'dt', type: 'string', nullable: false }],
     });
     await expect(publishRun(storage, RUN, staged, { tableOf: wider })).rejects.toThrow(/\bdt\b/);
   });
