@@ -7,7 +7,7 @@ import { rawLine } from '../../../../shared/export/raw-lines.js';
 import { publishRun, READ_AHEAD_FILES } from '../../../../shared/export/run/publish.js';
 import { stageStep } from '../../../../shared/export/run/staging.js';
 import type { FileEntry, RunRef, StagedFile } from '../../../../shared/export/state/records.js';
-import { FROZEN_TABLES, TABLES, type TableName } from '../../../../shared/export/tables.js';
+import { FROZEN_TABLES, type TableName } from '../../../../shared/export/tables.js';
 import type { ParquetTable } from '../../../../shared/parquet/schema.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { readRange, type Storage } from '../../../../shared/storage/storage.js';
