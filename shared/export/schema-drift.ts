@@ -177,7 +177,8 @@ export class DriftTally {
  * Two paths that share their first {@link PATH_CHARS} characters count as one.
  */
 export const PATH_CHARS = 200;
-const clipPath = (path: string): string => (path.length > PATH_CHARS ? `${path.slice(0, PATH_CHARS - 1)}…` : path);
+const clipPath = (path: string): string =>
+  path.length > PATH_CHARS ? `${path.slice(0, PATH_CHARS - 1)}…` : path;
 
 function addSeen(entry: Counting, seen: string): void {
   if (entry.seen === undefined || entry.seen.length >= DRIFT_SEEN_MAX) return;
