@@ -111,24 +111,46 @@ function makeUnits(units: number, driftEvery: number): UnitBodies[] {
   return out;
 }
 
-interface UnitResult {
+/** CPU ms of a unit's stages: `JSON.parse`, the zod check, the row builder, the encoder. */
+interface Stages {
+  parse: number;
+  check: number;
+  build: number;
+  encode: number;
+}
+const STAGES = ['parse', 'check', 'build', 'encode'] as const;
+
+interface UnitResult extends Stages {
   rows: number;
   bytes: number;
   rejected: number;
   drifted: number;
 }
 
-/** One unit's CPU work under `contract`, from the bodies to the encoded tables. */
+/** CPU milliseconds of the process since `since` (a `process.cpuUsage()`), and a new mark. */
+function lap(since: NodeJS.CpuUsage): [number, NodeJS.CpuUsage] {
+  const now = process.cpuUsage();
+  return [(now.user - since.user + now.system - since.system) / 1000, now];
+}
+
+/** One unit's CPU work under `contract`, from the bodies to the encoded tables, timed by stage. */
 function unitWork(unit: UnitBodies, contract: Contract): UnitResult {
+  const stages: Stages = { parse: 0, check: 0, build: 0, encode: 0 };
+  let ms: number;
+  let mark = process.cpuUsage();
   const buffer = new TableBuffer({ dt: DT, schema_contract: contract });
   const unitDrift = new DriftTally();
   let rejected = 0;
   let drifted = 0;
   for (const { jobId, body } of unit.reports) {
     const value = JSON.parse(body) as Json;
+    [ms, mark] = lap(mark);
+    stages.parse += ms;
     const ids = { campaignId: unit.campaignId, jobId };
     if (contract === 'freeze') {
       const parsed = ReportResponseSchema.safeParse(value);
+      [ms, mark] = lap(mark);
+      stages.check += ms;
       if (!parsed.success) {
         rejected++;
         continue;
@@ -143,7 +165,10 @@ function unitWork(unit: UnitBodies, contract: Contract): UnitResult {
         unitDrift.merge(tally.entries());
       }
     }
+    [ms, mark] = lap(mark);
+    stages.build += ms;
   }
+  unitDrift.entries();
   let rows = 0;
   let bytes = 0;
   for (const table of REPORT_TABLES) {
@@ -151,18 +176,25 @@ function unitWork(unit: UnitBodies, contract: Contract): UnitResult {
     rows += buffer.rowCount(table);
     bytes += buffer.encode(table).byteLength;
   }
-  unitDrift.entries();
-  return { rows, bytes, rejected, drifted };
+  [ms, mark] = lap(mark);
+  stages.encode += ms;
+  return { ...stages, rows, bytes, rejected, drifted };
 }
 
 function allUnits(units: UnitBodies[], contract: Contract): UnitResult {
-  const total: UnitResult = { rows: 0, bytes: 0, rejected: 0, drifted: 0 };
+  const total: UnitResult = {
+    parse: 0,
+    check: 0,
+    build: 0,
+    encode: 0,
+    rows: 0,
+    bytes: 0,
+    rejected: 0,
+    drifted: 0,
+  };
   for (const unit of units) {
     const r = unitWork(unit, contract);
-    total.rows += r.rows;
-    total.bytes += r.bytes;
-    total.rejected += r.rejected;
-    total.drifted += r.drifted;
+    for (const key of Object.keys(total) as (keyof UnitResult)[]) total[key] += r[key];
   }
   return total;
 }
@@ -195,12 +227,13 @@ export async function benchRescue(): Promise<Record<string, number>> {
 
   const cpu = new Map<string, number[]>(variants.map((v) => [v.name, []]));
   const wall = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+  const stages = new Map<string, Stages[]>(variants.map((v) => [v.name, []]));
   for (let round = 0; round < rounds; round++) {
     for (let k = 0; k < variants.length; k++) {
       const v = variants[(round + k) % variants.length]!;
       const before = process.cpuUsage();
       const t = performance.now();
-      allUnits(v.units, v.contract);
+      stages.get(v.name)!.push(allUnits(v.units, v.contract));
       const used = process.cpuUsage(before);
       wall.get(v.name)!.push(performance.now() - t);
       cpu.get(v.name)!.push((used.user + used.system) / 1000);
@@ -224,6 +257,20 @@ export async function benchRescue(): Promise<Record<string, number>> {
   for (const v of variants) {
     figures[`${v.name}_cpu_ms_per_100`] = per100(median(cpu.get(v.name)!));
     figures[`${v.name}_wall_ms_per_100`] = per100(median(wall.get(v.name)!));
+  }
+  // Where the CPU goes (sums of the stages' laps: a little under the totals above).
+  for (const v of variants) {
+    for (const stage of STAGES) {
+      if (stage === 'check' && v.contract === 'evolve') continue;
+      figures[`${v.name}_${stage}_ms_per_100`] = per100(median(stages.get(v.name)!.map((s) => s[stage])));
+    }
+  }
+  // Rescue alone: the evolve row builder's CPU beyond freeze's, as a share of freeze's unit.
+  const build = (name: string) => median(stages.get(name)!.map((s) => s.build));
+  for (const load of ['clean', 'drift10']) {
+    figures[`rescue_build_share_${load}`] = Number(
+      ((build(`evolve_${load}`) - build(`freeze_${load}`)) / median(cpu.get(`freeze_${load}`)!)).toFixed(3),
+    );
   }
   figures.evolve_vs_freeze_clean = ratio('evolve_clean', 'freeze_clean');
   figures.evolve_vs_freeze_drift10 = ratio('evolve_drift10', 'freeze_drift10');
