@@ -128,6 +128,9 @@ interface Level {
 /** A step of a path inside a row's object: a member's name, or a position in an array. */
 type Step = string | number;
 
+/** The row's object itself (no step): shared, since paths are only ever extended by copy. */
+const ROW_TOP: readonly Step[] = Object.freeze([]);
+
 /** The `_rescued` object of one row, made when its first value comes. */
 class RescueTarget {
   value: Json | null = null;
@@ -212,7 +215,7 @@ class ReportRows {
       throw new ExporterError(`report of job ${this.#ids.jobId} names job ${named}`);
     }
     const row = new RescueTarget();
-    const top: Level = { value: data, path: '', row, at: [] };
+    const top: Level = { value: data, path: '', row, at: ROW_TOP };
     this.#unknown(top, KNOWN.data);
     const job = this.#object(top, 'job', true);
     const campaign = job && this.#object(job, 'campaign', true);
@@ -268,11 +271,11 @@ class ReportRows {
     const row = new RescueTarget();
     if (!isObject(item)) {
       this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
       this.#sink.add('sections', this.#sectionRow(sectionIndex, null, null, row));
       return;
     }
-    const level: Level = { value: item, path, row, at: [] };
+    const level: Level = { value: item, path, row, at: ROW_TOP };
     this.#unknown(level, KNOWN.section);
     const sectionId = this.#value(level, 'id', 'string', false) as string | null;
     const at: Place = {
@@ -324,11 +327,11 @@ class ReportRows {
     const row = new RescueTarget();
     if (!isObject(item)) {
       this.#drift.add(path, 'new_variant', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
       this.#sink.add('questions', this.#questionRow(at, questionIndex, null, null, row, null));
       return;
     }
-    const level: Level = { value: item, path, row, at: [] };
+    const level: Level = { value: item, path, row, at: ROW_TOP };
     if (item.type === 'text_entry') {
       this.#unknown(level, KNOWN.questionTextEntry);
       this.#sink.add('text_entries', this.#textEntryRow(at, questionIndex, 'questions', level, false));
@@ -341,8 +344,8 @@ class ReportRows {
       // A new kind of item: the columns it has, and everything else (its `type` too) rescued.
       this.#drift.add(path, 'new_variant', typeof item.type === 'string' ? item.type : jsonTypeOf(item.type));
       // `type` is always there for such a row, null when the item had none: it tells the row apart.
-      row.put([], 'type', item.type ?? null);
-      for (const key in item) if (!QUESTION_COLUMNS.has(key)) row.put([], key, item[key]);
+      row.put(ROW_TOP, 'type', item.type ?? null);
+      for (const key in item) if (!QUESTION_COLUMNS.has(key)) row.put(ROW_TOP, key, item[key]);
     }
     const logic = known ? this.#array(level, 'logic_questions') : undefined;
     this.#sink.add('questions', this.#questionRow(at, questionIndex, null, level, row, known));
@@ -359,11 +362,11 @@ class ReportRows {
     const logicRow = new RescueTarget();
     if (!isObject(follow)) {
       this.#drift.add(logicPath, 'type_mismatch', jsonTypeOf(follow));
-      logicRow.put([], WHOLE_VALUE, follow);
+      logicRow.put(ROW_TOP, WHOLE_VALUE, follow);
       this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, null, logicRow, null));
       return;
     }
-    const logicLevel: Level = { value: follow, path: logicPath, row: logicRow, at: [] };
+    const logicLevel: Level = { value: follow, path: logicPath, row: logicRow, at: ROW_TOP };
     this.#unknown(logicLevel, KNOWN.logic);
     this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, logicLevel, logicRow, true));
   }
@@ -476,11 +479,11 @@ class ReportRows {
     const row = new RescueTarget();
     if (!isObject(item)) {
       this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
       this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', null, false, row));
       return;
     }
-    const level: Level = { value: item, path, row, at: [] };
+    const level: Level = { value: item, path, row, at: ROW_TOP };
     this.#unknown(level, KNOWN.textEntry);
     this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', level, true));
   }
@@ -520,9 +523,9 @@ class ReportRows {
     let known = false;
     if (!isObject(item)) {
       this.#drift.add(path, 'new_variant', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
     } else {
-      level = { value: item, path, row, at: [] };
+      level = { value: item, path, row, at: ROW_TOP };
       measured = 'measurement' in item;
       known = measured || item.input_type === 'text';
       if (known) {
@@ -530,7 +533,7 @@ class ReportRows {
       } else {
         const seen = typeof item.input_type === 'string' ? item.input_type : jsonTypeOf(item.input_type);
         this.#drift.add(path, 'new_variant', seen);
-        for (const key in item) if (!KNOWN.measuredInput.has(key)) row.put([], key, item[key]);
+        for (const key in item) if (!KNOWN.measuredInput.has(key)) row.put(ROW_TOP, key, item[key]);
       }
     }
     let answer: string | null = null;
@@ -611,9 +614,9 @@ class ReportRows {
       let level: Level | null = null;
       if (!isObject(item)) {
         this.#drift.add(gallery.path, 'type_mismatch', jsonTypeOf(item));
-        row.put([], WHOLE_VALUE, item);
+        row.put(ROW_TOP, WHOLE_VALUE, item);
       } else {
-        level = { value: item, path: gallery.path, row, at: [] };
+        level = { value: item, path: gallery.path, row, at: ROW_TOP };
         this.#unknown(level, KNOWN.image);
       }
       this.#sink.add('media_images', {
