@@ -14,7 +14,8 @@ import { planCampaign } from '../../../../shared/export/run/plan-campaign.js';
 import { startRun } from '../../../../shared/export/run/start-run.js';
 import type { DriftEntry } from '../../../../shared/export/schema-drift.js';
 import { ManifestSchema } from '../../../../shared/export/state/manifest.js';
-import { encodeRecord, RunRecordSchema, UnitSummarySchema } from '../../../../shared/export/state/records.js';
+import { encodeRecord, UnitSummarySchema } from '../../../../shared/export/state/records.js';
+import type { SchemaContract } from '../../../../shared/export/tables.js';
 import { METRIC } from '../../../../shared/metrics.js';
 import { openRunKeys } from '../../../helpers/records.js';
 import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
@@ -43,9 +44,15 @@ describe('finish-run', () => {
     });
 
   /** A run started `ageMs` ago, planned; `exported` says whether its units ran. */
-  async function makeRun(ageMs: number, exported: boolean): Promise<string> {
+  async function makeRun(ageMs: number, exported: boolean, schemaContract?: SchemaContract): Promise<string> {
     const deps = depsAt(ageMs);
-    const started = await startRun(deps, { mode: 'full', dt: DT, driver: 'queues', lock: 'unlocked' });
+    const started = await startRun(deps, {
+      mode: 'full',
+      dt: DT,
+      driver: 'queues',
+      lock: 'unlocked',
+      ...(schemaContract && { schemaContract }),
+    });
     for (const campaignId of started.record.campaign_ids) {
       const planned = await planCampaign(deps, { ...started.run, campaign_id: campaignId }, 5);
       if (exported) for (const unit of planned.units) await exportUnit(deps, unit, { resume: true });
@@ -131,13 +138,8 @@ describe('finish-run', () => {
 
   it("puts an evolve run's drift metrics and its drift in short in the event; the run still succeeds", async () => {
     events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
-    const runId = await makeRun(0, true);
+    const runId = await makeRun(0, true, 'evolve');
     // An evolve run whose every unit saw an unlisted job_status (export-reports fills `drift`).
-    const runKey = STATE_KEYS.runRecord(runId);
-    const record = RunRecordSchema.parse(
-      JSON.parse(Buffer.from((await bed.storage.get(runKey))!.body).toString()),
-    );
-    await bed.storage.put(runKey, encodeRecord({ ...record, schema_contract: 'evolve' }));
     const unitKeys = (await keysUnder(bed.storage, `${STATE_KEYS.runsPrefix}${runId}/units/`)).filter((k) =>
       k.endsWith('.json'),
     );
