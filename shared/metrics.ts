@@ -29,6 +29,16 @@ export const METRIC = {
    * NoFinishedRun alarm: no datapoint means finish-run itself is not running.
    */
   hoursSinceFinishedRun: 'HoursSinceFinishedRun',
+  /**
+   * Evolve runs: the paths (with their kind) at which the run's reports differed from the spec
+   * (the manifest's `schema_drift` entries). Above 0: the API changed; the SchemaDrift alarm.
+   */
+  schemaDriftPaths: 'SchemaDriftPaths',
+  /**
+   * Evolve runs: the reports of the most drifted path, a lower bound of the reports that
+   * drifted (a report may drift at several paths, so the entries' reports do not add up).
+   */
+  schemaDriftReports: 'SchemaDriftReports',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 
@@ -46,12 +56,16 @@ const RUN_STATUS_METRIC = {
 
 /**
  * A finished run's metrics (the alarms and the dashboard watch them): one for its status, its
- * report outcomes, and its requests.
+ * report outcomes, its requests and, for an evolve run, its schema drift (0 included, so that
+ * the graph shows the runs that did not drift; a freeze run puts none, as before the option).
  *
  * @example runMetrics(manifest).forEach(({ name, value }) => metrics.addMetric(name, 'Count', value))
  */
-export function runMetrics(manifest: Pick<Manifest, 'status' | 'counts' | 'requests'>): MetricDatum[] {
+export function runMetrics(
+  manifest: Pick<Manifest, 'status' | 'counts' | 'requests' | 'schema_contract' | 'schema_drift'>,
+): MetricDatum[] {
   const c = manifest.counts;
+  const drift = manifest.schema_drift ?? [];
   return [
     { name: RUN_STATUS_METRIC[manifest.status], value: 1 },
     { name: METRIC.reportsExported, value: c.reports_exported },
@@ -63,5 +77,11 @@ export function runMetrics(manifest: Pick<Manifest, 'status' | 'counts' | 'reque
     { name: METRIC.apiRequests, value: manifest.requests.total },
     { name: METRIC.apiThrottled, value: manifest.requests.by_status['429'] ?? 0 },
     { name: METRIC.apiRetried, value: manifest.requests.retried },
+    ...(manifest.schema_contract === 'evolve'
+      ? [
+          { name: METRIC.schemaDriftPaths, value: drift.length },
+          { name: METRIC.schemaDriftReports, value: Math.max(0, ...drift.map((e) => e.reports)) },
+        ]
+      : []),
   ];
 }

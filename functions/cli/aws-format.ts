@@ -5,7 +5,14 @@
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import type { RunProgress, RunState } from './aws-runs.js';
 import { displayWidth, padEnd } from './columns.js';
-import { formatDuration, formatRequests, formatSummary, formatTable, jobOutcomeRows } from './progress.js';
+import {
+  driftRows,
+  formatDuration,
+  formatRequests,
+  formatSummary,
+  formatTable,
+  jobOutcomeRows,
+} from './progress.js';
 
 /** A run's state as `status --json` gives it. */
 export const stateJson = (state: RunState) => {
@@ -47,6 +54,7 @@ function formatProgress(p: RunProgress, now: Date): string {
     ...jobOutcomeRows(c),
     ['  retrying', String(p.retrying)],
     ['  waiting', String(p.waiting)],
+    ...driftRows(p.schema_drift),
     ['requests', formatRequests(p.requests)],
     ...p.errors.map((e, i): [string, string] => [i === 0 ? 'errors' : '', e]),
   ];
@@ -66,12 +74,37 @@ export const runJson = (m: Manifest) => ({
   duration_s: Math.round(durationMs(m) / 1000),
   counts: m.counts,
   ...(m.error && { error: m.error.message }),
+  ...(m.schema_contract && { schema_contract: m.schema_contract }),
+  ...(m.schema_drift && { schema_drift: m.schema_drift }),
 });
 
-/** The `runs` table: a header and one line per run, the counts aligned right. */
+/**
+ * An evolve run's drift in a cell: how many paths drifted (`0`: none; `status <run_id>` names
+ * them); blank for a freeze run (its reports are quarantined instead).
+ */
+const driftCell = (m: Manifest): string =>
+  m.schema_contract === 'evolve' ? String(m.schema_drift?.length ?? 0) : '';
+
+/**
+ * The `runs` table: a header and one line per run, the counts aligned right; `drifted paths`
+ * when any of the runs is an evolve run (a deployment that freezes sees the table as before).
+ */
 export function runsTable(manifests: readonly Manifest[]): string[] {
+  const drift = manifests.some((m) => m.schema_contract === 'evolve');
   return formatColumns(
-    ['run', 'status', 'mode', 'dt', 'jobs', 'exported', 'unchanged', 'not ready', 'failed', 'duration'],
+    [
+      'run',
+      'status',
+      'mode',
+      'dt',
+      'jobs',
+      'exported',
+      'unchanged',
+      'not ready',
+      'failed',
+      'duration',
+      ...(drift ? ['drifted paths'] : []),
+    ],
     manifests.map((m) => [
       m.run_id,
       m.status,
@@ -83,6 +116,7 @@ export function runsTable(manifests: readonly Manifest[]): string[] {
       String(m.counts.reports_not_ready),
       String(m.counts.reports_failed),
       formatDuration(durationMs(m)),
+      ...(drift ? [driftCell(m)] : []),
     ]),
     4,
   );

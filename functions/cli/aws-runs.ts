@@ -16,6 +16,7 @@ import {
   recordsInMemory,
   recordsInStorage,
 } from '../../shared/export/run/run-records.js';
+import { DriftTally, type SchemaDrift } from '../../shared/export/schema-drift.js';
 import { type LockRecord, LockRecordSchema, lockIsFree } from '../../shared/export/state/lock.js';
 import {
   emptyCounts,
@@ -30,6 +31,7 @@ import {
   parseRecord,
   type RequestCounts,
   type RunRecord,
+  schemaContractOf,
 } from '../../shared/export/state/records.js';
 import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
 import type { Storage } from '../../shared/storage/storage.js';
@@ -64,6 +66,8 @@ export interface RunProgress {
   requests: RequestCounts;
   /** Fatal errors, campaigns whose listing stopped, jobs that failed: one line each. */
   errors: string[];
+  /** Evolve runs: the drift of the units done so far, as the manifest will merge it. */
+  schema_drift?: SchemaDrift;
 }
 
 /** The errors shown for a run: the first few (the manifest counts them all). */
@@ -84,6 +88,8 @@ class ProgressTally {
   private planned = 0;
   /** Every campaign planned and every planned job with a final outcome (`isComplete`'s rule). */
   private complete = true;
+  /** Bounded as the closing's (`DRIFT_ENTRIES_MAX`). */
+  private readonly drift = new DriftTally();
 
   constructor(
     private readonly record: RunRecord,
@@ -109,6 +115,11 @@ class ProgressTally {
       return;
     }
     this.planned++;
+    // As the closing merges it: every unit whose files the run publishes.
+    for (const name of plan.units) {
+      const drift = units.get(name)?.drift;
+      if (drift) this.drift.merge(drift);
+    }
     this.requests = addRequestCounts(this.requests, plan.requests);
     this.counts.duplicates += plan.duplicates;
     if (plan.fatal) this.error(`campaign ${campaignId}: ${plan.fatal.message}`);
@@ -176,6 +187,7 @@ class ProgressTally {
       waiting: this.waiting,
       requests: this.requests,
       errors: this.errorsLeftOut > 0 ? [...this.errors, `… ${this.errorsLeftOut} more`] : [...this.errors],
+      ...(schemaContractOf(record) === 'evolve' && { schema_drift: this.drift.entries() }),
     };
   }
 }

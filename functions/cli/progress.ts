@@ -3,6 +3,7 @@
  * (plain lines on a timer otherwise), and on stdout a summary table.
  */
 import type { ProgressEvent } from '../../shared/export/run/local-run.js';
+import { driftLines } from '../../shared/export/state/drift-summary.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { displayWidth, padEnd, truncate } from './columns.js';
 
@@ -318,7 +319,15 @@ export function jobOutcomeRows(c: Manifest['counts']): [string, string][] {
   ];
 }
 
-/** The end-of-run summary: outcomes, requests, time, throughput, where the output went. */
+/**
+ * One row per drift kind with its top paths (an evolve run whose reports differed from the
+ * spec; none otherwise): the reports landed, the values that did not fit are in `_rescued`.
+ */
+export function driftRows(drift: Manifest['schema_drift']): [string, string][] {
+  return driftLines(drift ?? []).map((line, i) => [i === 0 ? 'schema drift' : '', line]);
+}
+
+/** The end-of-run summary: outcomes, schema drift, requests, time, throughput, where the output went. */
 export function formatSummary(manifest: Manifest, location: string, manifestKey: string): string {
   const c = manifest.counts;
   const seconds = (Date.parse(manifest.finished_at) - Date.parse(manifest.started_at)) / 1000;
@@ -334,6 +343,7 @@ export function formatSummary(manifest: Manifest, location: string, manifestKey:
       : []),
     ['duplicates', String(c.duplicates)],
     ...jobOutcomeRows(c),
+    ...driftRows(manifest.schema_drift),
     ['requests', formatRequests(manifest.requests)],
     [
       '429s',

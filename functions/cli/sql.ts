@@ -75,6 +75,24 @@ const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 const emptyView = (columns: readonly SqlColumn[]): string =>
   `SELECT ${columns.map((c) => `CAST(NULL AS ${duckdbType(c.type)}) AS ${c.name}`).join(', ')} WHERE false`;
 
+/**
+ * The select list of `columns` over `source` (aliased `d`): a column that no file of the source
+ * has reads as a typed NULL. A column a release added (`_rescued`) is absent from the files
+ * written before it, and from every file of a `freeze` output; `union_by_name` gives NULL for
+ * the files that lack it only when another file has it.
+ */
+async function selectList(
+  connection: DuckDBConnection,
+  columns: readonly SqlColumn[],
+  source: string,
+): Promise<string> {
+  const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM ${source}`);
+  const present = new Set(described.getRowsJS().map((row) => String(row[0])));
+  return columns
+    .map((c) => (present.has(c.name) ? `d.${c.name}` : `CAST(NULL AS ${duckdbType(c.type)}) AS ${c.name}`))
+    .join(', ');
+}
+
 async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promise<boolean> {
   const reader = await connection.runAndReadAll(`SELECT count(*) FROM glob(${literal(glob)})`);
   return Number(reader.getRowsJS()[0]?.[0] ?? 0) > 0;
@@ -83,7 +101,8 @@ async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promi
 /**
  * Opens DuckDB over an export folder (what is in it now; a table written later needs a new one):
  * - a view per table over `<root>/parquet/<table>/dt=*\/*.parquet`: the table's columns in
- *   order, then `dt` as a string (as Athena's partition column is);
+ *   order, then `dt` as a string (as Athena's partition column is); files are matched by column
+ *   name, and a column no file has (`_rescued` in a `freeze` output) reads as NULL, as in Athena;
  * - `runs` over `<root>/runs/dt=*\/*.json` (one line of JSON per manifest), `dt` last;
  * - the `*_latest` views, created from `shared/export/views.ts` like the Glue ones.
  * DuckDB's readers fail on a glob that matches nothing, so a table without files is an empty
@@ -142,7 +161,9 @@ export async function openLake(files: LakeFiles, duckdb?: DuckDbModule): Promise
 
 /**
  * A view per Iceberg table (history and current tables) over its current snapshot: the
- * contract's columns, then `dt`. Position deletes are applied as Iceberg defines them: a
+ * contract's columns, then `dt`. Data files are read by column name (`union_by_name`: the
+ * exporter's names keep their field ids for ever), so files written before the table gained a
+ * column read NULL in it. Position deletes are applied as Iceberg defines them: a
  * data file's row `pos` (from 0) is left out when a delete file names its path and position.
  * A delete file names the data file by its location in the output; DuckDB reads it at its
  * local path (the same path for a folder, a copy's for S3), so the two are paired first.
@@ -157,10 +178,10 @@ async function createIcebergViews(connection: DuckDBConnection, lake: LakeFiles)
     );
     const deletes = await Promise.all(files.positionDeletes.map(lake.localPath));
     const list = (paths: string[]) => `[${paths.map(literal).join(', ')}]`;
-    const names = columns.map((c) => `d.${c.name}`).join(', ');
     let source = emptyView(columns);
     if (data.length > 0) {
-      const read = `read_parquet(${list(data.map(([, path]) => path!))}, hive_partitioning = false, filename = true, file_row_number = true)`;
+      const read = `read_parquet(${list(data.map(([, path]) => path!))}, hive_partitioning = false, union_by_name = true, filename = true, file_row_number = true)`;
+      const names = await selectList(connection, columns, `${read} AS d`);
       const paths = `(VALUES ${data.map(([location, path]) => `(${literal(location!)}, ${literal(path!)})`).join(', ')}) AS p(location, path)`;
       source =
         deletes.length === 0
@@ -178,9 +199,11 @@ async function createHiveViews(connection: DuckDBConnection, root: string): Prom
   for (const table of TABLE_NAMES) {
     const columns = tableColumns(table);
     const glob = join(root, tablePrefix(table), `${PARTITION_KEY}=*`, '*.parquet');
+    const read =
+      `read_parquet(${literal(glob)}, hive_partitioning = true, ` +
+      `hive_types = {'${PARTITION_KEY}': VARCHAR}, union_by_name = true) AS d`;
     const source = (await matchesAnyFile(connection, glob))
-      ? `SELECT ${columns.map((c) => c.name).join(', ')} FROM read_parquet(${literal(glob)}, ` +
-        `hive_partitioning = true, hive_types = {'${PARTITION_KEY}': VARCHAR}, union_by_name = true)`
+      ? `SELECT ${await selectList(connection, columns, read)} FROM ${read}`
       : emptyView(columns);
     await connection.run(`CREATE VIEW ${table} AS ${source}`);
   }

@@ -2,11 +2,13 @@
  * The `ExportRunFinished` event on EventBridge, for downstream ingestion: the run, its status
  * and counts, the manifest's key, and the files it published (keys with the bucket's prefix),
  * or only the manifest's key when the list would not fit in an event; for an Iceberg run, each
- * table's snapshot id and metadata location (as the manifest names them). One definition for what
+ * table's snapshot id and metadata location (as the manifest names them); for an evolve run, its
+ * schema drift in short (per kind, the top paths). One definition for what
  * announces it (finish-run, start-run closing an interrupted run) and what reads it.
  */
 import * as z from 'zod';
 import { manifestKey } from '../export/layout.js';
+import { DriftKindSummarySchema, summarizeDrift } from '../export/state/drift-summary.js';
 import {
   type Manifest,
   ManifestCountsSchema,
@@ -37,6 +39,13 @@ const DetailBaseSchema = z.object({
   counts: ManifestCountsSchema,
   /** Iceberg runs: the catalog and each table's snapshot (absent for Hive runs). */
   iceberg: ManifestSchema.shape.iceberg,
+  /** Evolve runs: `evolve` (absent for freeze runs, whose event is as it was). */
+  schema_contract: ManifestSchema.shape.schema_contract,
+  /**
+   * Evolve runs: the drift per kind with its top paths (`summarizeDrift`, a few KB at most);
+   * `[]` when none. Every entry is in the manifest's `schema_drift`.
+   */
+  schema_drift: z.array(DriftKindSummarySchema).optional(),
 });
 
 /** The event's detail: everything an ingestion job needs to pick the run up. */
@@ -65,6 +74,10 @@ export function runFinishedDetail(manifest: Manifest, where: DataLocation): stri
     manifest_key: `${where.prefix}${manifestKey(manifest.dt, manifest.run_id)}`,
     counts: manifest.counts,
     ...(manifest.iceberg && { iceberg: manifest.iceberg }),
+    ...(manifest.schema_contract === 'evolve' && {
+      schema_contract: manifest.schema_contract,
+      schema_drift: summarizeDrift(manifest.schema_drift ?? []),
+    }),
   };
   const files = manifest.files.map((f) => ({ ...f, key: `${where.prefix}${f.key}` }));
   const withFiles: RunFinishedDetail = { ...base, files };

@@ -100,7 +100,7 @@ export class DriftTally {
 
   /** One occurrence in the current report; `seen` as {@link DriftEntry.seen} describes. */
   add(path: string, kind: DriftKind, seen?: string): void {
-    const entry = this.#entry(path, kind, this.#jobId);
+    const entry = this.#entry(clipPath(path), kind, this.#jobId);
     entry.count++;
     if (entry.lastReport !== this.#report) {
       entry.lastReport = this.#report;
@@ -171,6 +171,14 @@ export class DriftTally {
     return entry;
   }
 }
+
+/**
+ * A path is made of the API's keys, which may be of any length: the longest kept (characters).
+ * Two paths that share their first {@link PATH_CHARS} characters count as one.
+ */
+export const PATH_CHARS = 200;
+const clipPath = (path: string): string =>
+  path.length > PATH_CHARS ? `${path.slice(0, PATH_CHARS - 1)}…` : path;
 
 function addSeen(entry: Counting, seen: string): void {
   if (entry.seen === undefined || entry.seen.length >= DRIFT_SEEN_MAX) return;

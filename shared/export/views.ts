@@ -143,6 +143,27 @@ export const RUNS_COLUMNS: readonly SqlColumn[] = [
     doc: "an Iceberg run's catalog (file or glue) and, per table, its snapshot id and metadata file",
   },
   {
+    name: 'schema_contract',
+    type: 'string',
+    doc: "'evolve' when the run kept reports that differ from the spec, their misfits in _rescued (NULL: freeze)",
+  },
+  {
+    name: 'schema_drift',
+    type: {
+      array: {
+        struct: {
+          path: 'string',
+          kind: 'string',
+          count: COUNT,
+          reports: COUNT,
+          first_job_id: 'bigint',
+          seen: 'array<string>',
+        },
+      },
+    },
+    doc: 'evolve runs: how the reports differed from the spec, per path and kind (new_field, type_mismatch, unlisted_value, new_variant, missing_field); [] when they did not, NULL for freeze runs',
+  },
+  {
     name: 'error',
     type: { struct: { message: 'string', error_code: 'string' } },
     doc: "a failed run's one-line reason and the API's error_code",

@@ -22,6 +22,7 @@
 import { createHash } from 'node:crypto';
 import { ExporterError } from '../errors.js';
 import { STATE_KEYS } from '../export/layout.js';
+import type { SchemaContract } from '../export/tables.js';
 import type { Storage } from '../storage/storage.js';
 import {
   CONTENT,
@@ -40,7 +41,6 @@ import type { CatalogTable, IcebergCatalog } from './catalog.js';
 import { parseJson, stringifyJson } from './json.js';
 import { mergeManifests } from './merge.js';
 import {
-  hasOwnLayout,
   type IcebergTableName,
   icebergSchema,
   lastColumnId,
@@ -49,7 +49,8 @@ import {
   SPEC_ID,
   TABLE_PROPERTIES,
 } from './schema.js';
-import type { Snapshot, TableMetadata } from './types.js';
+import { currentSchemaOf, sameFields, sameSpec, schemaFor, withSchema } from './schema-evolution.js';
+import type { IcebergSchema, Snapshot, TableMetadata } from './types.js';
 
 /** Attempts of one commit before it gives up (each one lost a race to another writer). */
 export const MAX_COMMIT_ATTEMPTS = 10;
@@ -73,6 +74,12 @@ export interface CommitRequest {
   files: readonly CommitFile[];
   /** Extra snapshot summary properties (the run's counts). */
   summary?: Readonly<Record<string, string>>;
+  /**
+   * The schema contract the run's files were written with (`icebergParquetTable`); absent:
+   * `freeze`, as a run whose records predate the option (`schemaContractOf`). The table's
+   * schema evolves to take them (`schema-evolution.ts`).
+   */
+  contract?: SchemaContract;
   now: Date;
   /**
    * What the commit changes in the table besides adding `files` (a current table's deletes,
@@ -151,35 +158,43 @@ function uuidOf(name: string): string {
 }
 
 /**
- * The metadata a first commit builds on: the table's own when it has the exporter's schema
- * and spec, otherwise (no metadata yet, or Glue's initial metadata made from the stack's
- * columns, with ids of its own choosing) fresh metadata with the exporter's schema, keeping the
- * table's uuid and history. A table holding snapshots of another layout is not ours to write.
+ * The metadata a commit builds on. A table holding snapshots: its own metadata, its schema
+ * evolved when the run's files (`written`) need it (`schema-evolution.ts`); one of another
+ * partition spec is not ours to write. A table without snapshots: its own metadata when it has
+ * the exporter's spec and `written`'s schema, otherwise (no metadata yet, or Glue's initial
+ * metadata made from the stack's columns, with ids of its own choosing) fresh metadata with
+ * `written`'s schema (schema id 0), keeping the table's uuid and history.
  */
 function baseMetadata(
   table: IcebergTableName,
   location: string,
   base: CatalogTable,
+  written: IcebergSchema,
   now: Date,
 ): TableMetadata {
   const found = base.metadata;
-  if (found && hasOwnLayout(table, found)) return found;
+  const spec = found?.['partition-specs'].find((s) => s['spec-id'] === found['default-spec-id']);
+  const ownSpec = spec !== undefined && sameSpec(spec, partitionSpec(table));
   if (found && (found.snapshots?.length ?? 0) > 0) {
-    throw new ExporterError(
-      `the Iceberg table ${table} (${base.metadataLocation}) holds snapshots with another schema or partition spec: ` +
-        'the exporter writes only tables of its own layout; drop the table or point the export elsewhere',
-    );
+    if (!ownSpec) {
+      throw new ExporterError(
+        `the Iceberg table ${table} (${base.metadataLocation}) holds snapshots with another schema or partition spec: ` +
+          'the exporter writes only tables of its own layout; drop the table or point the export elsewhere',
+      );
+    }
+    return withSchema(found, schemaFor(table, found, written));
   }
-  const schema = icebergSchema(table);
+  const schema = found?.schemas.find((s) => s['schema-id'] === found['current-schema-id']);
+  if (found && ownSpec && schema && sameFields(schema, written)) return found;
   return {
     'format-version': 2,
     'table-uuid': found?.['table-uuid'] ?? uuidOf(location),
     location,
     'last-sequence-number': found?.['last-sequence-number'] ?? 0,
     'last-updated-ms': now.getTime(),
-    'last-column-id': lastColumnId(schema),
+    'last-column-id': lastColumnId(written),
     'current-schema-id': SCHEMA_ID,
-    schemas: [schema],
+    schemas: [written],
     'default-spec-id': SPEC_ID,
     'partition-specs': [partitionSpec(table)],
     'last-partition-id': Math.max(...partitionSpec(table).fields.map((f) => f['field-id'])),
@@ -235,30 +250,32 @@ function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): Mani
   };
 }
 
-/** The manifest header of `table`'s manifests. */
-const headerOf = (table: IcebergTableName, content: 'data' | 'deletes') => ({
-  schema: stringifyJson(icebergSchema(table)),
-  schemaId: SCHEMA_ID,
+/** The header of a manifest of `table` written on `metadata`: its current schema, as the spec asks. */
+const headerOf = (table: IcebergTableName, metadata: TableMetadata, content: 'data' | 'deletes') => ({
+  schema: stringifyJson(currentSchemaOf(metadata)),
+  schemaId: metadata['current-schema-id'],
   partitionSpec: stringifyJson(partitionSpec(table).fields),
   partitionSpecId: SPEC_ID,
   content,
 });
 
 /**
- * Writes a manifest of `entries` at `key` and returns its manifest-list entry. ADDED entries
- * without sequence numbers inherit `sequenceNumber`; `min_sequence_number` is the lowest data
- * sequence number of the live entries.
+ * Writes a manifest of `entries` at `key`, its header the current schema of `metadata` (the
+ * commit's base), and returns its manifest-list entry. ADDED entries without sequence numbers
+ * inherit `sequenceNumber`; `min_sequence_number` is the lowest data sequence number of the
+ * live entries.
  */
 export async function writeManifest(
   storage: Storage,
   key: string,
   table: IcebergTableName,
+  metadata: TableMetadata,
   entries: readonly ManifestEntry[],
   added: { snapshotId: number; sequenceNumber: number; content: number },
 ): Promise<ManifestFile> {
   const bytes = await encodeManifest(
     entries,
-    headerOf(table, added.content === CONTENT.DATA ? 'data' : 'deletes'),
+    headerOf(table, metadata, added.content === CONTENT.DATA ? 'data' : 'deletes'),
   );
   await storage.put(key, bytes);
   const count = (status: number) => entries.filter((e) => e.status === status);
@@ -285,22 +302,29 @@ export async function writeManifest(
   };
 }
 
-/** Writes the run's data manifest (deterministic name and bytes) and returns its list entry, sequence numbers unset. */
+/**
+ * Writes the run's data manifest on `metadata` (deterministic name and bytes for a base's schema:
+ * a rebase onto another schema writes another file) and returns its list entry, sequence
+ * numbers unset.
+ */
 async function writeDataManifest(
   storage: Storage,
   catalog: IcebergCatalog,
   request: CommitRequest,
   snapshotId: number,
+  metadata: TableMetadata,
 ): Promise<Omit<ManifestFile, 'sequence_number' | 'min_sequence_number'> | undefined> {
   if (request.files.length === 0) return undefined;
   const entries = request.files.map((f) => dataEntry(storage, snapshotId, f));
-  const key = `${metadataPrefix(storage, catalog, request.table)}${request.runId}-${snapshotId}-m0.avro`;
+  const schemaId = metadata['current-schema-id'];
+  const suffix = schemaId === SCHEMA_ID ? 'm0' : `m0-s${schemaId}`;
+  const key = `${metadataPrefix(storage, catalog, request.table)}${request.runId}-${snapshotId}-${suffix}.avro`;
   // The sequence number is unused here: every entry is ADDED and inherits it from the list.
   const {
     sequence_number: _s,
     min_sequence_number: _m,
     ...file
-  } = await writeManifest(storage, key, request.table, entries, {
+  } = await writeManifest(storage, key, request.table, metadata, entries, {
     snapshotId,
     sequenceNumber: 0,
     content: CONTENT.DATA,
@@ -458,7 +482,9 @@ export async function commitRun(
 ): Promise<CommitOutcome> {
   const snapshotId = snapshotIdOf(request.runId, request.table);
   const location = catalog.tableLocation(request.table);
-  let ours: Awaited<ReturnType<typeof writeDataManifest>> | null = null;
+  const written = icebergSchema(request.table, request.contract ?? 'freeze');
+  // The run's data manifest, written once per schema of the bases it is committed on.
+  let ours: { schemaId: number; file: Awaited<ReturnType<typeof writeDataManifest>> } | undefined;
   for (let attempt = 1; attempt <= MAX_COMMIT_ATTEMPTS; attempt++) {
     const loaded = await catalog.load(request.table);
     const base = await adoptLostPointer(storage, request.table, loaded);
@@ -482,8 +508,13 @@ export async function commitRun(
         committedNow: false,
       };
     }
-    ours ??= await writeDataManifest(storage, catalog, request, snapshotId);
-    const metadata = baseMetadata(request.table, location, base, request.now);
+    const metadata = baseMetadata(request.table, location, base, written, request.now);
+    if (ours?.schemaId !== metadata['current-schema-id']) {
+      ours = {
+        schemaId: metadata['current-schema-id'],
+        file: await writeDataManifest(storage, catalog, request, snapshotId, metadata),
+      };
+    }
     const sequence = metadata['last-sequence-number'] + 1;
     const parentId = metadata['current-snapshot-id'];
     const parent = metadata.snapshots?.find((s) => sameId(s['snapshot-id'], parentId));
@@ -504,7 +535,7 @@ export async function commitRun(
         keyOf: (location) => keyOfLocation(storage, location),
         locationOf: (key) => locationOfKey(storage, key),
         metadataPrefix: metadataPrefix(storage, catalog, request.table),
-        header: headerOf(request.table, 'data'),
+        header: headerOf(request.table, metadata, 'data'),
         snapshotId,
         sequenceNumber: sequence,
         minCountToMerge: metadata.properties?.['commit.manifest.min-count-to-merge'],
@@ -513,7 +544,7 @@ export async function commitRun(
     );
     const manifests = [
       ...carried,
-      ...(ours ? [{ ...ours, sequence_number: sequence, min_sequence_number: sequence }] : []),
+      ...(ours.file ? [{ ...ours.file, sequence_number: sequence, min_sequence_number: sequence }] : []),
     ];
     const listBytes = await encodeManifestList(manifests, {
       snapshotId,

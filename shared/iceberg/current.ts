@@ -312,7 +312,7 @@ export function supersedeJobs(
       }
       const key = `${prefix}${ctx.runId}-${ctx.snapshotId}-${ctx.sequenceNumber}-r${i}.avro`;
       out.push(
-        await writeManifest(storage, key, table, next, {
+        await writeManifest(storage, key, table, ctx.metadata, next, {
           snapshotId: ctx.snapshotId,
           sequenceNumber: ctx.sequenceNumber,
           content: manifest.content,
@@ -322,7 +322,7 @@ export function supersedeJobs(
     if (added.length > 0) {
       const key = `${prefix}${ctx.runId}-${ctx.snapshotId}-${ctx.sequenceNumber}-d.avro`;
       out.push(
-        await writeManifest(storage, key, table, added, {
+        await writeManifest(storage, key, table, ctx.metadata, added, {
           snapshotId: ctx.snapshotId,
           sequenceNumber: ctx.sequenceNumber,
           content: CONTENT.POSITION_DELETES,

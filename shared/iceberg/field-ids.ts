@@ -1,8 +1,9 @@
 /**
  * The Iceberg field id of every column, per table: pinned, never reused or renumbered, because
  * readers match Parquet columns to the table's columns by these ids (a rename keeps its id; a
- * new column takes the table's highest id + 1, appended here). `test/unit/iceberg/schema.test.ts`
- * fails when a column of `TABLES` has no id here. `<column>.element` is a list's element.
+ * new column takes the table's highest id + 1, appended here: `_rescued`, the `evolve` tables'
+ * column, came after `dt` and the list elements). `test/unit/iceberg/schema.test.ts` fails when
+ * a column of `TABLES` or `FROZEN_TABLES` has no id here. `<column>.element` is a list's element.
  */
 export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
   campaigns: {
@@ -47,6 +48,7 @@ export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>
     run_id: 16,
     exported_at: 17,
     dt: 18,
+    _rescued: 19,
   },
   sections: {
     job_id: 1,
@@ -61,6 +63,7 @@ export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>
     run_id: 10,
     exported_at: 11,
     dt: 12,
+    _rescued: 13,
   },
   questions: {
     job_id: 1,
@@ -85,6 +88,7 @@ export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>
     dt: 20,
     'response.element': 21,
     'photos.element': 22,
+    _rescued: 23,
   },
   text_entries: {
     job_id: 1,
@@ -98,6 +102,7 @@ export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>
     run_id: 9,
     exported_at: 10,
     dt: 11,
+    _rescued: 12,
   },
   inputs: {
     job_id: 1,
@@ -112,6 +117,7 @@ export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>
     run_id: 10,
     exported_at: 11,
     dt: 12,
+    _rescued: 13,
   },
   media_images: {
     job_id: 1,
@@ -128,5 +134,6 @@ export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>
     run_id: 12,
     exported_at: 13,
     dt: 14,
+    _rescued: 15,
   },
 };

@@ -7,6 +7,11 @@
  *
  * Beside each report table there is a `<table>_current` table, of the same schema: the newest
  * report of each job (see `current.ts`).
+ *
+ * Two forms, as the schema contract gives them (`tablesOf`): `evolve` (report tables end with
+ * `_rescued`, their non-key columns optional) and `freeze` (the tables of every release before
+ * the option: a fresh table of a `freeze` run has exactly their schema). How a table of one form
+ * takes files of the other is `schema-evolution.ts`.
  */
 
 import { currentTableName, PARTITION_KEY } from '../export/layout.js';
@@ -14,13 +19,14 @@ import {
   type ColumnType,
   REPORT_TABLES,
   type ReportTableName,
+  type SchemaContract,
   TABLE_NAMES,
-  TABLES,
   type TableName,
+  tablesOf,
 } from '../export/tables.js';
 import type { ParquetColumn, ParquetTable } from '../parquet/schema.js';
 import { FIELD_IDS } from './field-ids.js';
-import type { IcebergField, IcebergPrimitive, IcebergSchema, PartitionSpec, TableMetadata } from './types.js';
+import type { IcebergField, IcebergPrimitive, IcebergSchema, PartitionSpec } from './types.js';
 
 /** The current-state table of a report table. */
 export type CurrentTableName = `${ReportTableName}_current`;
@@ -61,8 +67,8 @@ export function fieldId(table: TableName, column: string): number {
 }
 
 /** The Parquet columns of an Iceberg data file of `table`: field ids, MICROS timestamps, `dt` last. */
-function parquetColumns(table: TableName): ParquetColumn[] {
-  const columns: ParquetColumn[] = TABLES[table].columns.map((c) => ({
+function parquetColumns(table: TableName, contract: SchemaContract): ParquetColumn[] {
+  const columns: ParquetColumn[] = tablesOf(contract)[table].columns.map((c) => ({
     name: c.name,
     type: c.type,
     nullable: c.nullable,
@@ -79,28 +85,33 @@ function parquetColumns(table: TableName): ParquetColumn[] {
   return columns;
 }
 
-const parquetTables = new Map<TableName, ParquetTable>();
+const parquetTables = new Map<string, ParquetTable>();
 
 /**
- * The Parquet table of `table`'s Iceberg data files. One object per table (the encoder keys
- * its generated row appender by it), shared by a history table and its current table.
+ * The Parquet table of `table`'s Iceberg data files as a run of `contract` writes them. One
+ * object per table and contract (the encoder keys its generated row appender by it), shared by
+ * a history table and its current table.
  */
-export function icebergParquetTable(table: IcebergTableName): ParquetTable {
+export function icebergParquetTable(table: IcebergTableName, contract: SchemaContract): ParquetTable {
   const base = baseTableOf(table);
-  let found = parquetTables.get(base);
+  const key = `${base}\0${contract}`;
+  let found = parquetTables.get(key);
   if (!found) {
-    found = { name: base, columns: parquetColumns(base) };
-    parquetTables.set(base, found);
+    found = { name: base, columns: parquetColumns(base, contract) };
+    parquetTables.set(key, found);
   }
   return found;
 }
 
-/** The Iceberg schema of `table` (schema id 0). */
-export function icebergSchema(table: IcebergTableName): IcebergSchema {
+/**
+ * The Iceberg schema of `table`'s data files as a run of `contract` writes them (schema id 0:
+ * the id a fresh table gives it; an evolved table numbers its schemas itself).
+ */
+export function icebergSchema(table: IcebergTableName, contract: SchemaContract): IcebergSchema {
   const base = baseTableOf(table);
-  const fields: IcebergField[] = icebergParquetTable(base).columns.map((c) => {
-    const doc =
-      TABLES[base].columns.find((d) => d.name === c.name)?.doc ?? 'the export date (YYYY-MM-DD, UTC)';
+  const defs = tablesOf(contract)[base].columns;
+  const fields: IcebergField[] = icebergParquetTable(base, contract).columns.map((c) => {
+    const doc = defs.find((d) => d.name === c.name)?.doc ?? 'the export date (YYYY-MM-DD, UTC)';
     const type =
       c.type === 'array<string>'
         ? {
@@ -150,20 +161,3 @@ export const TABLE_PROPERTIES: Readonly<Record<string, string>> = {
   'write.metadata.previous-versions-max': '100',
   'write.metadata.delete-after-commit.enabled': 'true',
 };
-
-/** True when `metadata` has the exporter's schema and partition spec as its current ones. */
-export function hasOwnLayout(table: IcebergTableName, metadata: TableMetadata): boolean {
-  const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
-  const spec = metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id']);
-  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  const ours = icebergSchema(table);
-  return (
-    schema !== undefined &&
-    spec !== undefined &&
-    same(
-      schema.fields.map((f) => [f.id, f.name, f.required, f.type]),
-      ours.fields.map((f) => [f.id, f.name, f.required, f.type]),
-    ) &&
-    same(spec.fields, partitionSpec(table).fields)
-  );
-}

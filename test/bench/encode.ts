@@ -33,9 +33,9 @@ import {
   type Cell,
   type Column,
   type ColumnType,
+  FROZEN_TABLES,
   type Row,
   TABLE_NAMES,
-  TABLES,
   type TableDef,
   type TableName,
 } from '../../shared/export/tables.js';
@@ -143,7 +143,7 @@ function transformAndEncode(input: Input, ctx: RowContext): { rows: number; byte
   for (const table of TABLE_NAMES) {
     if (buffer.rowCount(table) === 0) continue; // a table without rows gets no file
     rows += buffer.rowCount(table);
-    bytes += encodeParquetColumns(TABLES[table], buffer.columns(table)).byteLength;
+    bytes += encodeParquetColumns(FROZEN_TABLES[table], buffer.columns(table)).byteLength;
   }
   return { rows, bytes };
 }
@@ -185,8 +185,9 @@ function hyparquetWriterEncode(table: TableDef, columns: readonly (readonly Cell
 function benchEncoders(buffer: TableBuffer): Record<string, number> {
   const tables = TABLE_NAMES.filter((t) => buffer.rowCount(t) > 0);
   const ours = () =>
-    tables.reduce((n, t) => n + encodeParquetColumns(TABLES[t], buffer.columns(t)).length, 0);
-  const theirs = () => tables.reduce((n, t) => n + hyparquetWriterEncode(TABLES[t], buffer.columns(t)), 0);
+    tables.reduce((n, t) => n + encodeParquetColumns(FROZEN_TABLES[t], buffer.columns(t)).length, 0);
+  const theirs = () =>
+    tables.reduce((n, t) => n + hyparquetWriterEncode(FROZEN_TABLES[t], buffer.columns(t)), 0);
   const oursBytes = ours();
   const theirBytes = theirs();
   const oursMs: number[] = [];
@@ -267,7 +268,7 @@ async function writeNdjson(input: Input, ctx: RowContext, dir: string): Promise<
   for (const r of input.reports) appendReportRows(buffer, r.report, r, ctx);
   const sources = new Map<TableName, string>();
   for (const table of TABLE_NAMES) {
-    const names = TABLES[table].columns.map((c) => c.name);
+    const names = FROZEN_TABLES[table].columns.map((c) => c.name);
     const columns = buffer.columns(table);
     const lines: string[] = [];
     for (let r = 0; r < buffer.rowCount(table); r++) {
@@ -296,7 +297,7 @@ function transformAndEncodeRows(input: Input, ctx: RowContext): void {
   for (const c of input.campaigns) sink.add('campaigns', campaignRow(c, ctx));
   for (const j of input.jobs) sink.add('jobs', jobRow(j.item, j.campaignId, ctx));
   for (const r of input.reports) appendReportRows(sink, r.report, r, ctx);
-  for (const [table, rows] of tables) if (rows.length > 0) encodeParquet(TABLES[table], rows);
+  for (const [table, rows] of tables) if (rows.length > 0) encodeParquet(FROZEN_TABLES[table], rows);
 }
 
 function median(xs: number[]): number {
@@ -329,7 +330,7 @@ export async function benchEncode(options: BenchOptions = {}): Promise<Record<st
       for (const table of TABLE_NAMES) {
         await db.all(
           `COPY (SELECT * FROM read_json('${sources.get(table)}', format = 'newline_delimited',
-             columns = ${columnsClause(TABLES[table].columns)}))
+             columns = ${columnsClause(FROZEN_TABLES[table].columns)}))
            TO '${join(db.dir, `${table}-${round}.parquet`)}' (FORMAT parquet, COMPRESSION zstd)`,
         );
       }

@@ -57,7 +57,7 @@ function columnsOf(
   jobs: readonly number[],
   rowsPerJob: number,
 ) {
-  const parquet = icebergParquetTable(table);
+  const parquet = icebergParquetTable(table, 'freeze');
   const rows = jobs.length * rowsPerJob;
   const at = (i: number) => jobs[Math.floor(i / rowsPerJob)]!;
   const stamp = new Date(`${dt}T10:00:00Z`);
@@ -126,7 +126,7 @@ async function writeTableFile(
 ) {
   const rowsPerJob = table === 'questions_current' ? QUESTIONS_PER_REPORT : 1;
   const perGroup = Math.max(1, Math.floor(ROW_GROUP_ROWS / rowsPerJob));
-  const parquet = icebergParquetTable(table);
+  const parquet = icebergParquetTable(table, 'freeze');
   const concat = new ParquetConcat();
   const key = runFileKey(table, dt, stem);
   let footer: Uint8Array = new Uint8Array(0);
@@ -205,7 +205,7 @@ async function child(config: ChildConfig): Promise<void> {
       key,
       dt: SECOND_DT,
       bytes: size,
-      metrics: dataFileMetrics(tail, icebergParquetTable(table)),
+      metrics: dataFileMetrics(tail, icebergParquetTable(table, 'freeze')),
     });
   }
   const dt = SECOND_DT;

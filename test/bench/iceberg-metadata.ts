@@ -19,7 +19,7 @@ import { icebergParquetTable } from '../../shared/iceberg/schema.js';
 import { encodeParquet } from '../../shared/parquet/encode.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 
-const table = icebergParquetTable('reports');
+const table = icebergParquetTable('reports', 'freeze');
 
 function reportRows(run: number, dt: string) {
   return Array.from({ length: 100 }, (_, i) => ({

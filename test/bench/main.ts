@@ -3,7 +3,7 @@
  * tables; BENCHMARKS.md records a run. Sections: client, encode, export, cli-memory, cost, lambda, unit-memory,
  * topology, parquet-scan, publish, regroup, cli-startup, iceberg-metadata, iceberg-current,
  * iceberg-current-scale, windows, scale, freeze,
- * campaign-listing.
+ * campaign-listing, rescue.
  * `regroup` takes its run sizes from REGROUP_SIZE_REPORTS (default 10,000) and
  * REGROUP_TIME_REPORTS (default 100,000); `scale` its settings from SCALE_* (see scale.ts).
  * Targets are compared as ratios measured within one run: these machines are shared and noisy.
@@ -22,6 +22,7 @@ import { benchLambda } from './lambda.js';
 import { benchParquetScan } from './parquet-scan.js';
 import { benchPublish } from './publish.js';
 import { benchRegroup } from './regroup.js';
+import { benchRescue } from './rescue.js';
 import { benchScale } from './scale.js';
 import { benchTopology } from './topology.js';
 import { benchUnitMemory } from './unit-memory.js';
@@ -51,6 +52,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   scale: benchScale,
   freeze: benchFreeze,
   'campaign-listing': benchCampaignListing,
+  rescue: benchRescue,
 };
 
 function print(name: string, figures: Record<string, number>): void {

@@ -17,7 +17,7 @@ import { zstdDecompressSync } from 'node:zlib';
 import { parquetRead } from 'hyparquet';
 import { appendReportRows, type RowContext } from '../../shared/export/format/flatten.js';
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
-import { REPORT_TABLES, type ReportTableName, type Row, TABLES } from '../../shared/export/tables.js';
+import { FROZEN_TABLES, REPORT_TABLES, type ReportTableName, type Row } from '../../shared/export/tables.js';
 import { ParquetConcat } from '../../shared/parquet/concat.js';
 import { ColumnBuffer, encodeParquetColumns, ROW_GROUP_ROWS } from '../../shared/parquet/encode.js';
 import { type DuckDb, openDuckDb } from '../helpers/duckdb.js';
@@ -48,16 +48,18 @@ function buildRun(reports: number, ctx: RowContext): Run {
   const gen = realisticReports(20261122);
   const units = new Map<ReportTableName, Uint8Array[]>(REPORT_TABLES.map((t) => [t, []]));
   const large = new Map<ReportTableName, Uint8Array[]>(REPORT_TABLES.map((t) => [t, []]));
-  const big = new Map(REPORT_TABLES.map((t) => [t, new ColumnBuffer(TABLES[t])]));
+  const big = new Map(REPORT_TABLES.map((t) => [t, new ColumnBuffer(FROZEN_TABLES[t])]));
   let unitEncodeMs = 0;
   let reencodeMs = 0;
   const flush = (t: ReportTableName, min: number) => {
     const buffer = big.get(t)!;
     if (buffer.rowCount === 0 || buffer.rowCount < min) return;
     const start = performance.now();
-    large.get(t)!.push(encodeParquetColumns(TABLES[t], buffer.columns, { rowGroupRows: buffer.rowCount }));
+    large
+      .get(t)!
+      .push(encodeParquetColumns(FROZEN_TABLES[t], buffer.columns, { rowGroupRows: buffer.rowCount }));
     reencodeMs += performance.now() - start;
-    big.set(t, new ColumnBuffer(TABLES[t]));
+    big.set(t, new ColumnBuffer(FROZEN_TABLES[t]));
   };
   for (let from = 0; from < reports; from += UNIT_REPORTS) {
     const unit = new TableBuffer();

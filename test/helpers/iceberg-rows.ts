@@ -18,7 +18,7 @@ export function syntheticRow(
   fields: Readonly<Record<string, Cell>> = {},
 ): Row {
   const row: Row = {};
-  for (const c of icebergParquetTable(table).columns) {
+  for (const c of icebergParquetTable(table, 'freeze').columns) {
     row[c.name] =
       c.type === 'string'
         ? `${c.name}-${jobId}`
@@ -44,7 +44,7 @@ export async function writeDataFile(
   rows: Row[],
   options: EncodeOptions = {},
 ) {
-  const parquet = icebergParquetTable(table);
+  const parquet = icebergParquetTable(table, 'freeze');
   const bytes = encodeParquet(parquet, rows, options);
   const key = `iceberg/${table}/data/dt=${dt}/${stem}.parquet`;
   await storage.put(key, bytes);

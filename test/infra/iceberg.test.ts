@@ -12,8 +12,10 @@ import { glueColumns } from '../../infra/constructs/catalog.js';
 import { ICEBERG_COMMITTERS } from '../../infra/constructs/data-lake-access.js';
 import { FUNCTION_NAMES, type FunctionName } from '../../infra/constructs/functions.js';
 import { ICEBERG_TABLES } from '../../infra/constructs/iceberg-tables.js';
-import { REPORT_TABLES, TABLE_NAMES, TABLES } from '../../shared/export/tables.js';
+import { REPORT_TABLES, RESCUED_COLUMN, TABLE_NAMES, TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS, LISTING_VIEWS } from '../../shared/export/views.js';
+import { type IcebergTableName, icebergSchema } from '../../shared/iceberg/schema.js';
+import type { IcebergType } from '../../shared/iceberg/types.js';
 import { Deployment, synthesizedTemplate } from '../helpers/iam/deployment.js';
 import { IamGuard } from '../helpers/iam/guard.js';
 import type { TemplateJson } from '../helpers/iam/intrinsics.js';
@@ -111,6 +113,29 @@ describe('tableFormat iceberg: the Glue tables', () => {
       ]);
     }
     expect(ICEBERG_TABLES.find((t) => t.name === 'questions_current')?.def).toBe(TABLES.questions);
+  });
+
+  it('registers the columns of the schema an evolve run commits (_rescued included), by name and type', () => {
+    const glueType = (t: IcebergType): string =>
+      typeof t === 'object'
+        ? `array<${t.element}>`
+        : t === 'long'
+          ? 'bigint'
+          : t === 'timestamptz'
+            ? 'timestamp'
+            : t;
+    for (const { name } of ICEBERG_TABLES) {
+      const table = iceberg().find((t) => t.input.Name === name)!;
+      expect(
+        table.input.StorageDescriptor.Columns.map((c) => [c.Name, c.Type]),
+        name,
+      ).toEqual(
+        icebergSchema(name as IcebergTableName, 'evolve').fields.map((f) => [f.name, glueType(f.type)]),
+      );
+    }
+    expect(
+      iceberg().find((t) => t.input.Name === 'reports_current')!.input.StorageDescriptor.Columns,
+    ).toContainEqual(expect.objectContaining({ Name: RESCUED_COLUMN, Type: 'string' }));
   });
 
   it('builds each from fixed values only (the bucket and the account): a redeploy leaves them untouched', () => {

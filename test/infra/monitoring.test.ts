@@ -292,8 +292,8 @@ describe('service dimension', () => {
   it('follows the serviceName prop in every alarm and graph', () => {
     const staging = 'campaign-report-exporter-staging';
     const { alarms, dashboard } = serviceValues(synthMonitoring({ serviceName: staging }).template);
-    // AuthFailures, RunsFailed, RunsUnfinished, NoFinishedRun, and the 429 share's two metrics.
-    expect(alarms).toHaveLength(6);
+    // AuthFailures, RunsFailed, RunsUnfinished, SchemaDrift, NoFinishedRun, and the 429 share's two metrics.
+    expect(alarms).toHaveLength(7);
     expect(new Set(alarms)).toEqual(new Set([staging]));
     expect(dashboard.length).toBeGreaterThan(10);
     expect(new Set(dashboard)).toEqual(new Set([staging]));
@@ -319,6 +319,6 @@ describe('runbooks', () => {
       return link;
     });
     // Each kind of alarm has its section: the function errors share one, the two work DLQs another.
-    expect(new Set(links).size).toBe(8);
+    expect(new Set(links).size).toBe(9);
   });
 });

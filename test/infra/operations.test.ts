@@ -81,8 +81,8 @@ describe('monitoring', () => {
   });
 
   it('every alarm notifies the topic', () => {
-    // Two work DLQs, the schedules' DLQ, four functions' errors, five on the exporter's metrics.
-    expect(alarms().length).toBe(12);
+    // Two work DLQs, the schedules' DLQ, four functions' errors, six on the exporter's metrics.
+    expect(alarms().length).toBe(13);
     for (const a of alarms()) expect(a.Properties.AlarmActions).toEqual([{ Ref: topicId() }]);
   });
 
@@ -124,6 +124,25 @@ describe('monitoring', () => {
         TreatMissingData: 'notBreaching',
       });
     }
+  });
+
+  it('alarms on schema drift (>= 1 drifted path), saying the API changed, where the values are and what to do', () => {
+    const alarm = s.template.findResources('AWS::CloudWatch::Alarm', {
+      Properties: {
+        ...exporterMetric(METRIC.schemaDriftPaths),
+        Statistic: 'Sum',
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        Threshold: 1,
+        TreatMissingData: 'notBreaching',
+      },
+    });
+    const descriptions = Object.values(alarm).map((a) => String(a.Properties.AlarmDescription));
+    expect(descriptions).toHaveLength(1);
+    expect(descriptions[0]).toMatch(/Integration API changed/);
+    expect(descriptions[0]).toMatch(/_rescued/);
+    expect(descriptions[0]).toMatch(/schema_drift/);
+    expect(descriptions[0]).toMatch(/upgrade the exporter/);
+    expect(descriptions[0]).toMatch(/schemaContract freeze/);
   });
 
   it("alarms when finish-run's hours since a finished run reach 26, and when its heartbeat stops", () => {

@@ -4,8 +4,16 @@
  */
 import { campaignItem, jobItem } from './items.js';
 import { rngFor, STREAM } from './prng.js';
-import { corruptReport, generateReport } from './reports.js';
-import type { Dataset, JobState, ReportSize, SimCampaign, SimJob, SimulatorOptions } from './types.js';
+import { corruptReport, driftReport, generateReport } from './reports.js';
+import {
+  type Dataset,
+  DRIFT_CHANGES,
+  type JobState,
+  type ReportSize,
+  type SimCampaign,
+  type SimJob,
+  type SimulatorOptions,
+} from './types.js';
 
 export const DEFAULTS = {
   seed: 1,
@@ -19,6 +27,7 @@ export const DEFAULTS = {
   tryLaterAttempts: 2,
   invalidReportJobs: 0,
   forbiddenReportJobs: 0,
+  driftedReportJobs: 0,
 };
 
 export const COMPANY_NAME = 'Acme Retail Insights B.V.';
@@ -56,6 +65,12 @@ class SimDataset implements Dataset {
 
   invalidReportOf(jobId: number): unknown {
     return corruptReport(this.reportOf(jobId), this.seed, jobId);
+  }
+
+  driftedReportOf(jobId: number): unknown {
+    const change = this.require(jobId).drift;
+    if (change === undefined) throw new Error(`simulator: job ${jobId} has no drift`);
+    return driftReport(this.reportOf(jobId), change);
   }
 
   publish(jobId: number): void {
@@ -151,6 +166,12 @@ function assignStates(dataset: SimDataset, options: SimulatorOptions, seed: numb
   for (const job of take(count(options.invalidReportJobs, DEFAULTS.invalidReportJobs))) job.invalid = true;
   for (const job of take(count(options.forbiddenReportJobs, DEFAULTS.forbiddenReportJobs)))
     job.forbidden = true;
+  // Taken last: datasets without drift are as they were. The changes in turn, so that n jobs
+  // of n changes show each one once.
+  const changes = options.driftChanges ?? DRIFT_CHANGES;
+  take(count(options.driftedReportJobs, DEFAULTS.driftedReportJobs)).forEach((job, i) => {
+    job.drift = changes[i % changes.length];
+  });
 }
 
 /**

@@ -8,7 +8,7 @@ import { type Rng, rngFor, STREAM } from './prng.js';
 import { questionItem, type TextMix } from './questions.js';
 import { inputs, mediaGalleries, textEntries } from './section-parts.js';
 import { isoAt, label, scoreText, tricky } from './text.js';
-import type { ReportSize } from './types.js';
+import type { DriftChange, ReportSize } from './types.js';
 
 /** Concrete size of one report; 'mixed' resolves to one of these per job. */
 export type ConcreteSize = 'tiny' | 'small' | 'large';
@@ -143,6 +143,37 @@ const CORRUPTIONS: ReadonlyArray<(data: Json) => void> = [
     delete data.sections;
   },
 ];
+
+/** The report changes of `DriftChange`: each makes ReportResponseSchema fail, or adds a field it lets through. */
+const DRIFTS: Readonly<Record<DriftChange, (data: Json) => void>> = {
+  unlisted_value: (data) => {
+    jobOf(data).job_status = 3;
+  },
+  decimal_string: (data) => {
+    firstSection(data).max_score = '12.5';
+  },
+  null_required: (data) => {
+    firstSection(data).section_title = null;
+  },
+  new_variant: (data) => {
+    (firstSection(data).questions as unknown[]).push({
+      type: 'rating',
+      question: 'How was the visit?',
+      stars: 4,
+    });
+  },
+  new_field: (data) => {
+    data.scorecard = { grade: 'B', weights: [0.5, 0.5] };
+    (jobOf(data).location as Json).floor = 2;
+  },
+};
+
+/** A copy of a valid report with the change `change`. */
+export function driftReport(report: unknown, change: DriftChange): unknown {
+  const copy = structuredClone(report) as Json;
+  DRIFTS[change](copy);
+  return copy;
+}
 
 /** A copy of a valid report with one deterministic schema violation. */
 export function corruptReport(report: unknown, seed: number, jobId: number): unknown {

@@ -108,5 +108,10 @@ function reportAnswer(route: Route, principal: Principal, dataset: Dataset): Ans
     return notReadyAnswer('try_later');
   }
   if (job.state !== 'published') return notReadyAnswer(job.state);
-  return jsonAnswer(200, { data: job.invalid ? dataset.invalidReportOf(job.id) : dataset.reportOf(job.id) });
+  const data = job.invalid
+    ? dataset.invalidReportOf(job.id)
+    : job.drift
+      ? dataset.driftedReportOf(job.id)
+      : dataset.reportOf(job.id);
+  return jsonAnswer(200, { data });
 }

@@ -85,6 +85,12 @@ export interface SimulatorOptions {
   tryLaterAttempts?: number;
   /** Published jobs whose 200 report body violates spec 2.5 (default 0). */
   invalidReportJobs?: number;
+  /**
+   * Published jobs whose report shows how an API grows (default 0): each gets one change of
+   * `driftChanges` (default all), in turn. See `DRIFT_CHANGES`.
+   */
+  driftedReportJobs?: number;
+  driftChanges?: readonly DriftChange[];
   /** Published jobs whose report answers 403 FORBIDDEN for the valid key (default 0). */
   forbiddenReportJobs?: number;
   /** Token bucket or fixed window per key; default null (no limit). */
@@ -133,6 +139,20 @@ export interface SimulatorKeys {
   other_company: string;
 }
 
+/**
+ * How an API that grows changes a report (issue 27): a value an enumeration did not list, an
+ * integer sent as a decimal string, a required string sent as null, a new kind of question,
+ * a new object on the report and a new field on a nested level.
+ */
+export const DRIFT_CHANGES = [
+  'unlisted_value',
+  'decimal_string',
+  'null_required',
+  'new_variant',
+  'new_field',
+] as const;
+export type DriftChange = (typeof DRIFT_CHANGES)[number];
+
 export type JobState = 'published' | 'unpublished' | 'survey_missing' | 'no_sections';
 
 export interface SimJob {
@@ -142,6 +162,8 @@ export interface SimJob {
   /** Remaining "try again later" answers. */
   tryLaterAttempts: number;
   invalid: boolean;
+  /** The change its report shows (`driftedReportJobs`), if any. */
+  drift?: DriftChange | undefined;
   forbidden: boolean;
   /** The list item served by List Jobs (includes unknown extra fields). */
   item: Record<string, unknown>;
@@ -166,6 +188,8 @@ export interface Dataset {
   reportOf(jobId: number): unknown;
   /** The schema-violating `data` object served for a job marked `invalid`. */
   invalidReportOf(jobId: number): unknown;
+  /** The report of a job with a `drift`: its report with that change. */
+  driftedReportOf(jobId: number): unknown;
   /** State -> published (its list item's published_at is set). */
   publish(jobId: number): void;
   /** Changes the job's list item (updated_at, score) and its report. */

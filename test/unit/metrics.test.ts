@@ -49,4 +49,28 @@ describe('runMetrics', () => {
     });
     expect(data.find((m) => m.name === METRIC.apiThrottled)?.value).toBe(0);
   });
+
+  it("puts an evolve run's drifted paths and the reports of its most drifted path, a freeze run's none", () => {
+    const schema_drift = [
+      { path: 'job.priority', kind: 'new_field' as const, count: 4, reports: 3, first_job_id: 1 },
+      { path: 'job.job_status', kind: 'unlisted_value' as const, count: 9, reports: 9, first_job_id: 2 },
+    ];
+    const drift = (m: ReturnType<typeof runMetrics>) =>
+      m.filter((d) => d.name.startsWith('SchemaDrift')).map((d) => [d.name, d.value]);
+    expect(
+      drift(runMetrics({ status: 'succeeded', counts, requests, schema_contract: 'evolve', schema_drift })),
+    ).toEqual([
+      [METRIC.schemaDriftPaths, 2],
+      [METRIC.schemaDriftReports, 9],
+    ]);
+    expect(
+      drift(
+        runMetrics({ status: 'succeeded', counts, requests, schema_contract: 'evolve', schema_drift: [] }),
+      ),
+    ).toEqual([
+      [METRIC.schemaDriftPaths, 0],
+      [METRIC.schemaDriftReports, 0],
+    ]);
+    expect(drift(runMetrics({ status: 'succeeded', counts, requests }))).toEqual([]);
+  });
 });

@@ -53,6 +53,8 @@ export function addDashboard(scope: Construct, props: ExporterDashboardProps): c
         metric(METRIC.reportsInvalid, RUN_PERIOD),
         metric(METRIC.reportsFailed, RUN_PERIOD),
       ],
+      // What SchemaDrift watches: paths at which an evolve run's reports differed from the spec.
+      right: [metric(METRIC.schemaDriftPaths, RUN_PERIOD)],
       width: 12,
     }),
     new cw.GraphWidget({

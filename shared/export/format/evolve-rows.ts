@@ -63,8 +63,8 @@ const QUESTION_COLUMNS = new Set([
   'threads',
 ]);
 
-/** The fields the spec names at each level; any other is `new_field`. */
-const KNOWN = {
+/** The fields the spec names at each level (`shared/api/schemas.ts`, a test holds them together); any other is `new_field`. */
+export const SPEC_FIELDS = {
   data: new Set(['job', 'sections']),
   job: new Set(['id', 'job_status', 'job_score_percentage', 'campaign', 'location', 'report']),
   campaign: new Set(['id', 'campaign_name']),
@@ -127,6 +127,9 @@ interface Level {
 
 /** A step of a path inside a row's object: a member's name, or a position in an array. */
 type Step = string | number;
+
+/** The row's object itself (no step): shared, since paths are only ever extended by copy. */
+const ROW_TOP: readonly Step[] = Object.freeze([]);
 
 /** The `_rescued` object of one row, made when its first value comes. */
 class RescueTarget {
@@ -212,14 +215,14 @@ class ReportRows {
       throw new ExporterError(`report of job ${this.#ids.jobId} names job ${named}`);
     }
     const row = new RescueTarget();
-    const top: Level = { value: data, path: '', row, at: [] };
-    this.#unknown(top, KNOWN.data);
+    const top: Level = { value: data, path: '', row, at: ROW_TOP };
+    this.#unknown(top, SPEC_FIELDS.data);
     const job = this.#object(top, 'job', true);
     const campaign = job && this.#object(job, 'campaign', true);
     const location = job && this.#object(job, 'location', true);
     const report = job && this.#object(job, 'report', true);
     if (job) {
-      this.#unknown(job, KNOWN.job);
+      this.#unknown(job, SPEC_FIELDS.job);
       // The row's key is the path's job id; `id` is only checked (and rescued when not an integer).
       this.#value(job, 'id', 'bigint', false);
     }
@@ -229,9 +232,9 @@ class ReportRows {
     }
     const { runId, exportedAt } = this.#ctx;
     const { jobId, campaignId } = this.#ids;
-    if (campaign) this.#unknown(campaign, KNOWN.campaign);
-    if (location) this.#unknown(location, KNOWN.location);
-    if (report) this.#unknown(report, KNOWN.report);
+    if (campaign) this.#unknown(campaign, SPEC_FIELDS.campaign);
+    if (location) this.#unknown(location, SPEC_FIELDS.location);
+    if (report) this.#unknown(report, SPEC_FIELDS.report);
     const reportsRow: Row = {
       job_id: jobId,
       campaign_id: campaignId,
@@ -268,12 +271,12 @@ class ReportRows {
     const row = new RescueTarget();
     if (!isObject(item)) {
       this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
       this.#sink.add('sections', this.#sectionRow(sectionIndex, null, null, row));
       return;
     }
-    const level: Level = { value: item, path, row, at: [] };
-    this.#unknown(level, KNOWN.section);
+    const level: Level = { value: item, path, row, at: ROW_TOP };
+    this.#unknown(level, SPEC_FIELDS.section);
     const sectionId = this.#value(level, 'id', 'string', false) as string | null;
     const at: Place = {
       jobId: this.#ids.jobId,
@@ -288,10 +291,10 @@ class ReportRows {
     const galleries = this.#array(level, 'media_galleries');
     // Galleries' values that do not fit land in this row: read them before it is written.
     const images: ImageRows[] = [];
-    galleries?.forEach((gallery, index) => {
-      const rows = this.#gallery(level, gallery, index, at);
+    for (let i = 0; i < (galleries?.length ?? 0); i++) {
+      const rows = this.#gallery(level, galleries![i], i, at);
       if (rows) images.push(rows);
-    });
+    }
     this.#sink.add('sections', this.#sectionRow(sectionIndex, sectionId, level, row));
     for (let i = 0; i < (questions?.length ?? 0); i++) this.#question(questions![i], i, at);
     for (let i = 0; i < (textEntries?.length ?? 0); i++) this.#textEntry(textEntries![i], i, at);
@@ -300,18 +303,16 @@ class ReportRows {
   }
 
   #sectionRow(sectionIndex: number, sectionId: string | null, level: Level | null, row: RescueTarget): Row {
-    const value = (key: string, kind: Kind, nullable: boolean) =>
-      level ? this.#value(level, key, kind, nullable) : null;
     const cells: Row = {
       job_id: this.#ids.jobId,
       campaign_id: this.#ids.campaignId,
       section_index: sectionIndex,
       section_id: sectionId,
-      section_title: value('section_title', 'string', false),
-      sort_order: value('sort_order', 'string', false),
-      percentage: value('percentage', 'string', true),
-      obtained_score: value('obtained_score', 'string', true),
-      max_score: value('max_score', 'bigint', true),
+      section_title: level ? this.#value(level, 'section_title', 'string', false) : null,
+      sort_order: level ? this.#value(level, 'sort_order', 'string', false) : null,
+      percentage: level ? this.#value(level, 'percentage', 'string', true) : null,
+      obtained_score: level ? this.#value(level, 'obtained_score', 'string', true) : null,
+      max_score: level ? this.#value(level, 'max_score', 'bigint', true) : null,
       run_id: this.#ctx.runId,
       exported_at: this.#ctx.exportedAt,
       [RESCUED_COLUMN]: null,
@@ -326,48 +327,48 @@ class ReportRows {
     const row = new RescueTarget();
     if (!isObject(item)) {
       this.#drift.add(path, 'new_variant', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
       this.#sink.add('questions', this.#questionRow(at, questionIndex, null, null, row, null));
       return;
     }
-    const level: Level = { value: item, path, row, at: [] };
+    const level: Level = { value: item, path, row, at: ROW_TOP };
     if (item.type === 'text_entry') {
-      this.#unknown(level, KNOWN.questionTextEntry);
+      this.#unknown(level, SPEC_FIELDS.questionTextEntry);
       this.#sink.add('text_entries', this.#textEntryRow(at, questionIndex, 'questions', level, false));
       return;
     }
     const known = item.type === 'question';
     if (known) {
-      this.#unknown(level, KNOWN.question);
+      this.#unknown(level, SPEC_FIELDS.question);
     } else {
       // A new kind of item: the columns it has, and everything else (its `type` too) rescued.
       this.#drift.add(path, 'new_variant', typeof item.type === 'string' ? item.type : jsonTypeOf(item.type));
       // `type` is always there for such a row, null when the item had none: it tells the row apart.
-      row.put([], 'type', item.type ?? null);
-      for (const key in item) if (!QUESTION_COLUMNS.has(key)) row.put([], key, item[key]);
+      row.put(ROW_TOP, 'type', item.type ?? null);
+      for (const key in item) if (!QUESTION_COLUMNS.has(key)) row.put(ROW_TOP, key, item[key]);
     }
     const logic = known ? this.#array(level, 'logic_questions') : undefined;
     this.#sink.add('questions', this.#questionRow(at, questionIndex, null, level, row, known));
-    logic?.forEach((follow, logicIndex) => {
-      const logicPath = `${path}.logic_questions[]`;
-      const logicRow = new RescueTarget();
-      if (follow === null) {
-        this.#drift.add(logicPath, 'type_mismatch', 'null');
-        return;
-      }
-      if (!isObject(follow)) {
-        this.#drift.add(logicPath, 'type_mismatch', jsonTypeOf(follow));
-        logicRow.put([], WHOLE_VALUE, follow);
-        this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, null, logicRow, null));
-        return;
-      }
-      const logicLevel: Level = { value: follow, path: logicPath, row: logicRow, at: [] };
-      this.#unknown(logicLevel, KNOWN.logic);
-      this.#sink.add(
-        'questions',
-        this.#questionRow(at, questionIndex, logicIndex, logicLevel, logicRow, true),
-      );
-    });
+    for (let i = 0; i < (logic?.length ?? 0); i++) this.#logicQuestion(logic![i], i, questionIndex, at);
+  }
+
+  /** A follow-up question (`logic_questions[]`) of the question at `questionIndex`. */
+  #logicQuestion(follow: unknown, logicIndex: number, questionIndex: number, at: Place): void {
+    const logicPath = `${at.path}.questions[].logic_questions[]`;
+    if (follow === null) {
+      this.#drift.add(logicPath, 'type_mismatch', 'null');
+      return;
+    }
+    const logicRow = new RescueTarget();
+    if (!isObject(follow)) {
+      this.#drift.add(logicPath, 'type_mismatch', jsonTypeOf(follow));
+      logicRow.put(ROW_TOP, WHOLE_VALUE, follow);
+      this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, null, logicRow, null));
+      return;
+    }
+    const logicLevel: Level = { value: follow, path: logicPath, row: logicRow, at: ROW_TOP };
+    this.#unknown(logicLevel, SPEC_FIELDS.logic);
+    this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, logicLevel, logicRow, true));
   }
 
   /**
@@ -384,28 +385,25 @@ class ReportRows {
     checked: boolean | null,
   ): Row {
     const follow = logicIndex !== null;
-    const present = (key: string) => level !== null && (checked === true || key in level.value);
-    const value = (key: string, kind: Kind, nullable: boolean) =>
-      present(key) ? this.#value(level!, key, kind, nullable || checked === false) : null;
-    const response = level && present('response') ? level.value.response : undefined;
+    const response = level && this.#present(level, checked, 'response') ? level.value.response : undefined;
     const listed = Array.isArray(response);
     let responseCell: (string | null)[] = [];
-    if (level && present('response')) {
+    if (level && this.#present(level, checked, 'response')) {
       if (listed) responseCell = this.#strings(level, 'response', response);
       else responseCell = this.#scalarResponse(level, follow, checked === false);
     }
-    const answerType = value('answer_type', 'string', follow || !listed);
+    const answerType = this.#cell(level, checked, 'answer_type', 'string', follow || !listed);
     if (!follow && checked === true && answerType !== null && !ANSWER_TYPES.has(answerType)) {
       this.#count(level!, 'answer_type', 'unlisted_value', answerType as string);
     }
     let photos: (string | null)[] | null = null;
-    if (!follow && level && present('photos')) {
+    if (!follow && level && this.#present(level, checked, 'photos')) {
       const raw = level.value.photos;
       if (Array.isArray(raw)) photos = this.#strings(level, 'photos', raw);
       else this.#mismatch(level, 'photos', raw, true);
     }
     let threads: string | null = null;
-    if (level && present('threads')) {
+    if (level && this.#present(level, checked, 'threads')) {
       if ('threads' in level.value) threads = jsonText(level.value.threads);
       else this.#count(level, 'threads', 'missing_field');
     }
@@ -416,15 +414,15 @@ class ReportRows {
       section_id: at.sectionId,
       question_index: questionIndex,
       logic_index: logicIndex,
-      reference_code: value('reference_code', 'string', true),
-      question: value('question', 'string', true),
-      question_type: value('question_type', 'string', true),
+      reference_code: this.#cell(level, checked, 'reference_code', 'string', true),
+      question: this.#cell(level, checked, 'question', 'string', true),
+      question_type: this.#cell(level, checked, 'question_type', 'string', true),
       answer_type: answerType,
       response: responseCell,
       response_is_list: follow || listed,
-      obtained_score: value('obtained_score', 'string', false),
-      max_score: value('max_score', 'string', false),
-      comment: follow ? null : value('comment', 'string', true),
+      obtained_score: this.#cell(level, checked, 'obtained_score', 'string', false),
+      max_score: this.#cell(level, checked, 'max_score', 'string', false),
+      comment: follow ? null : this.#cell(level, checked, 'comment', 'string', true),
       photos,
       threads_json: threads,
       run_id: this.#ctx.runId,
@@ -433,6 +431,24 @@ class ReportRows {
     };
     cells[RESCUED_COLUMN] = row.cell();
     return cells;
+  }
+
+  /** Whether a question row reads `key`: every field of a spec variant, those a new variant has. */
+  #present(level: Level | null, checked: boolean | null, key: string): level is Level {
+    return level !== null && (checked === true || key in level.value);
+  }
+
+  /** A question row's scalar cell (see {@link #present}); a new variant's fields are all nullable. */
+  #cell(
+    level: Level | null,
+    checked: boolean | null,
+    key: string,
+    kind: Kind,
+    nullable: boolean,
+  ): string | number | boolean | null {
+    return this.#present(level, checked, key)
+      ? this.#value(level, key, kind, nullable || checked === false)
+      : null;
   }
 
   /** A response that is not a list: a string (Q1), null (no answer), or something else. */
@@ -463,12 +479,12 @@ class ReportRows {
     const row = new RescueTarget();
     if (!isObject(item)) {
       this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
       this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', null, false, row));
       return;
     }
-    const level: Level = { value: item, path, row, at: [] };
-    this.#unknown(level, KNOWN.textEntry);
+    const level: Level = { value: item, path, row, at: ROW_TOP };
+    this.#unknown(level, SPEC_FIELDS.textEntry);
     this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', level, true));
   }
 
@@ -507,24 +523,21 @@ class ReportRows {
     let known = false;
     if (!isObject(item)) {
       this.#drift.add(path, 'new_variant', jsonTypeOf(item));
-      row.put([], WHOLE_VALUE, item);
+      row.put(ROW_TOP, WHOLE_VALUE, item);
     } else {
-      level = { value: item, path, row, at: [] };
+      level = { value: item, path, row, at: ROW_TOP };
       measured = 'measurement' in item;
       known = measured || item.input_type === 'text';
       if (known) {
-        this.#unknown(level, measured ? KNOWN.measuredInput : KNOWN.textInput);
+        this.#unknown(level, measured ? SPEC_FIELDS.measuredInput : SPEC_FIELDS.textInput);
       } else {
         const seen = typeof item.input_type === 'string' ? item.input_type : jsonTypeOf(item.input_type);
         this.#drift.add(path, 'new_variant', seen);
-        for (const key in item) if (!KNOWN.measuredInput.has(key)) row.put([], key, item[key]);
+        for (const key in item) if (!SPEC_FIELDS.measuredInput.has(key)) row.put(ROW_TOP, key, item[key]);
       }
     }
-    const has = (key: string) => level !== null && (known || key in level.value);
-    const value = (key: string, nullable: boolean) =>
-      has(key) ? this.#value(level!, key, 'string', nullable || !known) : null;
     let answer: string | null = null;
-    if (level && has('answer')) {
+    if (level && this.#has(level, known, 'answer')) {
       if (!('answer' in level.value)) this.#count(level, 'answer', 'missing_field');
       else answer = this.#inputAnswer(level, measured, known);
     }
@@ -534,14 +547,32 @@ class ReportRows {
       section_index: at.sectionIndex,
       section_id: at.sectionId,
       input_index: inputIndex,
-      input_type: value('input_type', true),
-      description: value('description', true),
+      input_type: this.#inputCell(level, known, 'input_type', true),
+      description: this.#inputCell(level, known, 'description', true),
       answer,
-      measurement: measured || (!known && has('measurement')) ? value('measurement', true) : null,
+      measurement:
+        measured || (!known && this.#has(level, known, 'measurement'))
+          ? this.#inputCell(level, known, 'measurement', true)
+          : null,
       run_id: this.#ctx.runId,
       exported_at: this.#ctx.exportedAt,
       [RESCUED_COLUMN]: row.cell(),
     });
+  }
+
+  /** Whether an input row reads `key`: every field of a spec variant, those a new variant has. */
+  #has(level: Level | null, known: boolean, key: string): level is Level {
+    return level !== null && (known || key in level.value);
+  }
+
+  /** An input row's string cell (see {@link #has}); a new variant's fields are all nullable. */
+  #inputCell(
+    level: Level | null,
+    known: boolean,
+    key: string,
+    nullable: boolean,
+  ): string | number | boolean | null {
+    return this.#has(level, known, key) ? this.#value(level, key, 'string', nullable || !known) : null;
   }
 
   /** `inputs.answer`: strings as is, objects and arrays as JSON text; a value the variant does not allow is rescued too. */
@@ -568,7 +599,7 @@ class ReportRows {
       return undefined;
     }
     const level: Level = { value: item, path, row: section.row, at: where };
-    this.#unknown(level, KNOWN.gallery);
+    this.#unknown(level, SPEC_FIELDS.gallery);
     const description = this.#value(level, 'description', 'string', true);
     const viewType = this.#value(level, 'view_type', 'string', false);
     const images = this.#array(level, 'images');
@@ -576,16 +607,17 @@ class ReportRows {
   }
 
   #images(gallery: ImageRows, at: Place): void {
-    gallery.images.forEach((item, imageIndex) => {
-      if (item === null) return;
+    for (let imageIndex = 0; imageIndex < gallery.images.length; imageIndex++) {
+      const item = gallery.images[imageIndex];
+      if (item === null) continue;
       const row = new RescueTarget();
       let level: Level | null = null;
       if (!isObject(item)) {
         this.#drift.add(gallery.path, 'type_mismatch', jsonTypeOf(item));
-        row.put([], WHOLE_VALUE, item);
+        row.put(ROW_TOP, WHOLE_VALUE, item);
       } else {
-        level = { value: item, path: gallery.path, row, at: [] };
-        this.#unknown(level, KNOWN.image);
+        level = { value: item, path: gallery.path, row, at: ROW_TOP };
+        this.#unknown(level, SPEC_FIELDS.image);
       }
       this.#sink.add('media_images', {
         job_id: at.jobId,
@@ -603,7 +635,7 @@ class ReportRows {
         exported_at: this.#ctx.exportedAt,
         [RESCUED_COLUMN]: row.cell(),
       });
-    });
+    }
   }
 
   // ---- one level's fields ----------------------------------------------------------------

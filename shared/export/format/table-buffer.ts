@@ -7,34 +7,36 @@ import { icebergParquetTable } from '../../iceberg/schema.js';
 import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
 import type { ParquetTable } from '../../parquet/schema.js';
 import { PARTITION_KEY, type TableFormat } from '../layout.js';
+import { schemaContractOf } from '../state/records.js';
 import {
   type Cell,
-  FROZEN_TABLES,
   type Row,
   type SchemaContract,
   TABLE_NAMES,
-  TABLES,
   type TableName,
+  tablesOf,
 } from '../tables.js';
 import type { RowSink } from './flatten.js';
 
-/** What a buffer needs to know of its run (a `RunRef`): its table format and date. */
+/** What a buffer needs to know of its run (a `RunRef`): its table format, schema contract and date. */
 export interface RunFormat {
   table_format?: TableFormat | undefined;
+  /** Absent: `freeze` (`schemaContractOf`). */
   schema_contract?: SchemaContract | undefined;
   dt: string;
 }
 
 /**
- * The Parquet table a run writes `table` as: the contract's for Hive; for Iceberg, the same
- * columns with field ids, MICROS timestamps and `dt` (see `shared/iceberg/schema.ts`).
+ * The Parquet table a run writes `table` as: its schema contract's (`tablesOf`: `TABLES` for
+ * `evolve`, `FROZEN_TABLES` for `freeze`) for Hive; for Iceberg, the same columns with field
+ * ids, MICROS timestamps and `dt` (see `shared/iceberg/schema.ts`).
  */
 export function parquetTableOf(
   run: Pick<RunFormat, 'table_format' | 'schema_contract'> | undefined,
   table: TableName,
 ): ParquetTable {
-  if (run?.table_format === 'iceberg') return icebergParquetTable(table);
-  return run?.schema_contract === 'evolve' ? TABLES[table] : FROZEN_TABLES[table];
+  const contract = schemaContractOf(run ?? {});
+  return run?.table_format === 'iceberg' ? icebergParquetTable(table, contract) : tablesOf(contract)[table];
 }
 
 /**
@@ -50,7 +52,7 @@ export class TableBuffer implements RowSink {
   /** The run's `dt`, written into every row of an Iceberg run (its tables' partition column). */
   readonly #dt: string | undefined;
 
-  /** `run`: the run the rows are for (its table format and date); default a Hive run. */
+  /** `run`: the run the rows are for (its table format, schema contract and date); default a Hive `freeze` run. */
   constructor(run?: RunFormat) {
     this.#tables = new Map(TABLE_NAMES.map((name) => [name, new ColumnBuffer(parquetTableOf(run, name))]));
     this.#dt = run?.table_format === 'iceberg' ? run.dt : undefined;
@@ -66,7 +68,7 @@ export class TableBuffer implements RowSink {
     return this.#tables.get(table)!.rowCount;
   }
 
-  /** The cells of `table`, one array per column in `TABLES` order. */
+  /** The cells of `table`, one array per column of its Parquet table (`parquetTableOf`). */
   columns(table: TableName): readonly (readonly Cell[])[] {
     return this.#tables.get(table)!.columns;
   }

@@ -3,6 +3,8 @@
  * the staged files and outcomes each campaign brings to its closing (`closing.ts` writes them as
  * pieces). Every listed job gets exactly one outcome.
  */
+
+import { DriftTally } from '../schema-drift.js';
 import { emptyCounts, type Manifest, ManifestSchema, OUTCOME_COUNTER, runStatus } from '../state/manifest.js';
 import {
   addRequestCounts,
@@ -10,6 +12,7 @@ import {
   type PlanRecord,
   type RunRecord,
   type StagedFile,
+  schemaContractOf,
   type UnitSummary,
 } from '../state/records.js';
 import type { CampaignOutcomes } from './closing.js';
@@ -26,6 +29,8 @@ export class ClosingTally {
   private readonly unlisted: number[] = [];
   private readonly partlyListed: number[] = [];
   private readonly notFound: number[] = [];
+  /** The drift of every unit whose files the run publishes: bounded (`DRIFT_ENTRIES_MAX`). */
+  private readonly drift = new DriftTally();
 
   constructor(
     private readonly record: RunRecord,
@@ -57,7 +62,12 @@ export class ClosingTally {
     const staged = [...plan.staged];
     this.requests = addRequestCounts(this.requests, plan.requests);
     this.counts.duplicates += plan.duplicates;
-    for (const name of plan.units) staged.push(...(units.get(name)?.staged ?? []));
+    for (const name of plan.units) {
+      const unit = units.get(name);
+      staged.push(...(unit?.staged ?? []));
+      // A unit's summary holds the drift of all its deliveries so far: merged once per unit.
+      if (unit?.drift) this.drift.merge(unit.drift);
+    }
     if (plan.unlisted !== undefined) return { staged, outcomes: undefined };
     this.fatal ??= plan.fatal;
     if (plan.jobs_invalid > 0) this.partlyListed.push(plan.campaign_id);
@@ -127,6 +137,10 @@ export class ClosingTally {
       files: [],
       ...(record.company_name !== undefined ? { company_name: record.company_name } : {}),
       ...(record.table_format !== undefined ? { table_format: record.table_format } : {}),
+      // A freeze run's manifest gets neither key: it stays as it was before the option.
+      ...(schemaContractOf(record) === 'evolve'
+        ? { schema_contract: 'evolve', schema_drift: this.drift.entries() }
+        : {}),
       ...(this.unlisted.length > 0 ? { unlisted_campaigns: this.unlisted } : {}),
       ...(this.partlyListed.length > 0
         ? { partially_listed_campaigns: [...this.partlyListed].sort((a, b) => a - b) }

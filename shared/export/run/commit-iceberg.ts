@@ -16,7 +16,7 @@ import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../.
 import { readRange } from '../../storage/storage.js';
 import { icebergDataKey } from '../layout.js';
 import type { Manifest } from '../state/manifest.js';
-import type { FileEntry } from '../state/records.js';
+import { type FileEntry, schemaContractOf } from '../state/records.js';
 import { REPORT_TABLES, TABLE_NAMES } from '../tables.js';
 import type { ExportDeps } from './context.js';
 
@@ -34,6 +34,7 @@ async function footerOf(deps: ExportDeps, key: string): Promise<Uint8Array> {
 type RunOf = Pick<
   Manifest,
   | 'run_id'
+  | 'schema_contract'
   | 'dt'
   | 'mode'
   | 'status'
@@ -64,10 +65,11 @@ export async function commitIcebergRun(
     'exporter.reports-exported': String(manifest.counts.reports_exported),
   };
   const committed = new Map<string, CommitFile[]>();
+  const contract = schemaContractOf(manifest);
   for (const table of TABLE_NAMES) {
     const own = files.filter((f) => f.format === 'parquet' && f.table_or_entity === table);
     if (own.length === 0) continue;
-    const parquet = icebergParquetTable(table);
+    const parquet = icebergParquetTable(table, contract);
     const commitFiles = await Promise.all(
       own.map(async (f) => ({
         key: f.key,
@@ -82,6 +84,7 @@ export async function commitIcebergRun(
       runId: manifest.run_id,
       files: commitFiles,
       summary,
+      contract,
       now: deps.now(),
     });
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
@@ -187,7 +190,7 @@ async function supersedeRuleOf(
 async function commitCurrentTables(
   deps: ExportDeps,
   catalog: IcebergCatalog,
-  manifest: Pick<Manifest, 'run_id' | 'dt'>,
+  manifest: Pick<Manifest, 'run_id' | 'dt' | 'schema_contract'>,
   committed: ReadonlyMap<string, readonly CommitFile[]>,
   summary: Readonly<Record<string, string>>,
   rule: SupersedeRule,
@@ -208,6 +211,7 @@ async function commitCurrentTables(
       runId: manifest.run_id,
       files,
       summary,
+      contract: schemaContractOf(manifest),
       now: deps.now(),
       changeBase: supersedeJobs(deps.storage, catalog, rule),
     });

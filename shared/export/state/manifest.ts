@@ -3,6 +3,8 @@
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';
+import { SchemaDriftSchema } from '../schema-drift.js';
+import { SCHEMA_CONTRACTS } from '../tables.js';
 import {
   DtSchema,
   FileEntrySchema,
@@ -85,6 +87,18 @@ export const ManifestSchema = z.object({
       ),
     })
     .optional(),
+  /**
+   * `evolve` when the run kept reports that differ from the spec (their values that do not fit
+   * in `_rescued`); absent for `freeze` runs (and manifests before the option), whose manifest is
+   * as it was: only `evolve` is ever written.
+   */
+  schema_contract: z.enum(SCHEMA_CONTRACTS).optional(),
+  /**
+   * Evolve runs: how the run's exported reports differed from the spec, merged over its units
+   * (`DriftTally`: by kind, most reports first, at most `DRIFT_ENTRIES_MAX` entries); `[]` when
+   * they did not. Drift never makes a run partial or failed.
+   */
+  schema_drift: SchemaDriftSchema.optional(),
   /** Present when status is "failed": the one-line reason, with the API's error_code. */
   error: z.object({ message: z.string(), error_code: z.string().optional() }).optional(),
 });

@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
@@ -22,6 +23,7 @@ import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
 import { useIamGuard } from '../../helpers/iam/hooks.js';
 import { openRunKeys } from '../../helpers/records.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../simulator/index.js';
+import { DRIFT_CHANGES, type DriftChange } from '../../simulator/types.js';
 import {
   asContainer,
   type Container,
@@ -40,7 +42,11 @@ const SETTINGS = stackSettings({ unitSize: 5 });
 const REPORT_WORKERS = 2;
 const BUCKET = 'data-lake';
 
-/** Every kind of outcome: exported, not ready (3 reasons), try later then exported, invalid, forbidden. */
+/**
+ * Every kind of outcome: exported, not ready (3 reasons), try later then exported, forbidden,
+ * and a report the spec does not describe (quarantined under freeze; it lands under evolve,
+ * the stack's default).
+ */
 const DATA: SimulatorOptions = {
   seed: 11,
   campaigns: 3,
@@ -96,7 +102,7 @@ describe('the AWS topology on loopback', () => {
   async function topology(
     name: string,
     sim: Simulator,
-    options: Pick<TopologyOptions, 'requestBudget' | 'settings'> = {},
+    options: Pick<TopologyOptions, 'requestBudget' | 'settings' | 'env'> = {},
   ): Promise<{ topo: LoopbackTopology; containers: Containers }> {
     secrets.on(GetSecretValueCommand).resolves({ SecretString: sim.keys.valid });
     const topo = await LoopbackTopology.create({
@@ -140,11 +146,14 @@ describe('the AWS topology on loopback', () => {
 
   it('closes the run with every listed job counted once and announces it on EventBridge', () => {
     const { manifest, run } = baseline;
-    expect(manifest.status).toBe('partial'); // the invalid and the forbidden report
+    expect(manifest.status).toBe('partial'); // the forbidden report
     expect(manifest.counts.campaigns).toBe(3);
     expect(manifest.counts.jobs).toBe(36);
     expect(outcomes(manifest)).toBe(36);
-    expect(manifest.counts.reports_invalid).toBe(1);
+    // The report the spec does not describe landed (evolve), its drift reported.
+    expect(manifest.schema_contract).toBe('evolve');
+    expect(manifest.counts.reports_invalid).toBe(0);
+    expect(manifest.schema_drift).not.toEqual([]);
     expect(manifest.counts.reports_failed).toBe(1);
     expect(run.finished).toEqual({ finished: [run.runId] });
     const announced = events
@@ -162,7 +171,7 @@ describe('the AWS topology on loopback', () => {
   it('writes to S3 what the CLI writes to a folder for the same data', async () => {
     const sim = await simulator();
     const cli = exporter(sim, await tempDir('cli'));
-    const manifest = await cli.run();
+    const manifest = await cli.run({ schemaContract: 'evolve' });
     const output = await snapshotOutput(cli.deps.storage, db);
 
     expect(baseline.manifest.counts).toEqual(manifest.counts);
@@ -441,4 +450,129 @@ describe('the AWS topology on loopback', () => {
     // Each run lists campaigns and jobs again; the reports are those of the first run, once.
     expect((await snapshotOutput(topo.storage(), db)).reports).toEqual(baseline.output.reports);
   }, 45_000);
+
+  describe("when the API changed (the stack's default contract, evolve)", () => {
+    const SIZE = {
+      campaigns: 2,
+      jobsPerCampaign: 5,
+      unpublishedShare: 0,
+      surveyMissingJobs: 0,
+      noSectionsJobs: 0,
+    };
+    const CALM = { ...SIZE, tryLaterJobs: 0, invalidReportJobs: 0, forbiddenReportJobs: 0 };
+    let sim: Simulator;
+    let drifted: { manifest: Manifest; output: OutputSnapshot; event: Record<string, unknown> };
+    let frozen: Manifest;
+
+    const jobOf = (change: DriftChange) =>
+      sim.dataset.campaigns.flatMap((c) => c.jobs).find((job) => job.drift === change)!;
+    const rowsOf = (table: string, jobId: number) =>
+      (drifted.output[table] ?? [])
+        .map((r) => JSON.parse(r) as Record<string, unknown>)
+        .filter((r) => Number(r.job_id) === jobId);
+    const rescuedOf = (row: Record<string, unknown> | undefined) =>
+      row?._rescued == null ? null : JSON.parse(row._rescued as string);
+
+    beforeAll(async () => {
+      sim = await simulator({ ...CALM, driftedReportJobs: DRIFT_CHANGES.length });
+      const { topo, containers } = await topology('drift', sim);
+      const run = await topo.run(containers);
+      if (!run.manifest) throw new Error('the drift run wrote no manifest');
+      const event = events
+        .commandCalls(PutEventsCommand)
+        .map((c) => JSON.parse(c.args[0].input.Entries?.[0]?.Detail ?? '{}') as Record<string, unknown>)
+        .find((detail) => detail.run_id === run.runId);
+      drifted = {
+        manifest: run.manifest,
+        output: await snapshotOutput(topo.storage(), db),
+        event: event ?? {},
+      };
+      // The same API, a stack deployed with schemaContract freeze.
+      const again = await simulator({ ...CALM, driftedReportJobs: DRIFT_CHANGES.length });
+      const freeze = await topology('drift-freeze', again, {
+        settings: stackSettings({ unitSize: 5, schemaContract: 'freeze' }),
+        env: { SCHEMA_CONTRACT: 'freeze' },
+      });
+      const frozenRun = await freeze.topo.run(freeze.containers);
+      if (!frozenRun.manifest) throw new Error('the frozen run wrote no manifest');
+      frozen = frozenRun.manifest;
+    });
+
+    it('lands every report and closes the run succeeded, the drift in its manifest and its event', () => {
+      const { manifest, event } = drifted;
+      expect(manifest.status).toBe('succeeded');
+      expect(manifest.counts.reports_exported).toBe(10);
+      expect(manifest.counts.reports_invalid).toBe(0);
+      expect(event).toMatchObject({ schema_contract: 'evolve' });
+      expect(JSON.stringify(event)).toContain('job.job_status');
+      // The stack deployed with freeze quarantines exactly the drifted reports, as before the option.
+      expect(frozen.status).toBe('partial');
+      expect(frozen.counts.reports_invalid).toBe(DRIFT_CHANGES.length - 1); // a new field alone passes the spec's loose objects
+      expect(frozen.schema_drift).toBeUndefined();
+    });
+
+    const EXPECTED: Record<DriftChange, { drift: Partial<DriftEntry>[]; check: () => void }> = {
+      unlisted_value: {
+        drift: [{ path: 'job.job_status', kind: 'unlisted_value', seen: ['3'] }],
+        check: () => {
+          const [row] = rowsOf('reports', jobOf('unlisted_value').id);
+          expect(row).toMatchObject({ job_status: 3, _rescued: null });
+        },
+      },
+      decimal_string: {
+        drift: [{ path: 'sections[].max_score', kind: 'type_mismatch', seen: ['string'] }],
+        check: () => {
+          const row = rowsOf('sections', jobOf('decimal_string').id).find(
+            (r) => Number(r.section_index) === 0,
+          );
+          expect(row).toMatchObject({ max_score: null });
+          expect(rescuedOf(row)).toEqual({ max_score: '12.5' });
+        },
+      },
+      null_required: {
+        drift: [{ path: 'sections[].section_title', kind: 'type_mismatch', seen: ['null'] }],
+        check: () => {
+          const row = rowsOf('sections', jobOf('null_required').id).find(
+            (r) => Number(r.section_index) === 0,
+          );
+          expect(row).toMatchObject({ section_title: null, _rescued: null });
+        },
+      },
+      new_variant: {
+        drift: [{ path: 'sections[].questions[]', kind: 'new_variant', seen: ['rating'] }],
+        check: () => {
+          const rows = rowsOf('questions', jobOf('new_variant').id).filter(
+            (r) => rescuedOf(r)?.type === 'rating',
+          );
+          expect(rows).toHaveLength(1);
+          expect(rows[0]).toMatchObject({ question: 'How was the visit?' });
+          expect(rescuedOf(rows[0])).toEqual({ type: 'rating', stars: 4 });
+        },
+      },
+      new_field: {
+        drift: [
+          { path: 'scorecard', kind: 'new_field' },
+          { path: 'job.location.floor', kind: 'new_field' },
+        ],
+        check: () => {
+          const [row] = rowsOf('reports', jobOf('new_field').id);
+          expect(rescuedOf(row)).toEqual({
+            scorecard: { grade: 'B', weights: [0.5, 0.5] },
+            job: { location: { floor: 2 } },
+          });
+        },
+      },
+    };
+
+    it.each(DRIFT_CHANGES)('lands a report with %s: its rows hold what fits, _rescued the rest', (change) => {
+      const job = jobOf(change);
+      for (const expected of EXPECTED[change].drift) {
+        expect(drifted.manifest.schema_drift).toContainEqual(
+          expect.objectContaining({ ...expected, count: 1, reports: 1, first_job_id: job.id }),
+        );
+      }
+      expect(rowsOf('reports', job.id)).toHaveLength(1);
+      EXPECTED[change].check();
+    });
+  });
 });

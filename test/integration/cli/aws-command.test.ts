@@ -16,14 +16,18 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AWS_EXIT, awsCommand } from '../../../functions/cli/aws-command.js';
 import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import {
+  encodeRecord,
   type PlanMessage,
   PlanMessageSchema,
   type Unit,
   UnitSchema,
+  type UnitSummary,
 } from '../../../shared/export/state/records.js';
 import { Captured } from '../../helpers/cli.js';
+import { planRecord, runRecord } from '../../helpers/records.js';
 import {
   BUCKET,
   context,
@@ -552,4 +556,110 @@ describe('aws command', () => {
     }
     expect(cloudFormation.commandCalls(DescribeStacksCommand)).toEqual([]);
   });
+
+  // Last: its run is the oldest by id, but it adds one to the runs the tests above list.
+  it("shows an evolve run's schema drift: in status while open and once closed, and in runs", async () => {
+    stackHas();
+    const runId = '20261101T030000Z-d00d00';
+    const dt = '2026-11-01';
+    const drift: Record<string, DriftEntry[]> = {
+      'c1-u0': [
+        {
+          path: 'job.job_status',
+          kind: 'unlisted_value',
+          count: 2,
+          reports: 2,
+          first_job_id: 101,
+          seen: ['9'],
+        },
+      ],
+      'c2-u0': [
+        {
+          path: 'job.job_status',
+          kind: 'unlisted_value',
+          count: 1,
+          reports: 1,
+          first_job_id: 201,
+          seen: ['9'],
+        },
+        { path: 'job.priority', kind: 'new_field', count: 1, reports: 1, first_job_id: 201 },
+      ],
+    };
+    await bed.storage.put(
+      STATE_KEYS.runRecord(runId),
+      encodeRecord(
+        runRecord({
+          run_id: runId,
+          dt,
+          campaign_ids: [1, 2],
+          schema_contract: 'evolve',
+          started_at: new Date().toISOString(),
+        }),
+      ),
+    );
+    for (const campaign of [1, 2]) {
+      const name = `c${campaign}-u0`;
+      const jobs = [campaign * 100 + 1, campaign * 100 + 2];
+      await bed.storage.put(
+        STATE_KEYS.plan(runId, campaign),
+        encodeRecord(
+          planRecord({
+            campaign_id: campaign,
+            jobs: 2,
+            units: [name],
+            fetch: jobs.map((j) => ({ job_id: j, fp: `fp${j}` })),
+          }),
+        ),
+      );
+      if (campaign === 2) break; // c2-u0 not delivered yet: the run is open
+      await putUnit(runId, name, campaign, jobs, drift[name]!);
+    }
+
+    // Open: the drift of the units done so far.
+    const open = await json('status', runId);
+    expect(open).toMatchObject({ state: 'open', phase: 'exporting' });
+    expect(open.schema_drift).toEqual(drift['c1-u0']);
+    expect((await aws('status', runId)).stdout).toMatch(
+      /schema drift +unlisted_value 1 path: job\.job_status \(2 reports\)/,
+    );
+
+    await putUnit(runId, 'c2-u0', 2, [201, 202], drift['c2-u0']!);
+    await finishRun({}, context('finish-run'));
+    const manifest = await readManifest(runId, dt);
+    expect(manifest).toMatchObject({ status: 'succeeded', schema_contract: 'evolve' });
+    expect(manifest.schema_drift?.map((e) => [e.kind, e.path, e.reports])).toEqual([
+      ['new_field', 'job.priority', 1],
+      ['unlisted_value', 'job.job_status', 3],
+    ]);
+
+    // Closed: the manifest's drift, a line per kind.
+    const closed = (await aws('status', runId)).stdout.split('\n');
+    const first = closed.findIndex((l) => /^ +schema drift /.test(l));
+    expect(closed[first]).toMatch(/schema drift +new_field 1 path: job\.priority \(1 report\)$/);
+    expect(closed[first + 1]).toMatch(/^ +unlisted_value 1 path: job\.job_status \(3 reports\)$/);
+
+    const runs = await json('runs');
+    const listed = runs.find((r: { run_id: string }) => r.run_id === runId);
+    expect(listed).toMatchObject({ schema_contract: 'evolve', schema_drift: manifest.schema_drift });
+    const table = (await aws('runs')).stdout.split('\n');
+    expect(table[0]).toMatch(/ +duration +drifted paths$/);
+    expect(table.find((l) => l.startsWith(runId))).toMatch(/ +2$/);
+    // A freeze run's cell is blank.
+    const freeze = runs.find((r: { schema_contract?: string }) => r.schema_contract === undefined);
+    expect(table.find((l) => l.startsWith(freeze.run_id))).not.toMatch(/ \d+ +\d+$/);
+  });
+
+  /** A unit's summary as export-reports leaves it: its jobs exported, with the drift given. */
+  async function putUnit(runId: string, name: string, campaign: number, jobs: number[], drift: DriftEntry[]) {
+    const summary: UnitSummary = {
+      unit: name,
+      campaign_id: campaign,
+      attempt: 1,
+      jobs: Object.fromEntries(jobs.map((j) => [j, { fp: `fp${j}`, outcome: 'exported' as const }])),
+      staged: [],
+      requests: { total: 2, retried: 0, by_status: { '200': 2 } },
+      drift,
+    };
+    await bed.storage.put(STATE_KEYS.unit(runId, name), encodeRecord(summary));
+  }
 });

@@ -11,6 +11,7 @@ import { type LakeSql, openLakeSql } from '../../../functions/cli/sql.js';
 import { appendReportRows } from '../../../shared/export/format/flatten.js';
 import { manifestKey, parquetKey } from '../../../shared/export/layout.js';
 import { QUERIES } from '../../../shared/export/queries.js';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema, type RunStatus } from '../../../shared/export/state/manifest.js';
 import {
   REPORT_TABLES,
@@ -83,6 +84,18 @@ const D: TestRun = {
   listed: [],
 };
 const RUNS = [A, B, C, D];
+/** B is an evolve run whose reports drifted; A and C's manifests are as before the option. */
+const B_DRIFT: DriftEntry[] = [
+  { path: 'job.priority', kind: 'new_field', count: 2, reports: 2, first_job_id: 2 },
+  {
+    path: 'job.job_status',
+    kind: 'unlisted_value',
+    count: 1,
+    reports: 1,
+    first_job_id: 3,
+    seen: ['archived'],
+  },
+];
 
 /** The report a run fetched for a job: one row in every report table, the job score naming the run. */
 function jobReport(run: TestRun, jobId: number) {
@@ -124,6 +137,7 @@ function manifest(run: TestRun, status: RunStatus): Manifest {
     requests: { total: 10, retried: 1, by_status: { '200': 9, '429': 1 } },
     files: [],
     company_name: 'Acme',
+    ...(run === B ? { schema_contract: 'evolve', schema_drift: B_DRIFT } : {}),
     ...(status === 'failed' ? { error: { message: 'API key expired', error_code: 'API_KEY_EXPIRED' } } : {}),
   });
 }
@@ -206,6 +220,19 @@ describe('the lake in DuckDB: runs, latest views, named queries', () => {
     expect(described.rows.map(([name, type]) => [name, unquoted(type)])).toEqual(
       RUNS_VIEW_COLUMNS.map((c) => [c.name, unquoted(duckdbType(c.type))]),
     );
+  });
+
+  it("reads an evolve run's schema_contract and schema_drift, NULL from manifests without them", async () => {
+    const { rows } = await sql.query(
+      'SELECT run_id, schema_contract, len(schema_drift), schema_drift[2].path, schema_drift[2].kind, ' +
+        'schema_drift[2].count, schema_drift[2].first_job_id, schema_drift[2].seen, schema_drift[1].seen ' +
+        'FROM runs ORDER BY run_id',
+    );
+    expect(rows.map((r) => r.map((v) => (typeof v === 'bigint' ? Number(v) : v)))).toEqual([
+      [A.id, null, null, null, null, null, null, null, null],
+      [B.id, 'evolve', 2, 'job.job_status', 'unlisted_value', 1, 3, ['archived'], null],
+      [C.id, null, null, null, null, null, null, null, null],
+    ]);
   });
 
   it('gives each job the report of its newest succeeded or partial run', async () => {

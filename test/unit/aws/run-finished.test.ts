@@ -6,6 +6,13 @@ import {
   runFinishedDetail,
 } from '../../../shared/aws/run-finished.js';
 import { buildManifest } from '../../../shared/export/run/closing-tally.js';
+import {
+  DRIFT_ENTRIES_MAX,
+  DRIFT_KINDS,
+  DRIFT_SEEN_MAX,
+  type DriftEntry,
+} from '../../../shared/export/schema-drift.js';
+import { DRIFT_PATH_CHARS, DRIFT_TOP_PATHS } from '../../../shared/export/state/drift-summary.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { emptyRequestCounts } from '../../../shared/export/state/records.js';
 import { planRecord, runRecord, TEST_RUN_ID } from '../../helpers/records.js';
@@ -98,5 +105,81 @@ describe('runFinishedDetail', () => {
     delete detail.files;
 
     expect(RunFinishedDetailSchema.safeParse(detail).success).toBe(false);
+  });
+
+  it("carries an evolve run's drift per kind with its top paths, a freeze run's not at all", () => {
+    const schema_drift: DriftEntry[] = [
+      { path: 'job.priority', kind: 'new_field', count: 4, reports: 2, first_job_id: 8 },
+      {
+        path: 'job.job_status',
+        kind: 'unlisted_value',
+        count: 31,
+        reports: 31,
+        first_job_id: 7,
+        seen: ['9'],
+      },
+      {
+        path: 'sections[].questions[].answer_type',
+        kind: 'unlisted_value',
+        count: 6,
+        reports: 4,
+        first_job_id: 9,
+        seen: ['slider'],
+      },
+    ];
+    const manifest: Manifest = { ...manifestWith(1), schema_contract: 'evolve', schema_drift };
+
+    const detail = RunFinishedDetailSchema.parse(JSON.parse(runFinishedDetail(manifest, WHERE)));
+
+    expect(detail.schema_contract).toBe('evolve');
+    expect(detail.schema_drift).toEqual([
+      {
+        kind: 'new_field',
+        paths: 1,
+        count: 4,
+        top: [{ path: 'job.priority', reports: 2, count: 4, first_job_id: 8 }],
+      },
+      {
+        kind: 'unlisted_value',
+        paths: 2,
+        count: 37,
+        top: [
+          { path: 'job.job_status', reports: 31, count: 31, first_job_id: 7 },
+          { path: 'sections[].questions[].answer_type', reports: 4, count: 6, first_job_id: 9 },
+        ],
+      },
+    ]);
+    const clean = { ...manifestWith(1), schema_contract: 'evolve' as const, schema_drift: [] };
+    expect(RunFinishedDetailSchema.parse(JSON.parse(runFinishedDetail(clean, WHERE))).schema_drift).toEqual(
+      [],
+    );
+    const freeze = JSON.parse(runFinishedDetail(manifestWith(1), WHERE));
+    expect(freeze).not.toHaveProperty('schema_contract');
+    expect(freeze).not.toHaveProperty('schema_drift');
+  });
+
+  it("keeps the drift a few KB and the detail within its bound however much the run's reports drifted", () => {
+    // The most a manifest holds: DRIFT_ENTRIES_MAX entries with long paths and every example.
+    const schema_drift: DriftEntry[] = Array.from({ length: DRIFT_ENTRIES_MAX }, (_, i) => ({
+      path: `${'x'.repeat(2_000)}.${i}`,
+      kind: DRIFT_KINDS[i % DRIFT_KINDS.length]!,
+      count: 1_000_000 + i,
+      reports: 1_000_000 + i,
+      first_job_id: 1_000_000_000 + i,
+      seen: Array.from({ length: DRIFT_SEEN_MAX }, (_, j) => `${'v'.repeat(78)}${j}`),
+    }));
+    for (const files of [1, 1_000, 2_000]) {
+      const manifest: Manifest = { ...manifestWith(files), schema_contract: 'evolve', schema_drift };
+      const text = runFinishedDetail(manifest, WHERE);
+      const detail = RunFinishedDetailSchema.parse(JSON.parse(text));
+      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_DETAIL_BYTES);
+      expect(Buffer.byteLength(JSON.stringify(detail.schema_drift))).toBeLessThan(8 * 1024);
+      expect(detail.schema_drift).toHaveLength(DRIFT_KINDS.length);
+      for (const kind of detail.schema_drift ?? []) {
+        expect(kind.paths).toBe(DRIFT_ENTRIES_MAX / DRIFT_KINDS.length);
+        expect(kind.top).toHaveLength(DRIFT_TOP_PATHS);
+        for (const p of kind.top) expect(p.path.length).toBeLessThanOrEqual(DRIFT_PATH_CHARS);
+      }
+    }
   });
 });

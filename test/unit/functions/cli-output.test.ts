@@ -14,6 +14,7 @@ import {
   systemProgressClock,
 } from '../../../functions/cli/progress.js';
 import { formatResult } from '../../../functions/cli/sql.js';
+import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { emptyCounts, type Manifest } from '../../../shared/export/state/manifest.js';
 import { Captured, ManualClock } from '../../helpers/cli.js';
 
@@ -339,5 +340,49 @@ describe('formatSummary', () => {
     const rows = rowsOf(formatSummary(manifest({}, { unlisted_campaigns: [7, 9] }), '/o', 'k'));
     expect(rows.get('campaigns unlisted')).toBe('7, 9');
     expect(rowsOf(formatSummary(manifest({}), '/o', 'k')).has('campaigns unlisted')).toBe(false);
+  });
+
+  it('prints one line per drift kind with its top paths, and none for a run that did not drift', () => {
+    const schema_drift: DriftEntry[] = [
+      { path: 'job.priority', kind: 'new_field', count: 1, reports: 1, first_job_id: 8 },
+      {
+        path: 'job.job_status',
+        kind: 'unlisted_value',
+        count: 31,
+        reports: 31,
+        first_job_id: 7,
+        seen: ['9'],
+      },
+      {
+        path: 'sections[].questions[].answer_type',
+        kind: 'unlisted_value',
+        count: 6,
+        reports: 4,
+        first_job_id: 9,
+        seen: ['slider'],
+      },
+      ...['a', 'b', 'c'].map((f) => ({
+        path: `sections[].${f}`,
+        kind: 'type_mismatch' as const,
+        count: 1,
+        reports: 1,
+        first_job_id: 9,
+        seen: ['string'],
+      })),
+      { path: 'sections[].d', kind: 'type_mismatch', count: 2, reports: 2, first_job_id: 9, seen: ['null'] },
+    ];
+    const text = formatSummary(manifest({}, { schema_contract: 'evolve', schema_drift }), '/o', 'k');
+    const lines = text.split('\n');
+    const first = lines.findIndex((l) => l.trimStart().startsWith('schema drift'));
+    expect(lines.slice(first, first + 3).map((l) => l.slice(21).trim())).toEqual([
+      'new_field 1 path: job.priority (1 report)',
+      'type_mismatch 4 paths: sections[].d (2 reports), sections[].a (1), sections[].b (1), 1 more',
+      'unlisted_value 2 paths: job.job_status (31 reports), sections[].questions[].answer_type (4)',
+    ]);
+    expect(lines[first + 3]?.trimStart().startsWith('requests')).toBe(true);
+    expect(
+      formatSummary(manifest({}, { schema_contract: 'evolve', schema_drift: [] }), '/o', 'k'),
+    ).not.toContain('schema drift');
+    expect(formatSummary(manifest({}), '/o', 'k')).not.toContain('schema drift');
   });
 });

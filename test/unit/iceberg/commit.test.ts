@@ -14,7 +14,7 @@ import { LocalStorage } from '../../../shared/storage/local.js';
 import { openDuckDb } from '../../helpers/duckdb.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
 
-const jobsTable = icebergParquetTable('jobs');
+const jobsTable = icebergParquetTable('jobs', 'freeze');
 
 function jobRows(runId: string, dt: string, ids: number[]) {
   return ids.map((id) => ({

@@ -20,7 +20,7 @@ import { readIcebergTable } from '../../helpers/icebird.js';
 
 const DB = 'exporter';
 const glue = mockClient(GlueClient);
-const jobs = icebergParquetTable('jobs');
+const jobs = icebergParquetTable('jobs', 'freeze');
 
 describe('commitRun through the Glue catalog', () => {
   let storage: LocalStorage;
@@ -46,7 +46,7 @@ describe('commitRun through the Glue catalog', () => {
         {
           type: 'struct',
           'schema-id': 0,
-          fields: icebergSchema('jobs').fields.map((f, i) => ({
+          fields: icebergSchema('jobs', 'freeze').fields.map((f, i) => ({
             id: 100 + i,
             name: f.name,
             required: false,
@@ -107,7 +107,7 @@ describe('commitRun through the Glue catalog', () => {
     });
     expect(metadata!['table-uuid']).toBe('0b6c3c1e-1111-4222-8333-444455556666');
     expect(metadata!.schemas.find((s) => s['schema-id'] === metadata!['current-schema-id'])!.fields).toEqual(
-      icebergSchema('jobs').fields,
+      icebergSchema('jobs', 'freeze').fields,
     );
     expect(metadata!['partition-specs']).toEqual([partitionSpec('jobs')]);
     expect(metadata!['metadata-log']!.map((e) => e['metadata-file'])).toEqual([

@@ -441,6 +441,7 @@ describe('encodeParquet', () => {
         for (const r of reports) appendReportRows(sink, r, { campaignId: 1, jobId: r.job.id }, ctxOf());
         for (const name of REPORT_TABLES) {
           if (buffer.rowCount(name) === 0) continue; // a table without rows gets no file
+          // A TableBuffer of no run is a freeze run's: the frozen tables.
           const bytes = encodeParquetColumns(FROZEN_TABLES[name], buffer.columns(name));
           expectRoundTrip(FROZEN_TABLES[name], rowsByTable.get(name) ?? [], await readParquet(db, bytes));
         }
@@ -450,7 +451,7 @@ describe('encodeParquet', () => {
   });
 
   describe('refuses cells that do not fit the column', () => {
-    // The frozen form: section_id is required there (under evolve it may be NULL).
+    // The frozen questions table: section_id is required there.
     const table = FROZEN_TABLES.questions;
     const good = hardRow(table, 0);
     it.each<[string, Cell]>([

@@ -12,7 +12,9 @@ import type { ExportDeps } from '../../../../shared/export/run/context.js';
 import { exportUnit } from '../../../../shared/export/run/export-unit.js';
 import { planCampaign } from '../../../../shared/export/run/plan-campaign.js';
 import { startRun } from '../../../../shared/export/run/start-run.js';
+import type { DriftEntry } from '../../../../shared/export/schema-drift.js';
 import { ManifestSchema } from '../../../../shared/export/state/manifest.js';
+import { encodeRecord, RunRecordSchema, UnitSummarySchema } from '../../../../shared/export/state/records.js';
 import { METRIC } from '../../../../shared/metrics.js';
 import { openRunKeys } from '../../../helpers/records.js';
 import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';
@@ -125,6 +127,69 @@ describe('finish-run', () => {
     expect(manifest.counts.jobs).toBe(12);
     expect(addMetric).toHaveBeenCalledWith(METRIC.reportsExported, 'Count', manifest.counts.reports_exported);
     expect(await openRunIds()).not.toContain(runId);
+  });
+
+  it("puts an evolve run's drift metrics and its drift in short in the event; the run still succeeds", async () => {
+    events.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e-1' }] });
+    const runId = await makeRun(0, true);
+    // An evolve run whose every unit saw an unlisted job_status (export-reports fills `drift`).
+    const runKey = STATE_KEYS.runRecord(runId);
+    const record = RunRecordSchema.parse(
+      JSON.parse(Buffer.from((await bed.storage.get(runKey))!.body).toString()),
+    );
+    await bed.storage.put(runKey, encodeRecord({ ...record, schema_contract: 'evolve' }));
+    const unitKeys = (await keysUnder(bed.storage, `${STATE_KEYS.runsPrefix}${runId}/units/`)).filter((k) =>
+      k.endsWith('.json'),
+    );
+    expect(unitKeys.length).toBeGreaterThan(1);
+    for (const [i, key] of unitKeys.entries()) {
+      const unit = UnitSummarySchema.parse(
+        JSON.parse(Buffer.from((await bed.storage.get(key))!.body).toString()),
+      );
+      const drift: DriftEntry[] = [
+        {
+          path: 'job.job_status',
+          kind: 'unlisted_value',
+          count: 1,
+          reports: 1,
+          first_job_id: 100 + i,
+          seen: ['9'],
+        },
+      ];
+      await bed.storage.put(key, encodeRecord({ ...unit, drift }));
+    }
+
+    expect(await finishRun({}, context('finish-run'))).toEqual({ finished: [runId] });
+
+    const stored = await bed.storage.get(`runs/dt=${DT}/${runId}.json`);
+    const manifest = ManifestSchema.parse(JSON.parse(Buffer.from(stored?.body ?? []).toString()));
+    expect(manifest.status).toBe('succeeded');
+    expect(manifest.schema_drift).toEqual([
+      {
+        path: 'job.job_status',
+        kind: 'unlisted_value',
+        count: unitKeys.length,
+        reports: unitKeys.length,
+        first_job_id: 100,
+        seen: ['9'],
+      },
+    ]);
+    expect(addMetric).toHaveBeenCalledWith(METRIC.schemaDriftPaths, 'Count', 1);
+    expect(addMetric).toHaveBeenCalledWith(METRIC.schemaDriftReports, 'Count', unitKeys.length);
+    const detail = JSON.parse(announced()[0]?.Detail ?? '{}');
+    expect(detail).toMatchObject({
+      schema_contract: 'evolve',
+      schema_drift: [
+        {
+          kind: 'unlisted_value',
+          paths: 1,
+          count: unitKeys.length,
+          top: [
+            { path: 'job.job_status', reports: unitKeys.length, count: unitKeys.length, first_job_id: 100 },
+          ],
+        },
+      ],
+    });
   });
 
   it('leaves an incomplete run open while its queues still hold messages', async () => {

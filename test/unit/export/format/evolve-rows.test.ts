@@ -1,11 +1,30 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Report } from '../../../../shared/api/schemas.js';
-import { appendEvolvedReportRows, WHOLE_VALUE } from '../../../../shared/export/format/evolve-rows.js';
+import {
+  GallerySchema,
+  ImageSchema,
+  ListQuestionSchema,
+  LogicQuestionSchema,
+  MeasuredInputSchema,
+  QuestionTextEntrySchema,
+  type Report,
+  ReportJobSchema,
+  ReportSchema,
+  ScalarQuestionSchema,
+  SectionSchema,
+  TextEntrySchema,
+  TextInputSchema,
+} from '../../../../shared/api/schemas.js';
+import {
+  appendEvolvedReportRows,
+  SPEC_FIELDS,
+  WHOLE_VALUE,
+} from '../../../../shared/export/format/evolve-rows.js';
 import { appendReportRows, type RowContext } from '../../../../shared/export/format/flatten.js';
 import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
-import { type DriftEntry, DriftTally } from '../../../../shared/export/schema-drift.js';
+import { type DriftEntry, DriftTally, PATH_CHARS } from '../../../../shared/export/schema-drift.js';
 import { REPORT_TABLES, type Row, TABLES, type TableName } from '../../../../shared/export/tables.js';
+import { mutate, reportChanges } from '../../../helpers/report-drift.js';
 import {
   gallery,
   image,
@@ -465,78 +484,10 @@ function covered(data: Record<string, unknown>): Record<string, unknown> {
   return copy;
 }
 
-/** Where a mutation may land: every object and array of the report, with its path. */
-function containers(value: unknown, path: (string | number)[] = [], out: (string | number)[][] = []) {
-  if (typeof value !== 'object' || value === null) return out;
-  out.push(path);
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) containers(value[i], [...path, i], out);
-  } else for (const [k, v] of Object.entries(value)) containers(v, [...path, k], out);
-  return out;
-}
-
-const anyJson = fc.oneof(
-  fc.string({ maxLength: 6 }),
-  fc.integer(),
-  fc.double({ noNaN: true, noDefaultInfinity: true }),
-  fc.boolean(),
-  fc.constant(null),
-  fc.constant([]),
-  fc.dictionary(fc.string({ maxLength: 3 }), fc.oneof(fc.string({ maxLength: 3 }), fc.integer()), {
-    maxKeys: 2,
-  }),
-  fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.integer(), fc.constant(null)), { maxLength: 3 }),
-);
-
-/** One change: at the n-th container, a key (of its own or a new one) gets a value, or goes. */
-const mutation = fc.record({
-  at: fc.nat(),
-  pick: fc.nat(),
-  kind: fc.constantFrom('set', 'add', 'remove', 'variant', 'enum'),
-  key: fc.string({ minLength: 1, maxLength: 5 }),
-  value: anyJson,
-});
-
-type Mutation = { at: number; pick: number; kind: string; key: string; value: unknown };
-
-function mutate(data: Record<string, unknown>, changes: readonly Mutation[]): void {
-  for (const change of changes) {
-    const all = containers(data);
-    const path = all[change.at % all.length]!;
-    const target = path.reduce<unknown>(
-      (node, k) => (node as Record<string | number, unknown>)[k],
-      data,
-    ) as Record<string, unknown>;
-    const keys = Object.keys(target);
-    const own = keys[change.pick % Math.max(keys.length, 1)];
-    // job.id names the report's job: another integer there makes it another job's report (refused, tested above).
-    const isJobId = (k: string | undefined) => path.length === 1 && path[0] === 'job' && k === 'id';
-    switch (change.kind) {
-      case 'set':
-        if (own !== undefined && !isJobId(own)) target[own] = change.value;
-        break;
-      case 'add':
-        if (!Array.isArray(target)) target[`x_${change.key}`] = change.value;
-        break;
-      case 'remove':
-        if (own !== undefined && !Array.isArray(target) && !isJobId(own)) delete target[own];
-        break;
-      case 'variant':
-        if ('type' in target) target.type = change.key;
-        else if ('input_type' in target && !('measurement' in target)) target.input_type = change.key;
-        break;
-      case 'enum':
-        if ('answer_type' in target) target.answer_type = change.key;
-        else if ('job_status' in target) target.job_status = change.pick;
-        break;
-    }
-  }
-}
-
 describe('evolve loses nothing', () => {
   it('lands any changed report: every value the tables cover is in its column or in _rescued', () => {
     fc.assert(
-      fc.property(reportArb, fc.array(mutation, { minLength: 1, maxLength: 6 }), (r: Report, changes) => {
+      fc.property(reportArb, reportChanges, (r: Report, changes) => {
         const data = json(r);
         mutate(data, changes);
         const { rows } = evolve(data, { campaignId: 7, jobId: r.job.id });
@@ -561,5 +512,39 @@ describe('evolve loses nothing', () => {
         ]);
       }),
     );
+  });
+});
+
+describe('DriftTally', () => {
+  it('keeps a path of any length to PATH_CHARS characters', () => {
+    const drift = new DriftTally();
+    drift.startReport(1);
+    drift.add(`x_${'k'.repeat(5000)}`, 'new_field');
+    const [entry] = drift.entries();
+    expect(entry!.path).toHaveLength(PATH_CHARS);
+    expect(entry!.path.endsWith('…')).toBe(true);
+  });
+});
+
+describe('SPEC_FIELDS', () => {
+  const keys = (schema: { shape: Record<string, unknown> }) => Object.keys(schema.shape).sort();
+  it('names at each level exactly the fields of the spec’s schemas', () => {
+    const spec = SPEC_FIELDS;
+    const job = ReportJobSchema.shape;
+    expect([...spec.data].sort()).toEqual(keys(ReportSchema));
+    expect([...spec.job].sort()).toEqual(keys(ReportJobSchema));
+    expect([...spec.campaign].sort()).toEqual(keys(job.campaign));
+    expect([...spec.location].sort()).toEqual(keys(job.location));
+    expect([...spec.report].sort()).toEqual(keys(job.report));
+    expect([...spec.section].sort()).toEqual(keys(SectionSchema));
+    expect([...spec.question].sort()).toEqual(keys(ScalarQuestionSchema));
+    expect([...spec.question].sort()).toEqual(keys(ListQuestionSchema));
+    expect([...spec.logic].sort()).toEqual(keys(LogicQuestionSchema));
+    expect([...spec.questionTextEntry].sort()).toEqual(keys(QuestionTextEntrySchema));
+    expect([...spec.textEntry].sort()).toEqual(keys(TextEntrySchema));
+    expect([...spec.measuredInput].sort()).toEqual(keys(MeasuredInputSchema));
+    expect([...spec.textInput].sort()).toEqual(keys(TextInputSchema));
+    expect([...spec.gallery].sort()).toEqual(keys(GallerySchema));
+    expect([...spec.image].sort()).toEqual(keys(ImageSchema));
   });
 });
