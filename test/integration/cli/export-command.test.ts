@@ -394,18 +394,37 @@ describe('--fail-on-partial', () => {
       invalidReportJobs: 1,
     });
     simulators.push(simulator);
+    // The invalid report makes a frozen run partial (an evolve run lands it: the next test).
     const without = await run(
-      ['--out', await tempDir('out'), '--full'],
+      ['--out', await tempDir('out'), '--full', '--schema-contract', 'freeze'],
       envOf(simulator, simulator.keys.valid),
     );
     expect(without.code).toBe(0);
     expect(without.stdout).toMatch(/^ {2}status\s+partial$/m);
     const withFlag = await run(
-      ['--out', await tempDir('out'), '--full', '--fail-on-partial'],
+      ['--out', await tempDir('out'), '--full', '--schema-contract', 'freeze', '--fail-on-partial'],
       envOf(simulator, simulator.keys.valid),
     );
     expect(withFlag.code).toBe(3);
     expect(withFlag.stdout).toMatch(/^ {2}status\s+partial$/m);
+    expect(withFlag.stdout).toMatch(/^ {4}invalid\s+1$/m);
+  });
+
+  it('exits 0 with it for the same report under the default contract (evolve), which lands it', async () => {
+    const simulator = await startSimulator({
+      seed: 5,
+      campaigns: 1,
+      jobsPerCampaign: 6,
+      invalidReportJobs: 1,
+    });
+    simulators.push(simulator);
+    const r = await run(
+      ['--out', await tempDir('out'), '--full', '--fail-on-partial'],
+      envOf(simulator, simulator.keys.valid),
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ {2}status\s+succeeded$/m);
+    expect(r.stdout).toMatch(/^ {4}invalid\s+0$/m);
   });
 
   it('exits 0 with it when the run succeeded', async () => {

@@ -16,6 +16,7 @@ import { RUNS_ROOT, STATE_KEYS } from '../../../shared/export/layout.js';
 import { type LocalRunOptions, runExport } from '../../../shared/export/run/local-run.js';
 import { CampaignStateSchema } from '../../../shared/export/state/incremental.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
+import { RESCUED_COLUMN, type SchemaContract } from '../../../shared/export/tables.js';
 import { silentLog } from '../../../shared/log.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import type { Storage } from '../../../shared/storage/storage.js';
@@ -165,22 +166,65 @@ describe('a run that dies', () => {
     ],
   ];
 
-  it.each(crashPoints)('loses and doubles nothing when it dies %s', async (_where, crashWhen, recovered) => {
-    const out = await tempDir('crash');
-    const died = run(out, { storage: (s) => crashingStorage(s, crashWhen) });
-    await expect(died).rejects.toBeInstanceOf(Crash);
+  /**
+   * Runs of the core default (freeze) above; here an evolve run that dies, closed by an evolve
+   * run, or by a freeze run (an output switched back): the dead run's files are published in
+   * its own contract's tables, the next run's in its own. Its own predicates: they count calls.
+   */
+  const contractCases: [string, (call: StorageCall) => boolean, boolean, SchemaContract, SchemaContract][] = [
+    [
+      'during fetches (third unit)',
+      atNth(3, (c) => c.op === 'put' && c.key.includes('/units/')),
+      true,
+      'evolve',
+      'evolve',
+    ],
+    ['during publish (third file)', atNth(3, (c) => c.op === 'putStream'), true, 'evolve', 'freeze'],
+  ];
+  const cases = [
+    ...crashPoints.map(([where, when, recovered]) => [where, when, recovered, 'freeze', 'freeze'] as const),
+    ...contractCases,
+  ].map(([where, crashWhen, recovered, diedUnder, nextUnder]) => ({
+    where,
+    crashWhen,
+    recovered,
+    diedUnder,
+    nextUnder,
+  }));
 
-    const next = await run(out, { clockMs: AFTER_LOCK_EXPIRY_MS });
+  it.each(cases)(
+    'loses and doubles nothing when it dies $where (died under $diedUnder, closed under $nextUnder)',
+    async ({ crashWhen, recovered, diedUnder, nextUnder }) => {
+      const out = await tempDir('crash');
+      const died = run(out, { storage: (s) => crashingStorage(s, crashWhen) }, { schemaContract: diedUnder });
+      await expect(died).rejects.toBeInstanceOf(Crash);
 
-    const { manifests } = await expectWhole(out);
-    expect(next.status).not.toBe('failed');
-    const closed = manifests.find((m) => m.run_id !== next.run_id);
-    expect(closed).toBeDefined();
-    // Closed by the next run when it died before its manifest; it had closed itself otherwise.
-    expect(closed?.recovered_by).toBe(recovered ? next.run_id : undefined);
-    // The killed run's work is kept: the next run fetched only what the killed one had not exported.
-    expect((closed?.counts.reports_exported ?? 0) + next.counts.reports_exported).toBe(exportable.length);
-  });
+      const next = await run(out, { clockMs: AFTER_LOCK_EXPIRY_MS }, { schemaContract: nextUnder });
+
+      const { manifests } = await expectWhole(out);
+      expect(next.status).not.toBe('failed');
+      const closed = manifests.find((m) => m.run_id !== next.run_id);
+      expect(closed).toBeDefined();
+      // Closed by the next run when it died before its manifest; it had closed itself otherwise.
+      expect(closed?.recovered_by).toBe(recovered ? next.run_id : undefined);
+      // The killed run's work is kept: the next run fetched only what the killed one had not exported.
+      expect((closed?.counts.reports_exported ?? 0) + next.counts.reports_exported).toBe(exportable.length);
+      // Each run's report files are of its own contract's table: `_rescued` only in an evolve run's.
+      for (const [manifest, contract] of [
+        [closed!, diedUnder],
+        [next, nextUnder],
+      ] as const) {
+        const file = manifest.files.find((f) => f.table_or_entity === 'reports' && f.format === 'parquet');
+        if (manifest.counts.reports_exported === 0) continue;
+        const path = join(out, file!.key).replaceAll("'", "''");
+        const columns = await db.all(`SELECT name FROM parquet_schema('${path}')`);
+        expect(
+          columns.some((c) => c.name === RESCUED_COLUMN),
+          `${manifest.run_id} (${contract})`,
+        ).toBe(contract === 'evolve');
+      }
+    },
+  );
 
   it('refuses a second run into the same output at once, before any request, and lets it wait', async () => {
     const out = await tempDir('two-runs');

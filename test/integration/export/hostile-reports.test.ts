@@ -21,7 +21,7 @@ import { manifestKey } from '../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../shared/export/run/context.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
-import { REPORT_TABLES, type ReportTableName } from '../../../shared/export/tables.js';
+import { REPORT_TABLES, type ReportTableName, SCHEMA_CONTRACTS } from '../../../shared/export/tables.js';
 import { silentLog } from '../../../shared/log.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
@@ -478,93 +478,122 @@ describe('a run fed hostile reports', () => {
     await db?.close();
   });
 
-  it('makes the 5,000-level report of the issue invalid, ends partial with a manifest, and so does the next run', async () => {
-    const deep = replaceMark({ ...realistic.report(2, CAMPAIGN), extra: MARK }, deepText(5_000, 'array'));
-    const bodies = new Map<number, Body>([
-      [
-        1,
-        {
-          kind: 'valid',
-          bytes: Buffer.from(JSON.stringify({ data: realistic.report(1, CAMPAIGN) })),
-          expected: 'exported',
-        },
-      ],
-      [2, { kind: 'deep', bytes: Buffer.from(deep), expected: 'invalid' }],
-      [
-        3,
-        {
-          kind: 'valid',
-          bytes: Buffer.from(JSON.stringify({ data: realistic.report(3, CAMPAIGN) })),
-          expected: 'exported',
-        },
-      ],
-    ]);
-    api.serve(new Map([...bodies].map(([id, body]) => [id, body.bytes])));
-    const out = await tempDir('hostile-deep');
-    const deps = depsFor(api, out);
-
-    const first = await runExport(deps, { mode: 'incremental' });
-
-    expect(first.status).toBe('partial');
-    expect(first.counts).toMatchObject({
-      jobs: 3,
-      reports_exported: 2,
-      reports_invalid: 1,
-      reports_failed: 0,
-    });
-    expect(await deps.storage.get(manifestKey(first.dt, first.run_id))).toBeDefined();
-    const written = await checkRun(db, out, first, bodies, new Set([1, 2, 3]));
-    expect(written.quarantined.get(2)).toMatchObject({
-      body: deep,
-      issues: [{ path: '', code: 'too_deep', message: `nested more than ${MAX_JSON_DEPTH} levels deep` }],
-    });
-
-    const second = await runExport(deps, { mode: 'incremental' });
-
-    expect(second.status).toBe('partial');
-    expect(second.counts).toMatchObject({ jobs: 3, reports_unchanged: 2, reports_invalid: 1 });
-    expect(await deps.storage.get(manifestKey(second.dt, second.run_id))).toBeDefined();
-    expect([1, 2, 3].map((id) => api.reportRequests(id))).toEqual([1, 2, 1]);
-  });
-
-  it('keeps none of the rows of a report a column refuses, and every row of the others in its unit', async () => {
-    // A text input with a number as `measurement` passes the (loose) schema; the string column refuses it.
-    const refused = { ...textInput(), measurement: 5 };
-    const bad = realistic.report(2, CAMPAIGN);
-    bad.sections.push(
-      section({ id: 'last', inputs: [textInput(), refused as ReturnType<typeof textInput>] }),
-    );
-    const bodies = new Map<number, Body>(
-      [1, 2, 3].map((id) => {
-        const data = id === 2 ? bad : realistic.report(id, CAMPAIGN);
-        return [
-          id,
+  // Not JSON as the client reads it (too deep): quarantined under both schema contracts.
+  it.each(SCHEMA_CONTRACTS)(
+    'makes the 5,000-level report of the issue invalid, ends partial with a manifest, and so does the next run (%s)',
+    async (schemaContract) => {
+      const deep = replaceMark({ ...realistic.report(2, CAMPAIGN), extra: MARK }, deepText(5_000, 'array'));
+      const bodies = new Map<number, Body>([
+        [
+          1,
           {
-            kind: id === 2 ? 'refused cell' : 'valid',
-            bytes: Buffer.from(JSON.stringify({ data })),
-            expected: id === 2 ? 'invalid' : 'exported',
+            kind: 'valid',
+            bytes: Buffer.from(JSON.stringify({ data: realistic.report(1, CAMPAIGN) })),
+            expected: 'exported',
           },
-        ];
-      }),
-    );
-    api.serve(new Map([...bodies].map(([id, body]) => [id, body.bytes])));
-    const out = await tempDir('hostile-cell');
+        ],
+        [2, { kind: 'deep', bytes: Buffer.from(deep), expected: 'invalid' }],
+        [
+          3,
+          {
+            kind: 'valid',
+            bytes: Buffer.from(JSON.stringify({ data: realistic.report(3, CAMPAIGN) })),
+            expected: 'exported',
+          },
+        ],
+      ]);
+      api.serve(new Map([...bodies].map(([id, body]) => [id, body.bytes])));
+      const out = await tempDir('hostile-deep');
+      const deps = depsFor(api, out);
 
-    const manifest = await runExport(depsFor(api, out), { mode: 'incremental', unitSize: 10 });
+      // The API's counts go on from the case before (the same server).
+      const asked = [1, 2, 3].map((id) => api.reportRequests(id));
+      const first = await runExport(deps, { mode: 'incremental', schemaContract });
 
-    expect(manifest.status).toBe('partial');
-    const written = await checkRun(db, out, manifest, bodies, new Set([1, 2, 3]));
-    expect([...written.rows.keys()].sort()).toEqual([1, 3]);
-    expect(written.quarantined.get(2)?.issues).toEqual([
-      {
-        path: 'data',
-        code: 'unwritable',
-        message: expect.stringMatching(
-          /^row builder: parquet table inputs, column measurement, row \d+: expected a string, got number$/,
-        ),
-      },
-    ]);
-  });
+      expect(first.status).toBe('partial');
+      expect(first.counts).toMatchObject({
+        jobs: 3,
+        reports_exported: 2,
+        reports_invalid: 1,
+        reports_failed: 0,
+      });
+      expect(await deps.storage.get(manifestKey(first.dt, first.run_id))).toBeDefined();
+      const written = await checkRun(db, out, first, bodies, new Set([1, 2, 3]));
+      expect(written.quarantined.get(2)).toMatchObject({
+        body: deep,
+        issues: [{ path: '', code: 'too_deep', message: `nested more than ${MAX_JSON_DEPTH} levels deep` }],
+      });
+
+      const second = await runExport(deps, { mode: 'incremental', schemaContract });
+
+      expect(second.status).toBe('partial');
+      expect(second.counts).toMatchObject({ jobs: 3, reports_unchanged: 2, reports_invalid: 1 });
+      expect(await deps.storage.get(manifestKey(second.dt, second.run_id))).toBeDefined();
+      expect([1, 2, 3].map((id, i) => api.reportRequests(id) - asked[i]!)).toEqual([1, 2, 1]);
+    },
+  );
+
+  // Under freeze a value its column refuses quarantines the report; under evolve it lands,
+  // the value rescued, and the run succeeds.
+  it.each(SCHEMA_CONTRACTS)(
+    'keeps none of the rows of a report a column refuses under freeze, every row under evolve, and every row of the others in its unit (%s)',
+    async (schemaContract) => {
+      const evolve = schemaContract === 'evolve';
+      // A text input with a number as `measurement` passes the (loose) schema; the string column refuses it.
+      const refused = { ...textInput(), measurement: 5 };
+      const bad = realistic.report(2, CAMPAIGN);
+      bad.sections.push(
+        section({ id: 'last', inputs: [textInput(), refused as ReturnType<typeof textInput>] }),
+      );
+      const bodies = new Map<number, Body>(
+        [1, 2, 3].map((id) => {
+          const data = id === 2 ? bad : realistic.report(id, CAMPAIGN);
+          return [
+            id,
+            {
+              kind: id === 2 ? 'refused cell' : 'valid',
+              bytes: Buffer.from(JSON.stringify({ data })),
+              expected: id === 2 && !evolve ? 'invalid' : 'exported',
+            },
+          ];
+        }),
+      );
+      api.serve(new Map([...bodies].map(([id, body]) => [id, body.bytes])));
+      const out = await tempDir('hostile-cell');
+
+      const manifest = await runExport(depsFor(api, out), {
+        mode: 'incremental',
+        unitSize: 10,
+        schemaContract,
+      });
+
+      const written = await checkRun(db, out, manifest, bodies, new Set([1, 2, 3]));
+      if (evolve) {
+        expect(manifest.status).toBe('succeeded');
+        expect(manifest.counts).toMatchObject({ reports_exported: 3, reports_invalid: 0 });
+        expect([...written.rows.keys()].sort()).toEqual([1, 2, 3]);
+        expect(written.quarantined.size).toBe(0);
+        // The number its string column refused under freeze, as its JSON text (evolve-rows.ts).
+        const inputs = join(out, 'parquet', 'inputs', '*', '*.parquet');
+        const [cell] = await db.all(
+          `SELECT count(*)::INTEGER AS n FROM read_parquet('${inputs}') WHERE job_id = 2 AND measurement = '5'`,
+        );
+        expect(cell?.n).toBe(1);
+        return;
+      }
+      expect(manifest.status).toBe('partial');
+      expect([...written.rows.keys()].sort()).toEqual([1, 3]);
+      expect(written.quarantined.get(2)?.issues).toEqual([
+        {
+          path: 'data',
+          code: 'unwritable',
+          message: expect.stringMatching(
+            /^row builder: parquet table inputs, column measurement, row \d+: expected a string, got number$/,
+          ),
+        },
+      ]);
+    },
+  );
 
   it('ends every run, counts every job once and keeps every valid report whole, whatever the bodies', async () => {
     const started = performance.now();

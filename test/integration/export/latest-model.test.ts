@@ -2,7 +2,7 @@
  * The `*_latest` views against a plain model over random histories: each history is a lake of
  * runs (published, partial or failed; campaign listings complete or with an invalid item; job
  * listings complete, cut short or with invalid items; reports exported; reports answering
- * 404), written as the exporter writes it, and read in DuckDB. The model replays the runs in
+ * 404), written as the exporter writes it under either schema contract, and read in DuckDB. The model replays the runs in
  * order and applies each one's deletions, as the Iceberg current tables do; the views compute
  * the same from the whole history at once.
  */
@@ -14,7 +14,13 @@ import { openLakeSql } from '../../../functions/cli/sql.js';
 import { appendReportRows } from '../../../shared/export/format/flatten.js';
 import { manifestKey, parquetKey } from '../../../shared/export/layout.js';
 import { ManifestSchema, type RunStatus } from '../../../shared/export/state/manifest.js';
-import { type Row, TABLES, type TableName } from '../../../shared/export/tables.js';
+import {
+  type Row,
+  SCHEMA_CONTRACTS,
+  type SchemaContract,
+  type TableName,
+  tablesOf,
+} from '../../../shared/export/tables.js';
 import { encodeParquet } from '../../../shared/parquet/encode.js';
 import { tempDir } from '../../helpers/export.js';
 import { report } from '../../helpers/reports.js';
@@ -36,6 +42,11 @@ interface RunSpec {
   listed: number[];
   /** Of the listed jobs: exported, or answering 404 (the others: unchanged, not ready…). */
   outcome: Record<number, 'exported' | 'not_found' | 'other'>;
+  /**
+   * The run's schema contract: its files are of the frozen tables or of the evolve ones (with
+   * `_rescued`), so a history may be frozen, evolve, or an output switched from one to the other.
+   */
+  contract: SchemaContract;
 }
 
 const subset = <T>(items: readonly T[]) => fc.subarray([...items]);
@@ -55,6 +66,7 @@ const runSpec: fc.Arbitrary<RunSpec> = fc.record({
       fc.Arbitrary<'exported' | 'not_found' | 'other'>
     >,
   ),
+  contract: fc.constantFrom(...SCHEMA_CONTRACTS),
 });
 
 const runId = (i: number) => `20261101T03${String(i).padStart(4, '0')}Z-${'abcdef'}`;
@@ -115,7 +127,7 @@ async function writeLake(root: string, runs: readonly RunSpec[]): Promise<void> 
     // A failed run publishes nothing.
     if (run.status !== 'failed') {
       for (const [table, tableRows] of rows) {
-        await put(root, parquetKey(table, DT, id), encodeParquet(TABLES[table], tableRows));
+        await put(root, parquetKey(table, DT, id), encodeParquet(tablesOf(run.contract)[table], tableRows));
       }
     }
     const byListing = (kind: Listing) => run.campaigns.filter((c) => run.listing[c] === kind);
