@@ -31,9 +31,9 @@ import {
   parseRecord,
   type RequestCounts,
   type RunRecord,
-  schemaContractOf,
 } from '../../shared/export/state/records.js';
 import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
+import { schemaContractOf } from '../../shared/export/tables.js';
 import type { Storage } from '../../shared/storage/storage.js';
 
 /** Manifests read at once when listing runs. */

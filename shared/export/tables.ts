@@ -248,6 +248,13 @@ export const FROZEN_TABLES = Object.fromEntries(
   TABLE_NAMES.map((name): [TableName, TableDef] => [name, tableOf(name, 'freeze')]),
 ) as Readonly<Record<TableName, TableDef>>;
 
+/**
+ * The schema contract of a run, from its `schema_contract` (a `RunRef`, a manifest): `freeze`
+ * when absent, as in the records of freeze runs and of runs before the option.
+ */
+export const schemaContractOf = (run: { schema_contract?: SchemaContract | undefined }): SchemaContract =>
+  run.schema_contract ?? 'freeze';
+
 /** The tables a run of `contract` writes. */
 export const tablesOf = (contract: SchemaContract): Readonly<Record<TableName, TableDef>> =>
   contract === 'freeze' ? FROZEN_TABLES : TABLES;

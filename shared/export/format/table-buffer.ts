@@ -7,11 +7,11 @@ import { icebergParquetTable } from '../../iceberg/schema.js';
 import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
 import type { ParquetTable } from '../../parquet/schema.js';
 import { PARTITION_KEY, type TableFormat } from '../layout.js';
-import { schemaContractOf } from '../state/records.js';
 import {
   type Cell,
   type Row,
   type SchemaContract,
+  schemaContractOf,
   TABLE_NAMES,
   type TableName,
   tablesOf,

@@ -12,9 +12,9 @@ import {
   type PlanRecord,
   type RunRecord,
   type StagedFile,
-  schemaContractOf,
   type UnitSummary,
 } from '../state/records.js';
+import { schemaContractOf } from '../tables.js';
 import type { CampaignOutcomes } from './closing.js';
 import type { RecordsSource, RunRecords } from './run-records.js';
 

@@ -16,8 +16,8 @@ import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../.
 import { readRange } from '../../storage/storage.js';
 import { icebergDataKey } from '../layout.js';
 import type { Manifest } from '../state/manifest.js';
-import { type FileEntry, schemaContractOf } from '../state/records.js';
-import { REPORT_TABLES, TABLE_NAMES } from '../tables.js';
+import type { FileEntry } from '../state/records.js';
+import { REPORT_TABLES, schemaContractOf, TABLE_NAMES } from '../tables.js';
 import type { ExportDeps } from './context.js';
 
 /** A Parquet file's last bytes: enough for any footer of ours (a few KB per row group). */

@@ -24,12 +24,12 @@ import {
   encodeRecord,
   fatalOf,
   parseRecord,
-  schemaContractOf,
   type Unit,
   type UnitJobResult,
   type UnitSummary,
   UnitSummarySchema,
 } from '../state/records.js';
+import { schemaContractOf } from '../tables.js';
 import { type ExportDeps, randomHex, randomOf, requestCounts } from './context.js';
 import { mapPool } from './pool.js';
 import { stageStep } from './staging.js';

@@ -7,7 +7,7 @@ import * as z from 'zod';
 import { ApiError, StorageError } from '../../errors.js';
 import { DT_PATTERN, TABLE_FORMATS } from '../layout.js';
 import { SchemaDriftSchema } from '../schema-drift.js';
-import { SCHEMA_CONTRACTS, type SchemaContract } from '../tables.js';
+import { SCHEMA_CONTRACTS } from '../tables.js';
 
 const int = z.number().int();
 
@@ -104,9 +104,6 @@ export const RunRefSchema = z.object({
 
 /** The table format of a run (Hive when its records predate the option). */
 export const tableFormatOf = (run: Pick<RunRef, 'table_format'>): TableFormat => run.table_format ?? 'hive';
-/** The schema contract of a run (`freeze` when its records predate the option). */
-export const schemaContractOf = (run: Pick<RunRef, 'schema_contract'>): SchemaContract =>
-  run.schema_contract ?? 'freeze';
 export type RunRef = z.infer<typeof RunRefSchema>;
 
 /** Written by start-run. */
