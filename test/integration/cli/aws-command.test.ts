@@ -263,7 +263,8 @@ describe('aws command', () => {
     // With no run id: the open run, as a table.
     const open = await aws('status');
     expect(open.code).toBe(AWS_EXIT.ok);
-    expect(open.stdout).toContain(`run          ${runId} (full, dt=${DT}, AWS)`);
+    // The labels' width follows the longest shown (`schema drift` for an evolve run).
+    expect(open.stdout).toMatch(new RegExp(`run +${runId} \\(full, dt=${DT}, AWS\\)`));
     expect(open.stdout).toMatch(new RegExp(`units +1 of ${units.length} done`));
 
     // Every unit exported: complete, and its counts are what finish-run writes in the manifest.
@@ -316,8 +317,9 @@ describe('aws command', () => {
     expect(terminal.lines().map((line) => line.length)).toEqual([60, 60, 60]);
     expect(terminal.lines()[1]).toMatch(new RegExp(`^${newest.run_id} +${newest.status} .*…$`));
     const table = (await aws('runs')).stdout.split('\n');
+    // The stack's runs are evolve runs (its default): the table ends with their drifted paths.
     expect(table[0]).toMatch(
-      /^run +status +mode +dt +jobs +exported +unchanged +not ready +failed +duration$/,
+      /^run +status +mode +dt +jobs +exported +unchanged +not ready +failed +duration +drifted paths$/,
     );
     const c = newest.counts;
     expect(table[1]).toMatch(
@@ -637,6 +639,11 @@ describe('aws command', () => {
     const first = closed.findIndex((l) => /^ +schema drift /.test(l));
     expect(closed[first]).toMatch(/schema drift +new_field 1 path: job\.priority \(1 report\)$/);
     expect(closed[first + 1]).toMatch(/^ +unlisted_value 1 path: job\.job_status \(3 reports\)$/);
+
+    // A freeze run beside it (its manifest has neither key, as before the option).
+    const frozenId = `${runId.slice(0, -6)}f00000`;
+    const { schema_contract: _contract, schema_drift: _drift, ...frozen } = manifest;
+    await bed.storage.put(manifestKey(dt, frozenId), `${JSON.stringify({ ...frozen, run_id: frozenId })}\n`);
 
     const runs = await json('runs');
     const listed = runs.find((r: { run_id: string }) => r.run_id === runId);
