@@ -49,20 +49,6 @@ export const WHOLE_VALUE = '$value';
 const JOB_STATUSES = new Set<unknown>([1, 2]);
 const ANSWER_TYPES = new Set<unknown>(['single-choice', 'multiple-choice']);
 
-/** The fields of a question item that have a column: a new kind of item keeps only these out of `_rescued`. */
-const QUESTION_COLUMNS = new Set([
-  'reference_code',
-  'question',
-  'question_type',
-  'answer_type',
-  'response',
-  'obtained_score',
-  'max_score',
-  'comment',
-  'photos',
-  'threads',
-]);
-
 /** The fields the spec names at each level (`shared/api/schemas.ts`, a test holds them together); any other is `new_field`. */
 export const SPEC_FIELDS = {
   data: new Set(['job', 'sections']),
@@ -113,6 +99,11 @@ export const SPEC_FIELDS = {
   gallery: new Set(['description', 'view_type', 'images']),
   image: new Set(['url', 'thumb_url', 'caption']),
 } as const;
+
+/** The fields of a question item that have a column: a new kind of item keeps only these out of `_rescued`. */
+const QUESTION_COLUMNS = new Set(
+  [...SPEC_FIELDS.question].filter((f) => f !== 'type' && f !== 'logic_questions'),
+);
 
 /**
  * One object of the report being read: where its drift is counted (`path`, relative to
