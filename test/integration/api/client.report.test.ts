@@ -39,6 +39,25 @@ describe('IntegrationApiClient.getReport', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('returns under evolve any report whose data is an object unchecked, as sent, and the others invalid', async () => {
+    const data = reportData(2);
+    const question = (data.sections as { questions: Record<string, unknown>[] }[])[0]?.questions[0];
+    if (question) question.response = 42;
+    const bodies: unknown[] = [{ data }, { data: [] }, { data: null }, { report: data }, [data]];
+    let next = 0;
+    const { client } = await harness(() => ({ body: JSON.stringify(bodies[next++]) }));
+
+    const landed = await client.getReport(1, 2, 'evolve');
+    expect(landed).toEqual({ kind: 'unchecked', raw: data });
+    for (const got of ['an array', 'null', 'no data', 'no data']) {
+      const outcome = await client.getReport(1, 2, 'evolve');
+      expect(outcome).toMatchObject({
+        kind: 'invalid',
+        issues: [{ path: 'data', code: 'invalid_type', message: `expected an object, got ${got}` }],
+      });
+    }
+  });
+
   it('returns not_found for a 404', async () => {
     const { client } = await harness(() => errorReply(404, 'NOT_FOUND', 'Resource not found.'));
 
