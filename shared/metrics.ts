@@ -31,7 +31,7 @@ export const METRIC = {
   hoursSinceFinishedRun: 'HoursSinceFinishedRun',
   /**
    * Evolve runs: the paths (with their kind) at which the run's reports differed from the spec
-   * (the manifest's `schema_drift` entries). Above 0: the API changed; the SchemaDrift alarm.
+   * (the manifest's `schema_drift` entries): above 0 while the API differs from the spec.
    */
   schemaDriftPaths: 'SchemaDriftPaths',
   /**
@@ -39,6 +39,12 @@ export const METRIC = {
    * drifted (a report may drift at several paths, so the entries' reports do not add up).
    */
   schemaDriftReports: 'SchemaDriftReports',
+  /**
+   * Evolve runs closed by finish-run: their drift entries (kind and path) that no earlier run
+   * closed by finish-run had (`state/heartbeat.json` remembers them). Above 0: the API changed
+   * since; the SchemaDrift alarm.
+   */
+  schemaDriftNewPaths: 'SchemaDriftNewPaths',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

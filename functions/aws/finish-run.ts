@@ -8,7 +8,7 @@ import type { Context } from 'aws-lambda';
 import { ExporterError } from '../../shared/errors.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
 import { finisherLimits } from '../../shared/export/run/publish-closing.js';
-import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
+import { lookBack } from '../../shared/export/state/heartbeat.js';
 import { METRIC, runMetrics } from '../../shared/metrics.js';
 import { announce } from './announce.js';
 import { required } from './env.js';
@@ -37,7 +37,9 @@ export async function finishRunHandler(
   }
   // On every look, whatever else failed: no datapoint means finish-run itself has stopped.
   const manifests = closed.map((c) => c.manifest);
-  const hours = await hoursSinceFinishedRun(deps.storage, now, manifests);
+  const { hours, newDrift } = await lookBack(deps.storage, now, manifests);
+  // Evolve runs: the drift no earlier run had, which the SchemaDrift alarm watches.
+  for (const paths of newDrift.values()) putMetrics([{ name: METRIC.schemaDriftNewPaths, value: paths }]);
   // Hours have no CloudWatch unit; the alarm compares the number.
   metrics.addMetric(METRIC.hoursSinceFinishedRun, MetricUnit.NoUnit, hours);
   if (failures.length > 0) {

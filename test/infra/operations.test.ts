@@ -126,10 +126,10 @@ describe('monitoring', () => {
     }
   });
 
-  it('alarms on schema drift (>= 1 drifted path), saying the API changed, where the values are and what to do', () => {
+  it('alarms on schema drift no earlier run had (>= 1 new path), saying the API changed, where the values are and what to do', () => {
     const alarm = s.template.findResources('AWS::CloudWatch::Alarm', {
       Properties: {
-        ...exporterMetric(METRIC.schemaDriftPaths),
+        ...exporterMetric(METRIC.schemaDriftNewPaths),
         Statistic: 'Sum',
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
         Threshold: 1,
@@ -139,6 +139,7 @@ describe('monitoring', () => {
     const descriptions = Object.values(alarm).map((a) => String(a.Properties.AlarmDescription));
     expect(descriptions).toHaveLength(1);
     expect(descriptions[0]).toMatch(/Integration API changed/);
+    expect(descriptions[0]).toMatch(/no earlier run saw/);
     expect(descriptions[0]).toMatch(/_rescued/);
     expect(descriptions[0]).toMatch(/schema_drift/);
     expect(descriptions[0]).toMatch(/upgrade the exporter/);

@@ -36,7 +36,7 @@ import {
   startRunStep,
 } from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
-import { hoursSinceFinishedRun } from '../../shared/export/state/heartbeat.js';
+import { lookBack } from '../../shared/export/state/heartbeat.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import {
   type Mode,
@@ -498,7 +498,7 @@ export async function finishHandler(
       ),
     announce: world.announcer.for(actor),
   });
-  await hoursSinceFinishedRun(
+  await lookBack(
     deps.storage,
     now,
     closed.map((c) => c.manifest),

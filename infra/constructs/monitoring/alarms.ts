@@ -115,8 +115,8 @@ export function addAlarms(scope: Construct, props: ExporterAlarmsProps): cw.Alar
   );
   atLeastOne(
     'SchemaDrift',
-    metric(METRIC.schemaDriftPaths),
-    `The Integration API changed: reports of an evolve run differ from the spec (new fields, values of another type, unlisted enumeration values or variants). They still land, and every value that does not fit its column is kept in the row's _rescued column (JSON). Look at the run's schema_drift (aws runs, its manifest or the runs table), query _rescued, and upgrade the exporter once a release covers the change; to quarantine such reports instead, deploy with schemaContract freeze.${runbook('schemadrift')}`,
+    metric(METRIC.schemaDriftNewPaths),
+    `The Integration API changed: reports of an evolve run differ from the spec in a way no earlier run saw (new fields, values of another type, unlisted enumeration values or variants). They still land, and every value that does not fit its column is kept in the row's _rescued column (JSON). Look at the run's schema_drift (aws runs, its manifest or the runs table), query _rescued, and upgrade the exporter once a release covers the change; to quarantine such reports instead, deploy with schemaContract freeze.${runbook('schemadrift')}`,
   );
 
   const hours = props.missedRunAlarmHours;

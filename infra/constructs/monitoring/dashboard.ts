@@ -53,8 +53,9 @@ export function addDashboard(scope: Construct, props: ExporterDashboardProps): c
         metric(METRIC.reportsInvalid, RUN_PERIOD),
         metric(METRIC.reportsFailed, RUN_PERIOD),
       ],
-      // What SchemaDrift watches: paths at which an evolve run's reports differed from the spec.
-      right: [metric(METRIC.schemaDriftPaths, RUN_PERIOD)],
+      // Paths at which an evolve run's reports differed from the spec, and those no earlier run
+      // had (what SchemaDrift watches).
+      right: [metric(METRIC.schemaDriftPaths, RUN_PERIOD), metric(METRIC.schemaDriftNewPaths, RUN_PERIOD)],
       width: 12,
     }),
     new cw.GraphWidget({

@@ -178,6 +178,8 @@ describe('finish-run', () => {
     ]);
     expect(addMetric).toHaveBeenCalledWith(METRIC.schemaDriftPaths, 'Count', 1);
     expect(addMetric).toHaveBeenCalledWith(METRIC.schemaDriftReports, 'Count', unitKeys.length);
+    // The first run to have it: new, what the SchemaDrift alarm watches (a later run with it puts 0).
+    expect(addMetric).toHaveBeenCalledWith(METRIC.schemaDriftNewPaths, 'Count', 1);
     const detail = JSON.parse(announced()[0]?.Detail ?? '{}');
     expect(detail).toMatchObject({
       schema_contract: 'evolve',
