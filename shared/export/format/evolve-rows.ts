@@ -259,13 +259,14 @@ class ReportRows {
       this.#drift.add(path, 'type_mismatch', 'null');
       return;
     }
-    const row = new RescueTarget();
     if (!isObject(item)) {
-      this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
-      row.put(ROW_TOP, WHOLE_VALUE, item);
-      this.#sink.add('sections', this.#sectionRow(sectionIndex, null, null, row));
+      this.#sink.add(
+        'sections',
+        this.#sectionRow(sectionIndex, null, null, this.#whole(item, path, 'type_mismatch')),
+      );
       return;
     }
+    const row = new RescueTarget();
     const level: Level = { value: item, path, row, at: ROW_TOP };
     this.#unknown(level, SPEC_FIELDS.section);
     const sectionId = this.#value(level, 'id', 'string', false) as string | null;
@@ -315,13 +316,12 @@ class ReportRows {
   #question(item: unknown, questionIndex: number, at: Place): void {
     if (item === null) return; // Q3
     const path = `${at.path}.questions[]`;
-    const row = new RescueTarget();
     if (!isObject(item)) {
-      this.#drift.add(path, 'new_variant', jsonTypeOf(item));
-      row.put(ROW_TOP, WHOLE_VALUE, item);
-      this.#sink.add('questions', this.#questionRow(at, questionIndex, null, null, row, null));
+      const whole = this.#whole(item, path, 'new_variant');
+      this.#sink.add('questions', this.#questionRow(at, questionIndex, null, null, whole, null));
       return;
     }
+    const row = new RescueTarget();
     const level: Level = { value: item, path, row, at: ROW_TOP };
     if (item.type === 'text_entry') {
       this.#unknown(level, SPEC_FIELDS.questionTextEntry);
@@ -350,13 +350,12 @@ class ReportRows {
       this.#drift.add(logicPath, 'type_mismatch', 'null');
       return;
     }
-    const logicRow = new RescueTarget();
     if (!isObject(follow)) {
-      this.#drift.add(logicPath, 'type_mismatch', jsonTypeOf(follow));
-      logicRow.put(ROW_TOP, WHOLE_VALUE, follow);
-      this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, null, logicRow, null));
+      const whole = this.#whole(follow, logicPath, 'type_mismatch');
+      this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, null, whole, null));
       return;
     }
+    const logicRow = new RescueTarget();
     const logicLevel: Level = { value: follow, path: logicPath, row: logicRow, at: ROW_TOP };
     this.#unknown(logicLevel, SPEC_FIELDS.logic);
     this.#sink.add('questions', this.#questionRow(at, questionIndex, logicIndex, logicLevel, logicRow, true));
@@ -467,13 +466,12 @@ class ReportRows {
       this.#drift.add(path, 'type_mismatch', 'null');
       return;
     }
-    const row = new RescueTarget();
     if (!isObject(item)) {
-      this.#drift.add(path, 'type_mismatch', jsonTypeOf(item));
-      row.put(ROW_TOP, WHOLE_VALUE, item);
-      this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', null, false, row));
+      const whole = this.#whole(item, path, 'type_mismatch');
+      this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', null, false, whole));
       return;
     }
+    const row = new RescueTarget();
     const level: Level = { value: item, path, row, at: ROW_TOP };
     this.#unknown(level, SPEC_FIELDS.textEntry);
     this.#sink.add('text_entries', this.#textEntryRow(at, entryIndex, 'text_entries', level, true));
@@ -508,13 +506,12 @@ class ReportRows {
   #input(item: unknown, inputIndex: number, at: Place): void {
     if (item === null) return; // I1
     const path = `${at.path}.inputs[]`;
-    const row = new RescueTarget();
+    let row = new RescueTarget();
     let level: Level | null = null;
     let measured = false;
     let known = false;
     if (!isObject(item)) {
-      this.#drift.add(path, 'new_variant', jsonTypeOf(item));
-      row.put(ROW_TOP, WHOLE_VALUE, item);
+      row = this.#whole(item, path, 'new_variant');
     } else {
       level = { value: item, path, row, at: ROW_TOP };
       measured = 'measurement' in item;
@@ -601,11 +598,10 @@ class ReportRows {
     for (let imageIndex = 0; imageIndex < gallery.images.length; imageIndex++) {
       const item = gallery.images[imageIndex];
       if (item === null) continue;
-      const row = new RescueTarget();
+      let row = new RescueTarget();
       let level: Level | null = null;
       if (!isObject(item)) {
-        this.#drift.add(gallery.path, 'type_mismatch', jsonTypeOf(item));
-        row.put(ROW_TOP, WHOLE_VALUE, item);
+        row = this.#whole(item, gallery.path, 'type_mismatch');
       } else {
         level = { value: item, path: gallery.path, row, at: ROW_TOP };
         this.#unknown(level, SPEC_FIELDS.image);
@@ -630,6 +626,14 @@ class ReportRows {
   }
 
   // ---- one level's fields ----------------------------------------------------------------
+
+  /** An item that is neither an object nor null: counted at `path`, kept whole in a row of its own (`$value`). */
+  #whole(item: unknown, path: string, kind: DriftKind): RescueTarget {
+    this.#drift.add(path, kind, jsonTypeOf(item));
+    const row = new RescueTarget();
+    row.put(ROW_TOP, WHOLE_VALUE, item);
+    return row;
+  }
 
   /** Every field of `level` the spec does not name: rescued whole, counted once. */
   #unknown(level: Level, known: ReadonlySet<string>): void {
