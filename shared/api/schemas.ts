@@ -86,6 +86,8 @@ export const ReportJobSchema = z.looseObject({
 export type ReportJob = z.infer<typeof ReportJobSchema>;
 
 const choice = z.enum(['single-choice', 'multiple-choice']);
+/** The values the spec lists for a question's `answer_type`. */
+export const ANSWER_TYPES: readonly string[] = choice.options;
 
 /** Q1: a question with a scalar (or null) response; `logic_questions` is always empty. */
 export const ScalarQuestionSchema = z.looseObject({

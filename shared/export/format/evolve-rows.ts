@@ -31,6 +31,20 @@
  *
  * Pure, like `flatten.ts`: no I/O, no clock. Drift is counted into a {@link DriftTally}.
  */
+import {
+  ANSWER_TYPES as ANSWER_TYPE_VALUES,
+  GallerySchema,
+  ImageSchema,
+  LogicQuestionSchema,
+  MeasuredInputSchema,
+  QuestionTextEntrySchema,
+  ReportJobSchema,
+  ReportSchema,
+  ScalarQuestionSchema,
+  SectionSchema,
+  TextEntrySchema,
+  TextInputSchema,
+} from '../../api/schemas.js';
 import { ExporterError } from '../../errors.js';
 import type { DriftKind, DriftTally } from '../schema-drift.js';
 import { jsonTypeOf } from '../schema-drift.js';
@@ -45,59 +59,30 @@ const isObject = (value: unknown): value is Json =>
 /** The key that holds an item that is not an object, kept whole. */
 export const WHOLE_VALUE = '$value';
 
-/** The spec's enumerations. */
-const JOB_STATUSES = new Set<unknown>([1, 2]);
-const ANSWER_TYPES = new Set<unknown>(['single-choice', 'multiple-choice']);
+const fieldsOf = (schema: { shape: Record<string, unknown> }): ReadonlySet<string> =>
+  new Set(Object.keys(schema.shape));
 
-/** The fields the spec names at each level (`shared/api/schemas.ts`, a test holds them together); any other is `new_field`. */
+/** The spec's enumerations, as `shared/api/schemas.ts` lists them. */
+const JOB_STATUSES = new Set<unknown>(ReportJobSchema.shape.job_status.options.map((o) => o.value));
+const ANSWER_TYPES = new Set<unknown>(ANSWER_TYPE_VALUES);
+
+/** The fields the spec names at each level (its zod schemas'); any other is `new_field`. */
 export const SPEC_FIELDS = {
-  data: new Set(['job', 'sections']),
-  job: new Set(['id', 'job_status', 'job_score_percentage', 'campaign', 'location', 'report']),
-  campaign: new Set(['id', 'campaign_name']),
-  location: new Set(['id', 'location_code', 'location_name', 'is_competitor', 'competitor_name']),
-  report: new Set(['id', 'report_type', 'survey_id', 'survey_name']),
-  section: new Set([
-    'id',
-    'section_title',
-    'sort_order',
-    'percentage',
-    'obtained_score',
-    'max_score',
-    'questions',
-    'text_entries',
-    'inputs',
-    'media_galleries',
-  ]),
-  question: new Set([
-    'type',
-    'reference_code',
-    'question',
-    'question_type',
-    'answer_type',
-    'response',
-    'obtained_score',
-    'max_score',
-    'comment',
-    'photos',
-    'threads',
-    'logic_questions',
-  ]),
-  logic: new Set([
-    'reference_code',
-    'question',
-    'question_type',
-    'answer_type',
-    'response',
-    'obtained_score',
-    'max_score',
-    'threads',
-  ]),
-  questionTextEntry: new Set(['type', 'description', 'answer']),
-  textEntry: new Set(['description', 'answer']),
-  measuredInput: new Set(['input_type', 'description', 'answer', 'measurement']),
-  textInput: new Set(['input_type', 'description', 'answer']),
-  gallery: new Set(['description', 'view_type', 'images']),
-  image: new Set(['url', 'thumb_url', 'caption']),
+  data: fieldsOf(ReportSchema),
+  job: fieldsOf(ReportJobSchema),
+  campaign: fieldsOf(ReportJobSchema.shape.campaign),
+  location: fieldsOf(ReportJobSchema.shape.location),
+  report: fieldsOf(ReportJobSchema.shape.report),
+  section: fieldsOf(SectionSchema),
+  // Q1 and Q2 name the same fields.
+  question: fieldsOf(ScalarQuestionSchema),
+  logic: fieldsOf(LogicQuestionSchema),
+  questionTextEntry: fieldsOf(QuestionTextEntrySchema),
+  textEntry: fieldsOf(TextEntrySchema),
+  measuredInput: fieldsOf(MeasuredInputSchema),
+  textInput: fieldsOf(TextInputSchema),
+  gallery: fieldsOf(GallerySchema),
+  image: fieldsOf(ImageSchema),
 } as const;
 
 /** The fields of a question item that have a column: a new kind of item keeps only these out of `_rescued`. */

@@ -15,7 +15,7 @@ import type { Manifest } from './manifest.js';
 import { encodeRecord, parseRecord } from './records.js';
 
 /** Most drift keys remembered: the newest are kept (a path is at most 200 characters, a value 80). */
-export const DRIFT_SEEN_MAX = 2_000;
+export const DRIFT_KEYS_REMEMBERED = 2_000;
 
 const HeartbeatSchema = z.object({
   /** The first look at this output (the deployment's start, give or take one look). */
@@ -75,7 +75,7 @@ export async function lookBack(storage: Storage, now: Date, closed: readonly Man
     }
     newDrift.set(manifest.run_id, fresh);
   }
-  const drift = [...seen].slice(-DRIFT_SEEN_MAX);
+  const drift = [...seen].slice(-DRIFT_KEYS_REMEMBERED);
   const next: Heartbeat = {
     first_seen_at: stored?.first_seen_at ?? now.toISOString(),
     last_finished_at: closed

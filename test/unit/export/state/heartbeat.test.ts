@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { DriftEntry } from '../../../../shared/export/schema-drift.js';
-import { DRIFT_SEEN_MAX, lookBack } from '../../../../shared/export/state/heartbeat.js';
+import { DRIFT_KEYS_REMEMBERED, lookBack } from '../../../../shared/export/state/heartbeat.js';
 import { emptyCounts, type Manifest, type RunStatus } from '../../../../shared/export/state/manifest.js';
 
 import { LocalStorage } from '../../../../shared/storage/local.js';
@@ -99,13 +99,13 @@ describe('lookBack: drift no earlier run had', () => {
     expect(await fresh(storage, manifest('succeeded', at(2)), evolve([]))).toEqual([0]);
   });
 
-  it(`remembers the newest ${DRIFT_SEEN_MAX} keys`, async () => {
+  it(`remembers the newest ${DRIFT_KEYS_REMEMBERED} keys`, async () => {
     const storage = new LocalStorage(await tempDir('heartbeat'));
-    const many = Array.from({ length: DRIFT_SEEN_MAX + 10 }, (_, i) => entry(`f${i}`));
-    expect(await fresh(storage, evolve(many))).toEqual([DRIFT_SEEN_MAX + 10]);
+    const many = Array.from({ length: DRIFT_KEYS_REMEMBERED + 10 }, (_, i) => entry(`f${i}`));
+    expect(await fresh(storage, evolve(many))).toEqual([DRIFT_KEYS_REMEMBERED + 10]);
     const kept = JSON.parse(Buffer.from((await storage.get(STATE_KEYS.heartbeat))?.body ?? []).toString());
-    expect(kept.drift_seen).toHaveLength(DRIFT_SEEN_MAX);
+    expect(kept.drift_seen).toHaveLength(DRIFT_KEYS_REMEMBERED);
     // The oldest were dropped: seen again, they count as new.
-    expect(await fresh(storage, evolve([entry('f0'), entry(`f${DRIFT_SEEN_MAX + 9}`)]))).toEqual([1]);
+    expect(await fresh(storage, evolve([entry('f0'), entry(`f${DRIFT_KEYS_REMEMBERED + 9}`)]))).toEqual([1]);
   });
 });
