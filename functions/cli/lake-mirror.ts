@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { ExporterError } from '../../shared/errors.js';
 import { PARQUET_ROOT, RUNS_PREFIX } from '../../shared/export/layout.js';
 import { outputTableFormat } from '../../shared/export/state/table-format.js';
-import { keyOfLocation } from '../../shared/iceberg/commit.js';
+import { keyOfLocation } from '../../shared/iceberg/locations.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import type { LakeFiles } from './sql.js';
 

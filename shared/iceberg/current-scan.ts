@@ -27,7 +27,7 @@ import { ExporterError } from '../errors.js';
 import { readIdColumn } from '../parquet/id-column.js';
 import { readRange, type Storage } from '../storage/storage.js';
 import type { ManifestEntry } from './avro.js';
-import { keyOfLocation } from './commit.js';
+import { keyOfLocation } from './locations.js';
 
 const compressors = {
   ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)),

@@ -35,17 +35,7 @@ import type { ParquetTable } from '../parquet/schema.js';
 import type { Storage } from '../storage/storage.js';
 import { CONTENT, decodeManifest, type ManifestEntry, type ManifestFile, STATUS } from './avro.js';
 import type { IcebergCatalog } from './catalog.js';
-import {
-  type BaseChange,
-  type BaseContext,
-  type ChangeCounts,
-  currentManifests,
-  keyOfLocation,
-  locationOfKey,
-  metadataPrefix,
-  NO_CHANGE,
-  writeManifest,
-} from './commit.js';
+import type { BaseChange, BaseContext } from './commit.js';
 import {
   columnsFor,
   manifestBounds,
@@ -55,8 +45,11 @@ import {
   scanDataFile,
   sortedRule,
 } from './current-scan.js';
+import { keyOfLocation, locationOfKey, metadataPrefix } from './locations.js';
+import { currentManifests, writeManifest } from './manifests.js';
 import { dataFileMetrics } from './metrics.js';
 import { baseTableOf, fieldId, type IcebergTableName } from './schema.js';
+import { type ChangeCounts, NO_CHANGE } from './summary.js';
 
 /** The reserved field ids of a position delete file's columns (spec, "Position Delete Files"). */
 export const DELETE_FILE_PATH_ID = 2147483546;

@@ -10,8 +10,8 @@ import { ExporterError, PreconditionFailedError } from '../errors.js';
 import { icebergTablePrefix } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
-import { locationOfKey } from './commit.js';
 import { parseJson, stringifyJson } from './json.js';
+import { locationOfKey } from './locations.js';
 import type { TableMetadata } from './types.js';
 
 const VERSION_HINT = 'version-hint.text';

@@ -7,7 +7,8 @@
 import type { Storage } from '../storage/storage.js';
 import { CONTENT, decodeManifest, STATUS } from './avro.js';
 import type { IcebergCatalog } from './catalog.js';
-import { currentManifests, keyOfLocation } from './commit.js';
+import { keyOfLocation } from './locations.js';
+import { currentManifests } from './manifests.js';
 
 export interface SnapshotFiles {
   /** Locations of the live data files. */

@@ -7,10 +7,11 @@
 
 import { ExporterError } from '../../errors.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
-import { type CommitFile, commitRun, snapshotIdOf } from '../../iceberg/commit.js';
+import { commitRun, snapshotIdOf } from '../../iceberg/commit.js';
 import { anySuperseded, type SupersedeRule, supersedeJobs } from '../../iceberg/current.js';
 import { idColumnGroups, SortedIds } from '../../iceberg/current-scan.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
+import type { CommitFile } from '../../iceberg/manifests.js';
 import { dataFileMetrics } from '../../iceberg/metrics.js';
 import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../../iceberg/schema.js';
 import { readRange } from '../../storage/storage.js';
