@@ -256,20 +256,146 @@ function containerFile(
   });
 }
 
-/** Reads every record and the header metadata of an Avro container file. */
+/** An Avro schema as JSON (the header's `avro.schema`, or one of the spec schemas above). */
+type AvroSchema = string | AvroSchema[] | { [key: string]: unknown };
+type AvroRecordSchema = { type: 'record'; name?: string; fields: AvroField[]; [key: string]: unknown };
+type AvroField = {
+  name: string;
+  type: AvroSchema;
+  'field-id'?: number;
+  default?: unknown;
+  [key: string]: unknown;
+};
+
+/**
+ * Values of fields a format-version 1 writer left out, as the spec reads them: data content,
+ * sequence number 0 (https://iceberg.apache.org/spec/#sequence-number-inheritance).
+ */
+const V1_DEFAULTS: Readonly<Record<number, number>> = { 134: 0, 515: 0, 516: 0, 517: 0 };
+/** The data_file's partition struct: its fields are the writer's partition spec's. */
+const PARTITION_FIELD_ID = 102;
+
+const isRecord = (s: AvroSchema): s is AvroRecordSchema =>
+  typeof s === 'object' && !Array.isArray(s) && s.type === 'record';
+const typeName = (s: AvroSchema): string | undefined =>
+  typeof s === 'string' ? s : Array.isArray(s) ? undefined : (s.type as string);
+
+/** The record, enum and fixed types a schema defines, by name (a later use may name them only). */
+function namedTypes(schema: AvroSchema, into = new Map<string, AvroSchema>()): Map<string, AvroSchema> {
+  if (Array.isArray(schema)) for (const s of schema) namedTypes(s, into);
+  else if (typeof schema === 'object') {
+    if (typeof schema.name === 'string' && ['record', 'enum', 'fixed'].includes(schema.type as string))
+      into.set(schema.name, schema);
+    if (isRecord(schema)) for (const f of schema.fields) namedTypes(f.type, into);
+    if (schema.type === 'array') namedTypes(schema.items as AvroSchema, into);
+    if (schema.type === 'map') namedTypes(schema.values as AvroSchema, into);
+  }
+  return into;
+}
+
+/**
+ * The partition struct to read: the writer's own (its fields are its partition spec's), with
+ * the exporter's partition field (id {@link DT_PARTITION_FIELD_ID}) under the exporter's name,
+ * and that field defaulting to null when the writer's spec lacks it.
+ */
+function partitionReader(writer: AvroRecordSchema): AvroRecordSchema {
+  const fields = writer.fields.map((f) =>
+    f['field-id'] === DT_PARTITION_FIELD_ID && f.name !== PARTITION_KEY
+      ? { ...f, name: PARTITION_KEY, aliases: [f.name] }
+      : f,
+  );
+  if (!fields.some((f) => f.name === PARTITION_KEY)) {
+    fields.push({ name: PARTITION_KEY, type: optional('string') as AvroSchema, default: null });
+  }
+  return { ...writer, fields };
+}
+
+/**
+ * `reader` (one of the spec schemas above) adapted to read what `writer` wrote, by Iceberg's
+ * rules rather than Avro's names: fields are matched by field id (a format-version 1 writer
+ * names field 504 `added_data_files_count`), record names are aliased, an int is read from a
+ * writer's long (pyiceberg declares `equality_ids` elements long), a field the writer may leave
+ * null is read as nullable, and a field a v1 writer lacks takes the spec's value. Avro's own
+ * resolution (avsc's `createResolver`) then does the reading.
+ */
+function readerFor(reader: AvroSchema, writer: AvroSchema, named: Map<string, AvroSchema>): AvroSchema {
+  const w = typeof writer === 'string' && named.has(writer) ? named.get(writer)! : writer;
+  if (Array.isArray(reader)) {
+    const inner = Array.isArray(w) ? (w.find((t) => t !== 'null') ?? 'null') : w;
+    return reader.map((t) => (t === 'null' ? t : readerFor(t, inner, named)));
+  }
+  if (Array.isArray(w)) {
+    const inner = w.find((t) => t !== 'null');
+    return inner === undefined ? reader : ['null', readerFor(reader, inner, named)];
+  }
+  if (typeof reader === 'string') return reader === 'int' && typeName(w) === 'long' ? 'long' : reader;
+  if (reader.type === 'array' && typeof w === 'object' && w.type === 'array') {
+    return { ...reader, items: readerFor(reader.items as AvroSchema, w.items as AvroSchema, named) };
+  }
+  if (!isRecord(reader) || !isRecord(w)) return reader;
+  const fields = reader.fields.map((f): AvroField => {
+    const found = w.fields.find((g) => g['field-id'] !== undefined && g['field-id'] === f['field-id']);
+    if (!found) {
+      const v1 = f['field-id'] === undefined ? undefined : V1_DEFAULTS[f['field-id']];
+      return f.default === undefined && v1 !== undefined ? { ...f, default: v1 } : f;
+    }
+    const type =
+      f['field-id'] === PARTITION_FIELD_ID && isRecord(found.type)
+        ? partitionReader(found.type)
+        : readerFor(f.type, found.type, named);
+    return { ...f, type, ...(found.name !== f.name && { aliases: [found.name] }) };
+  });
+  return { ...reader, fields, ...(w.name !== undefined && w.name !== reader.name && { aliases: [w.name] }) };
+}
+
+/** Resolvers by reader and writer schema: a table's manifests share a handful of writer schemas. */
+const resolvers = new Map<string, { readerType: avro.Type; resolver: avro.Resolver }>();
+const RESOLVERS_KEPT = 64;
+
+function resolverFor(reader: object, writerText: string) {
+  const key = `${reader === MANIFEST_ENTRY_SCHEMA ? 'entry' : 'file'}\0${writerText}`;
+  let found = resolvers.get(key);
+  if (!found) {
+    const writer = JSON.parse(writerText) as AvroSchema;
+    const adapted = readerFor(reader as AvroSchema, writer, namedTypes(writer));
+    const readerType = avro.Type.forSchema(adapted as avro.Schema, { registry: registry() });
+    const writerType = avro.Type.forSchema(writer as avro.Schema, { registry: registry() });
+    found = { readerType, resolver: readerType.createResolver(writerType) };
+    if (resolvers.size >= RESOLVERS_KEPT) resolvers.clear();
+    resolvers.set(key, found);
+  }
+  return found;
+}
+
+/**
+ * Reads every record and the header metadata of an Avro container file, each record by the
+ * writer's own schema (the header's) resolved into `reader` (see {@link readerFor}): manifests
+ * other engines wrote (Java, Spark, Athena, pyiceberg, format version 1 or 2) read as the
+ * exporter's own do.
+ */
 async function readContainer<T>(
   bytes: Uint8Array,
-  type: avro.Type,
+  reader: object,
 ): Promise<{ records: T[]; metadata: Record<string, string> }> {
+  const { records, header } = await rawContainer(bytes);
+  const { readerType, resolver } = resolverFor(reader, header['avro.schema']!.toString('utf8'));
+  return {
+    records: records.map((r) => readerType.fromBuffer(r, resolver) as T),
+    metadata: Object.fromEntries(Object.entries(header).map(([k, v]) => [k, v.toString('utf8')])),
+  };
+}
+
+/** The header metadata and the records, still encoded, of an Avro container file. */
+function rawContainer(bytes: Uint8Array): Promise<{ records: Buffer[]; header: Record<string, Buffer> }> {
   return new Promise((resolve, reject) => {
-    const records: T[] = [];
-    let metadata: Record<string, string> = {};
-    const decoder = new avro.streams.BlockDecoder({ readerSchema: type });
-    decoder.on('metadata', (_type: unknown, _codec: unknown, header: { meta: Record<string, Buffer> }) => {
-      metadata = Object.fromEntries(Object.entries(header.meta).map(([k, v]) => [k, v.toString('utf8')]));
+    const records: Buffer[] = [];
+    let header: Record<string, Buffer> = {};
+    const decoder = new avro.streams.BlockDecoder({ noDecode: true });
+    decoder.on('metadata', (_type: unknown, _codec: unknown, h: { meta: Record<string, Buffer> }) => {
+      header = h.meta;
     });
-    decoder.on('data', (r: T) => records.push(r));
-    decoder.on('end', () => resolve({ records, metadata }));
+    decoder.on('data', (r: Buffer) => records.push(r));
+    decoder.on('end', () => resolve({ records, header }));
     decoder.on('error', reject);
     decoder.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   });
@@ -309,20 +435,24 @@ export function encodeManifestList(
   });
 }
 
-/** The entries of a manifest, read with the spec's schema (fields another writer added are skipped). */
+/**
+ * The entries of a manifest, read by its writer's schema into the spec's (fields another writer
+ * added are skipped; the partition struct is the writer's, its `dt` the exporter's field 1000).
+ */
 export async function decodeManifest(bytes: Uint8Array): Promise<ManifestEntry[]> {
-  return (await readContainer<ManifestEntry>(bytes, entryType)).records;
+  return (await readContainer<ManifestEntry>(bytes, MANIFEST_ENTRY_SCHEMA)).records;
 }
 
-/** The manifests of a manifest list. */
+/** The manifests of a manifest list, read by its writer's schema into the spec's. */
 export async function decodeManifestList(bytes: Uint8Array): Promise<ManifestFile[]> {
-  return (await readContainer<ManifestFile>(bytes, fileType)).records;
+  return (await readContainer<ManifestFile>(bytes, MANIFEST_FILE_SCHEMA)).records;
 }
 
 /** The header metadata of an Avro file (for tests and the maintenance step). */
 export async function avroMetadata(
   bytes: Uint8Array,
-  kind: 'manifest' | 'manifest-list',
+  _kind?: 'manifest' | 'manifest-list',
 ): Promise<Record<string, string>> {
-  return (await readContainer(bytes, kind === 'manifest' ? entryType : fileType)).metadata;
+  const { header } = await rawContainer(bytes);
+  return Object.fromEntries(Object.entries(header).map(([k, v]) => [k, v.toString('utf8')]));
 }
