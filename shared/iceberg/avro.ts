@@ -294,20 +294,14 @@ function namedTypes(schema: AvroSchema, into = new Map<string, AvroSchema>()): M
 }
 
 /**
- * The partition struct to read: the writer's own (its fields are its partition spec's), with
- * the exporter's partition field (id {@link DT_PARTITION_FIELD_ID}) under the exporter's name,
- * and that field defaulting to null when the writer's spec lacks it.
+ * The partition struct to read: the writer's own, its fields its partition spec's by their
+ * names (the exporter's spec names its field `dt`, and the commit takes only tables of that
+ * spec), with `dt` null when the writer's spec has no such field.
  */
 function partitionReader(writer: AvroRecordSchema): AvroRecordSchema {
-  const fields = writer.fields.map((f) =>
-    f['field-id'] === DT_PARTITION_FIELD_ID && f.name !== PARTITION_KEY
-      ? { ...f, name: PARTITION_KEY, aliases: [f.name] }
-      : f,
-  );
-  if (!fields.some((f) => f.name === PARTITION_KEY)) {
-    fields.push({ name: PARTITION_KEY, type: optional('string') as AvroSchema, default: null });
-  }
-  return { ...writer, fields };
+  if (writer.fields.some((f) => f.name === PARTITION_KEY)) return writer;
+  const dt = { name: PARTITION_KEY, type: optional('string') as AvroSchema, default: null };
+  return { ...writer, fields: [...writer.fields, dt] };
 }
 
 /**
