@@ -21,6 +21,29 @@ import {
 import { sameFields, sameSpec, schemaFor, withSchema } from './schema-evolution.js';
 import type { IcebergSchema, TableMetadata } from './types.js';
 
+/** The Iceberg format version the exporter writes (manifests, lists and metadata alike). */
+export const FORMAT_VERSION = 2;
+
+/**
+ * Refuses a table the exporter cannot write without harm: one of a later format version (v2
+ * metadata written over a v3 table drops its row lineage, `next-row-id`, and v3 readers' data),
+ * or a v1 table holding snapshots (v1 metadata lacks what v2 requires; Iceberg upgrades it).
+ */
+function checkFormatVersion(table: IcebergTableName, base: CatalogTable): void {
+  const found = base.metadata;
+  const version = Number(found?.['format-version'] ?? FORMAT_VERSION);
+  const holdsSnapshots = (found?.snapshots?.length ?? 0) > 0;
+  if (version > FORMAT_VERSION || (version < FORMAT_VERSION && holdsSnapshots)) {
+    const what =
+      version > FORMAT_VERSION
+        ? `the exporter writes version ${FORMAT_VERSION} and would drop what version ${version} keeps: point the export at another location`
+        : `upgrade it to version ${FORMAT_VERSION} first (ALTER TABLE … SET TBLPROPERTIES ('format-version'='${FORMAT_VERSION}') in Spark)`;
+    throw new ExporterError(
+      `the Iceberg table ${table} (${base.metadataLocation}) is of format version ${version}: ${what}`,
+    );
+  }
+}
+
 /** A deterministic UUID (v4 layout) from a name, for a new table's `table-uuid`. */
 function uuidOf(name: string): string {
   const h = createHash('sha256').update(name).digest('hex');
@@ -33,7 +56,9 @@ function uuidOf(name: string): string {
  * partition spec is not ours to write. A table without snapshots: its own metadata when it has
  * the exporter's spec and `written`'s schema, otherwise (no metadata yet, or Glue's initial
  * metadata made from the stack's columns, with ids of its own choosing) fresh metadata with
- * `written`'s schema (schema id 0), keeping the table's uuid and history.
+ * `written`'s schema (schema id 0), keeping the table's uuid and history. Everything else others
+ * wrote in the table's metadata (properties, refs, statistics, sort orders, keys unknown here)
+ * is carried as it is. Throws for a table of another format version (`checkFormatVersion`).
  */
 export function baseMetadata(
   table: IcebergTableName,
@@ -42,6 +67,7 @@ export function baseMetadata(
   written: IcebergSchema,
   now: Date,
 ): TableMetadata {
+  checkFormatVersion(table, base);
   const found = base.metadata;
   const spec = found?.['partition-specs'].find((s) => s['spec-id'] === found['default-spec-id']);
   const ownSpec = spec !== undefined && sameSpec(spec, partitionSpec(table));
@@ -57,7 +83,7 @@ export function baseMetadata(
   const schema = found?.schemas.find((s) => s['schema-id'] === found['current-schema-id']);
   if (found && ownSpec && schema && sameFields(schema, written)) return found;
   return {
-    'format-version': 2,
+    'format-version': FORMAT_VERSION,
     'table-uuid': found?.['table-uuid'] ?? uuidOf(location),
     location,
     'last-sequence-number': found?.['last-sequence-number'] ?? 0,

@@ -59,7 +59,8 @@ export interface Snapshot {
 }
 
 export interface TableMetadata {
-  'format-version': 2;
+  /** 2 for what the exporter writes; others' tables may hold 1 or 3 (refused by the commit). */
+  'format-version': number;
   'table-uuid': string;
   location: string;
   'last-sequence-number': number;
