@@ -238,7 +238,7 @@ describe('the commit beside other engines', () => {
     expect(after['snapshot-log']!.map((e) => e['snapshot-id'])).toEqual([snap, after['current-snapshot-id']]);
     // A second reader: icebird's metadata reader and its table read.
     const theirs = await icebirdMetadata(storage);
-    expect(theirs.refs['audit-2026-11']).toMatchObject({ type: 'tag' });
+    expect((theirs.refs as Record<string, unknown>)['audit-2026-11']).toMatchObject({ type: 'tag' });
     expect(theirs['current-schema-id']).toBe(1);
     expect(await jobIds(storage)).toEqual([1, 2, 3, 4, 5]);
   });
