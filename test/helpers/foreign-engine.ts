@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import avro from 'avsc';
 import type { DataFile } from '../../shared/iceberg/avro.js';
-import { parseJson } from '../../shared/iceberg/json.js';
+import { parseJson, stringifyJson } from '../../shared/iceberg/json.js';
 import type { TableMetadata } from '../../shared/iceberg/types.js';
 
 export const FOREIGN = join(import.meta.dirname, '../fixtures/iceberg/foreign');
@@ -52,12 +52,8 @@ const JAVA_ORDER = {
  */
 export function javaMetadataText(metadata: TableMetadata): string {
   const ordered = orderLike(metadata, JAVA_ORDER);
-  const text = JSON.stringify(
-    ordered,
-    (_k, v: unknown) => (typeof v === 'bigint' ? `\u0000${v}\u0000` : v),
-    2,
-  );
-  return text.replace(/"\u0000(-?\d+)\u0000"/g, '$1').replace(/^(\s*"[^"]+"):/gm, '$1 :');
+  const text = stringifyJson(ordered, 2);
+  return text.replace(/^(\s*"[^"]+"):/gm, '$1 :');
 }
 
 /** A 64-bit long for avsc: numbers and BigInts in, numbers (when safe) or BigInts out. */

@@ -274,4 +274,292 @@ describe('the commit beside other engines', () => {
     ).rejects.toThrow(/format version 3/);
     await rm(storage.location, { recursive: true, force: true });
   });
+  it("commits after Athena's OPTIMIZE (a replace snapshot) and VACUUM, keeping the rewritten file and none of the old ones", async () => {
+    const storage = new LocalStorage(await mkdtemp(join(tmpdir(), 'foreign-')));
+    const catalog = new FileCatalog(storage);
+    await run(storage, catalog, 'run-a', '2026-11-22', [1, 2, 3], '2026-11-23T10:00:00Z');
+    const second = await run(storage, catalog, 'run-b', '2026-11-22', [4, 5], '2026-11-23T11:00:00Z');
+    const before = (await catalog.load('jobs')).metadata!;
+    const oldManifests = await manifestsOf(storage, current(before));
+    // Sequence numbers made explicit, as a rewrite writes them (ADDED entries inherited theirs).
+    const oldEntries = (
+      await Promise.all(
+        oldManifests.map(async (m) =>
+          (
+            await decodeManifest((await storage.get(keyOfLocation(storage, m.manifest_path)))!.body)
+          ).map((e) => ({
+            ...e,
+            sequence_number: e.sequence_number ?? m.sequence_number,
+            file_sequence_number: e.file_sequence_number ?? m.sequence_number,
+          })),
+        ),
+      )
+    ).flat();
+
+    // OPTIMIZE: DuckDB rewrites the two files into one; Athena's manifests mark the old ones
+    // DELETED and add the new one; a `replace` snapshot with a 63-bit id, as Athena's are.
+    const optimizeId = 7_651_234_567_890_123_456n;
+    const sequence = before['last-sequence-number'] + 1;
+    const files = oldEntries.map((e) => `'${e.data_file.file_path}'`).join(', ');
+    const merged = await duckdbDataFile(
+      storage,
+      'iceberg/jobs/data/dt=2026-11-22/20261124_optimize-00000.parquet',
+      `SELECT ${COLUMNS.join(', ')} FROM read_parquet([${files}]) ORDER BY job_id`,
+    );
+    const deletedBytes = await athenaManifest(
+      oldEntries.map((e) => ({
+        status: 2,
+        snapshot_id: optimizeId,
+        sequence_number: e.sequence_number,
+        file_sequence_number: e.file_sequence_number,
+        data_file: { ...e.data_file, dt: e.data_file.partition.dt! },
+      })),
+      header(before),
+    );
+    const addedBytes = await athenaManifest(
+      [
+        {
+          status: 1,
+          snapshot_id: optimizeId,
+          sequence_number: null,
+          file_sequence_number: null,
+          data_file: {
+            content: 0,
+            file_path: merged.path,
+            record_count: merged.records,
+            file_size_in_bytes: merged.bytes,
+            dt: '2026-11-22',
+          },
+        },
+      ],
+      header(before),
+    );
+    const meta = 'iceberg/jobs/metadata';
+    await storage.put(`${meta}/0aa1-m0.avro`, addedBytes);
+    await storage.put(`${meta}/0aa1-m1.avro`, deletedBytes);
+    const rows = oldEntries.reduce((n, e) => n + Number(e.data_file.record_count), 0);
+    const list = await athenaManifestList(
+      [
+        {
+          manifest_path: locationOfKey(storage, `${meta}/0aa1-m0.avro`),
+          manifest_length: addedBytes.length,
+          content: 0,
+          sequence_number: sequence,
+          min_sequence_number: sequence,
+          added_snapshot_id: optimizeId,
+          added: 1,
+          existing: 0,
+          deleted: 0,
+          addedRows: merged.records,
+          existingRows: 0,
+          deletedRows: 0,
+        },
+        {
+          manifest_path: locationOfKey(storage, `${meta}/0aa1-m1.avro`),
+          manifest_length: deletedBytes.length,
+          content: 0,
+          sequence_number: sequence,
+          min_sequence_number: sequence,
+          added_snapshot_id: optimizeId,
+          added: 0,
+          existing: 0,
+          deleted: oldEntries.length,
+          addedRows: 0,
+          existingRows: 0,
+          deletedRows: rows,
+        },
+      ],
+      { snapshotId: optimizeId, parentSnapshotId: before['current-snapshot-id']!, sequenceNumber: sequence },
+    );
+    const listKey = `${meta}/snap-${optimizeId}-1-0aa1.avro`;
+    await storage.put(listKey, list);
+    const at = Date.parse('2026-11-24T02:00:00Z');
+    const replace: Snapshot = {
+      'sequence-number': sequence,
+      'snapshot-id': optimizeId,
+      'parent-snapshot-id': before['current-snapshot-id']!,
+      'timestamp-ms': at,
+      summary: {
+        operation: 'replace',
+        trino_query_id: '20261124_020000_00001_optim',
+        'added-data-files': '1',
+        'deleted-data-files': String(oldEntries.length),
+        'added-records': String(merged.records),
+        'deleted-records': String(rows),
+        'total-records': String(merged.records),
+        'total-data-files': '1',
+        'total-delete-files': '0',
+        'total-files-size': String(merged.bytes),
+        'total-position-deletes': '0',
+        'total-equality-deletes': '0',
+      },
+      'manifest-list': locationOfKey(storage, listKey),
+      'schema-id': before['current-schema-id'],
+    };
+    const optimized = await writeVersion(
+      storage,
+      catalog,
+      javaVersion(before, second.metadataLocation, at, {
+        'last-sequence-number': sequence,
+        'current-snapshot-id': optimizeId,
+        refs: { main: { 'snapshot-id': optimizeId, type: 'branch' } },
+        snapshots: [...before.snapshots!, replace],
+        'snapshot-log': [...before['snapshot-log']!, { 'timestamp-ms': at, 'snapshot-id': optimizeId }],
+      }),
+    );
+    expect(await jobIds(storage)).toEqual([1, 2, 3, 4, 5]);
+
+    const third = await run(storage, catalog, 'run-c', '2026-11-23', [6, 7], '2026-11-24T10:00:00Z');
+    const afterOptimize = (await catalog.load('jobs')).metadata!;
+    expect(BigInt(current(afterOptimize)['parent-snapshot-id']!)).toBe(optimizeId);
+    expect(current(afterOptimize).summary['total-records']).toBe('7');
+    const carried = (await manifestsOf(storage, current(afterOptimize))).map((m) => m.manifest_path);
+    expect(carried).toEqual(expect.arrayContaining([locationOfKey(storage, `${meta}/0aa1-m0.avro`)]));
+    expect(await jobIds(storage)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+
+    // VACUUM: snapshots before the rewrite expire; the files only they read are deleted.
+    const kept = afterOptimize.snapshots!.filter((s) => s['sequence-number'] >= sequence);
+    const vacuumAt = Date.parse('2026-11-25T02:00:00Z');
+    await writeVersion(
+      storage,
+      catalog,
+      javaVersion(afterOptimize, third.metadataLocation, vacuumAt, {
+        snapshots: kept,
+        'snapshot-log': afterOptimize['snapshot-log']!.filter((e) =>
+          kept.some((s) => BigInt(s['snapshot-id']) === BigInt(e['snapshot-id'])),
+        ),
+      }),
+    );
+    const expired = afterOptimize.snapshots!.filter((s) => !kept.includes(s));
+    for (const s of expired) {
+      await storage.delete([keyOfLocation(storage, s['manifest-list'])]);
+    }
+    await storage.delete([
+      ...oldManifests.map((m) => keyOfLocation(storage, m.manifest_path)),
+      ...oldEntries.map((e) => keyOfLocation(storage, e.data_file.file_path)),
+    ]);
+    expect(await jobIds(storage)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+
+    await run(storage, catalog, 'run-d', '2026-11-25', [8], '2026-11-25T10:00:00Z');
+    const last = (await catalog.load('jobs')).metadata!;
+    expect(last.snapshots!.map((s) => s.summary.operation)).toEqual(['replace', 'append', 'append']);
+    expect(last['metadata-log']!.map((e) => e['metadata-file'])).toContain(optimized);
+    expect(await jobIds(storage)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    const theirs = await icebirdMetadata(storage);
+    // (icebird's metadata reader rounds 64-bit ids: compared by what it keeps exact.)
+    expect(theirs.snapshots!.map((s) => s.summary.operation)).toEqual(['replace', 'append', 'append']);
+    expect(theirs['last-sequence-number']).toBe(5);
+  });
+
+  it("rebases on another engine's commit that won the race, keeping its snapshot and properties", async () => {
+    const storage = new LocalStorage(await mkdtemp(join(tmpdir(), 'foreign-')));
+    const theirsId = 5_123_456_789_012_345_678n;
+    let swaps = 0;
+    /** The file catalog, with Athena's INSERT committing just before the exporter's first swap. */
+    class Racing extends FileCatalog {
+      override async commit(base: CatalogTable, metadata: TableMetadata): Promise<CommitResult> {
+        swaps++;
+        if (swaps === 1) await athenaAppend(base);
+        return super.commit(base, metadata);
+      }
+    }
+    const catalog = new Racing(storage);
+    async function athenaAppend(base: CatalogTable) {
+      const metadata = base.metadata!;
+      const sequence = metadata['last-sequence-number'] + 1;
+      const file = await duckdbDataFile(
+        storage,
+        'iceberg/jobs/data/dt=2026-11-22/20261123_insert-00000.parquet',
+        `SELECT 100 + job_id AS job_id, ${COLUMNS.filter((c) => c !== 'job_id').join(', ')} FROM read_parquet('${join(storage.location, 'iceberg/jobs/data/dt=2026-11-22/run-a-0.parquet')}')`,
+      );
+      const bytes = await athenaManifest(
+        [
+          {
+            status: 1,
+            snapshot_id: theirsId,
+            sequence_number: null,
+            file_sequence_number: null,
+            data_file: {
+              content: 0,
+              file_path: file.path,
+              record_count: file.records,
+              file_size_in_bytes: file.bytes,
+              dt: '2026-11-22',
+            },
+          },
+        ],
+        header(metadata),
+      );
+      const key = 'iceberg/jobs/metadata/0bb2-m0.avro';
+      await storage.put(key, bytes);
+      const existing = (await manifestsOf(storage, current(metadata))).map(listEntry);
+      const list = await athenaManifestList(
+        [
+          {
+            manifest_path: locationOfKey(storage, key),
+            manifest_length: bytes.length,
+            content: 0,
+            sequence_number: sequence,
+            min_sequence_number: sequence,
+            added_snapshot_id: theirsId,
+            added: 1,
+            existing: 0,
+            deleted: 0,
+            addedRows: file.records,
+            existingRows: 0,
+            deletedRows: 0,
+          },
+          ...existing,
+        ],
+        {
+          snapshotId: theirsId,
+          parentSnapshotId: metadata['current-snapshot-id']!,
+          sequenceNumber: sequence,
+        },
+      );
+      const listKey = `iceberg/jobs/metadata/snap-${theirsId}-1-0bb2.avro`;
+      await storage.put(listKey, list);
+      const at = metadata['last-updated-ms'] + 1000;
+      await writeVersion(
+        storage,
+        catalog,
+        javaVersion(metadata, base.metadataLocation!, at, {
+          'last-sequence-number': sequence,
+          'current-snapshot-id': theirsId,
+          refs: { main: { 'snapshot-id': theirsId, type: 'branch' } },
+          properties: { ...metadata.properties, 'athena.optimize': 'weekly' },
+          snapshots: [
+            ...metadata.snapshots!,
+            {
+              'sequence-number': sequence,
+              'snapshot-id': theirsId,
+              'parent-snapshot-id': metadata['current-snapshot-id']!,
+              'timestamp-ms': at,
+              summary: {
+                operation: 'append',
+                'added-data-files': '1',
+                'added-records': String(file.records),
+                'total-records': '6',
+                'total-data-files': '2',
+              },
+              'manifest-list': locationOfKey(storage, listKey),
+              'schema-id': metadata['current-schema-id'],
+            },
+          ],
+          'snapshot-log': [...metadata['snapshot-log']!, { 'timestamp-ms': at, 'snapshot-id': theirsId }],
+        }),
+      );
+    }
+    await run(storage, new FileCatalog(storage), 'run-a', '2026-11-22', [1, 2, 3], '2026-11-23T10:00:00Z');
+    const outcome = await run(storage, catalog, 'run-b', '2026-11-23', [4, 5], '2026-11-23T11:00:00Z');
+
+    expect(swaps).toBe(2);
+    expect(outcome.committedNow).toBe(true);
+    const after = (await catalog.load('jobs')).metadata!;
+    expect(BigInt(current(after)['parent-snapshot-id']!)).toBe(theirsId);
+    expect(after.snapshots!.map((s) => String(s['snapshot-id']))).toContain(String(theirsId));
+    expect(after.properties?.['athena.optimize']).toBe('weekly');
+    expect(current(after)['sequence-number']).toBe(3);
+    expect(await jobIds(storage)).toEqual([1, 2, 3, 4, 5, 101, 102, 103]);
+  });
 });
