@@ -25,6 +25,7 @@
  * Java's `TableMetadata` does.
  */
 import { ExporterError } from '../errors.js';
+import { RESCUED_COLUMN } from '../export/tables.js';
 import { stringifyJson } from './json.js';
 import { lastColumnId } from './schema.js';
 import type { IcebergField, IcebergSchema, IcebergType, PartitionSpec, TableMetadata } from './types.js';
@@ -141,6 +142,10 @@ class Refusal {
 
 const NEW_TABLE = 'export to a new table (docs/iceberg.md, "Schema changes")';
 
+/** What to do when the files' field id of `column` means another column in the table: `freeze` files lack `_rescued`. */
+const idTaken = (column: string): string =>
+  column === RESCUED_COLUMN ? `run with schema_contract freeze, or ${NEW_TABLE}` : NEW_TABLE;
+
 /**
  * The field of the table for the files' field `w`: the table's own (`current`), changed where
  * the files need it (type, requiredness), a field to add, or a refusal.
@@ -154,7 +159,7 @@ function fieldFor(metadata: TableMetadata, current: IcebergSchema, w: IcebergFie
     if (c.name !== w.name && !history.some((f) => f.name === w.name)) {
       return new Refusal(
         `field id ${w.id}, the exporter's ${w.name}, is the table's column ${c.name}`,
-        w.name === '_rescued' ? `run with schema_contract freeze, or ${NEW_TABLE}` : NEW_TABLE,
+        idTaken(w.name),
       );
     }
     const type = joinedType(c.type, w.type);
@@ -184,13 +189,13 @@ function fieldFor(metadata: TableMetadata, current: IcebergSchema, w: IcebergFie
   if (history.length === 0 && w.id <= metadata['last-column-id']) {
     return new Refusal(
       `the field id ${w.id} of the exporter's new column ${w.name} was given to a column the table no longer describes (last-column-id ${metadata['last-column-id']})`,
-      w.name === '_rescued' ? `run with schema_contract freeze, or ${NEW_TABLE}` : NEW_TABLE,
+      idTaken(w.name),
     );
   }
   if (history.length > 0 && !history.some((f) => f.name === w.name)) {
     return new Refusal(
       `the field id ${w.id} of the exporter's new column ${w.name} was the table's column ${history[0]!.name}, whose values old files hold`,
-      w.name === '_rescued' ? `run with schema_contract freeze, or ${NEW_TABLE}` : NEW_TABLE,
+      idTaken(w.name),
     );
   }
   // New, or the exporter's own column that another engine dropped: back with its id, and of a
