@@ -309,3 +309,25 @@ export function withSchema(metadata: TableMetadata, schema: IcebergSchema): Tabl
     schemas: known ? metadata.schemas : [...metadata.schemas, schema],
   };
 }
+
+/**
+ * A data file's bounds (`lower_bounds`/`upper_bounds`, by field id) as the columns of `schema`
+ * serialize them: a bound of the files' `int` (4 bytes) in a column the table promoted to
+ * `long` becomes 8 bytes, a `float`'s in a `double` column 8 bytes (Appendix D; readers decode
+ * a bound by the column's current type). Other bounds are returned as they are.
+ */
+export function boundsUnder(
+  schema: IcebergSchema,
+  bounds: { key: number; value: Buffer }[] | null,
+): { key: number; value: Buffer }[] | null {
+  if (bounds === null) return null;
+  const types = new Map(schema.fields.map((f) => [f.id, f.type as unknown]));
+  return bounds.map(({ key, value }) => {
+    const type = types.get(key);
+    if (value.length !== 4 || (type !== 'long' && type !== 'double')) return { key, value };
+    const wide = Buffer.alloc(8);
+    if (type === 'long') wide.writeBigInt64LE(BigInt(value.readInt32LE()));
+    else wide.writeDoubleLE(value.readFloatLE());
+    return { key, value: wide };
+  });
+}

@@ -11,9 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExporterError } from '../../../shared/errors.js';
+import { decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
 import { commitRun } from '../../../shared/iceberg/commit.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { parseJson } from '../../../shared/iceberg/json.js';
+import { keyOfLocation, sameId } from '../../../shared/iceberg/locations.js';
 import { icebergSchema, lastColumnId } from '../../../shared/iceberg/schema.js';
 import { currentSchemaOf, schemaFor, withSchema } from '../../../shared/iceberg/schema-evolution.js';
 import type { IcebergField, IcebergSchema, TableMetadata } from '../../../shared/iceberg/types.js';
@@ -360,6 +362,20 @@ describe('the exporter commits to a reports table another engine changed', () =>
       required: true,
     });
     expect(currentSchemaOf(after).fields[15]).toMatchObject({ name: 'run_id', required: false });
+    // The run's manifest gives job_status's bounds as a long (8 bytes), the column's type now.
+    const snapshot = after.snapshots!.at(-1)!;
+    const list = await decodeManifestList(
+      (await lake.storage.get(keyOfLocation(lake.storage, snapshot['manifest-list'])))!.body,
+    );
+    const added = list.find((m) => sameId(m.added_snapshot_id, snapshot['snapshot-id']))!;
+    const [entry] = await decodeManifest(
+      (await lake.storage.get(keyOfLocation(lake.storage, added.manifest_path)))!.body,
+    );
+    for (const bounds of [entry!.data_file.lower_bounds, entry!.data_file.upper_bounds]) {
+      const bound = bounds!.find((b) => b.key === 5)!.value;
+      expect(bound).toHaveLength(8);
+      expect(bound.readBigInt64LE()).toBe(4n);
+    }
     const rows = await rowsByJob(lake.catalog);
     expect(Number(rows.get(1)!.job_status)).toBe(3);
     expect(Number(rows.get(2)!.job_status)).toBe(4);
