@@ -2,7 +2,9 @@
  * The Iceberg field id of every column, per table: pinned, never reused or renumbered, because
  * readers match Parquet columns to the table's columns by these ids (a rename keeps its id; a
  * new column takes the table's highest id + 1, appended here: `_rescued`, the `evolve` tables'
- * column, came after `dt` and the list elements). `test/unit/iceberg/schema.test.ts` fails when
+ * column, came after `dt` and the list elements). That is the next field id of a table only the
+ * exporter changed; where another engine's column took it first, the commit refuses the new
+ * column (`schema-evolution.ts`). `test/unit/iceberg/schema.test.ts` fails when
  * a column of `TABLES` or `FROZEN_TABLES` has no id here. `<column>.element` is a list's element.
  */
 export const FIELD_IDS: Readonly<Record<string, Readonly<Record<string, number>>>> = {

@@ -19,7 +19,7 @@ import type { IcebergCatalog } from './catalog.js';
 import { stringifyJson } from './json.js';
 import { keyOfLocation, locationOfKey, metadataPrefix, sameId } from './locations.js';
 import { type IcebergTableName, partitionSpec, SCHEMA_ID, SPEC_ID } from './schema.js';
-import { currentSchemaOf } from './schema-evolution.js';
+import { boundsUnder, currentSchemaOf } from './schema-evolution.js';
 import type { Snapshot, TableMetadata } from './types.js';
 
 /** One data file of the run, as published. */
@@ -141,7 +141,14 @@ export async function writeDataManifest(
   metadata: TableMetadata,
 ): Promise<Omit<ManifestFile, 'sequence_number' | 'min_sequence_number'> | undefined> {
   if (request.files.length === 0) return undefined;
-  const entries = request.files.map((f) => dataEntry(storage, snapshotId, f));
+  const schema = currentSchemaOf(metadata);
+  const entries = request.files.map((f) => {
+    const entry = dataEntry(storage, snapshotId, f);
+    // A column another engine promoted (int→long): bounds in the table's type (schema-evolution.ts).
+    entry.data_file.lower_bounds = boundsUnder(schema, entry.data_file.lower_bounds);
+    entry.data_file.upper_bounds = boundsUnder(schema, entry.data_file.upper_bounds);
+    return entry;
+  });
   const schemaId = metadata['current-schema-id'];
   const suffix = schemaId === SCHEMA_ID ? 'm0' : `m0-s${schemaId}`;
   const key = `${metadataPrefix(storage, catalog, request.table)}${request.runId}-${snapshotId}-${suffix}.avro`;

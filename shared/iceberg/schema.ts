@@ -126,13 +126,24 @@ export function icebergSchema(table: IcebergTableName, contract: SchemaContract)
   return { type: 'struct', 'schema-id': SCHEMA_ID, fields };
 }
 
-/** The highest field id of a schema, lists' elements included. */
+/**
+ * The highest field id of a schema, nested ids included: lists' elements, and the struct
+ * fields and map keys and values of schemas other engines wrote.
+ */
 export function lastColumnId(schema: IcebergSchema): number {
-  let last = 0;
-  for (const f of schema.fields) {
-    last = Math.max(last, f.id, typeof f.type === 'object' ? f.type['element-id'] : 0);
-  }
-  return last;
+  const highest = (type: unknown): number => {
+    if (typeof type !== 'object' || type === null) return 0;
+    const t = type as Record<string, unknown>;
+    const ids = ['element-id', 'key-id', 'value-id'].map((k) =>
+      typeof t[k] === 'number' ? (t[k] as number) : 0,
+    );
+    const nested = [t.element, t.key, t.value].map(highest);
+    const fields = Array.isArray(t.fields)
+      ? (t.fields as { id: number; type: unknown }[]).map((f) => Math.max(f.id, highest(f.type)))
+      : [];
+    return Math.max(0, ...ids, ...nested, ...fields);
+  };
+  return highest(schema);
 }
 
 /** Identity partition on `dt`. */

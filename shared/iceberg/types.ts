@@ -22,6 +22,9 @@ export interface IcebergField {
   required: boolean;
   type: IcebergType;
   doc?: string;
+  /** v3 defaults (pyiceberg writes them in v2 tables too): what rows without the column read, and what writers write. */
+  'initial-default'?: unknown;
+  'write-default'?: unknown;
 }
 
 export interface IcebergSchema {

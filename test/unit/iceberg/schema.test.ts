@@ -112,11 +112,11 @@ describe('schemaFor: the schema a table needs for a run’s files', () => {
       fields: frozen.fields.map((f) => (f.name === 'job_status' ? { ...f, type: 'string' as const } : f)),
     });
     expect(() => schemaFor('reports', retyped, icebergSchema('reports', 'evolve'))).toThrow(
-      /job_status is of type "string", the exporter's "int"/,
+      /job_status \(field id 5\) is of type string, the exporter writes int, and Iceberg promotes neither/,
     );
     const reused = { ...metadataOf(frozen), 'last-column-id': 19 };
     expect(() => schemaFor('reports', reused, icebergSchema('reports', 'evolve'))).toThrow(
-      /_rescued's field id 19 was used before/,
+      /field id 19 of the exporter's new column _rescued was given to a column the table no longer describes.*schema_contract freeze/,
     );
     const extra = metadataOf({
       ...frozen,
