@@ -128,8 +128,7 @@ async function cliRun(prefix: string, ...flags: string[]) {
     { stdout, stderr, cwd: '/' },
   );
   const added = (await manifestKeys(prefix)).filter((k) => !before.has(k));
-  const manifest =
-    added.length === 1 ? (JSON.parse(await text(prefix, added[0]!)) as Manifest) : undefined;
+  const manifest = added.length === 1 ? (JSON.parse(await text(prefix, added[0]!)) as Manifest) : undefined;
   return { code, stderr: stderr.lines(), manifest };
 }
 
@@ -208,27 +207,41 @@ describe('one table, one catalog', () => {
     expect(fileCatalog).toEqual([]);
   });
 
-  it('a stack deployed onto an output the CLI wrote takes its tables over, and the CLI then commits to Glue', async () => {
-    const prefix = 'cli-first';
-    const first = await cliRun(prefix, '--full');
-    expect(first.code).toBe(0);
-    expect(first.manifest?.iceberg?.catalog).toBe('file');
-    expect(await recordOf(prefix)).toMatchObject({ catalog: { kind: 'file' } });
+  it.each([
+    ['', true],
+    [', its pointer records (state/iceberg/) lost', false],
+  ])(
+    'a stack deployed onto an output the CLI wrote%s takes its tables over, and the CLI then commits to Glue',
+    async (_, pointers) => {
+      const prefix = `cli-first-${pointers}`;
+      const first = await cliRun(prefix, '--full');
+      expect(first.code).toBe(0);
+      expect(first.manifest?.iceberg?.catalog).toBe('file');
+      expect(await recordOf(prefix)).toMatchObject({ catalog: { kind: 'file' } });
+      if (!pointers) {
+        const keys: string[] = [];
+        for await (const key of storageOf(prefix).list('state/iceberg/')) keys.push(key);
+        expect(keys.length).toBeGreaterThan(0);
+        await storageOf(prefix).delete(keys);
+      }
 
-    await deployStack(prefix);
-    newJob();
-    const stack = await stackRun(prefix);
-    expect(stack.iceberg?.catalog).toBe('glue');
-    expect(await recordOf(prefix)).toMatchObject({ catalog: { kind: 'glue', database: DB, region: REGION } });
-    newJob();
-    const cli = await cliRun(prefix);
-    expect(cli.code).toBe(0);
-    expect(cli.manifest?.iceberg?.catalog).toBe('glue');
+      await deployStack(prefix);
+      newJob();
+      const stack = await stackRun(prefix);
+      expect(stack.iceberg?.catalog).toBe('glue');
+      expect(await recordOf(prefix)).toMatchObject({
+        catalog: { kind: 'glue', database: DB, region: REGION },
+      });
+      newJob();
+      const cli = await cliRun(prefix);
+      expect(cli.code).toBe(0);
+      expect(cli.manifest?.iceberg?.catalog).toBe('glue');
 
-    const byRun = await reportsByRun();
-    for (const run of [first.manifest!, stack, cli.manifest!])
-      expect(byRun.get(run.run_id)).toBe(run.counts.reports_exported);
-  });
+      const byRun = await reportsByRun();
+      for (const run of [first.manifest!, stack, cli.manifest!])
+        expect(byRun.get(run.run_id)).toBe(run.counts.reports_exported);
+    },
+  );
 
   it("refuses a CLI run into a stack's output that records no database, with one line, until told", async () => {
     const prefix = 'old-stack';
@@ -274,7 +287,9 @@ describe('one table, one catalog', () => {
     const r = await cliRun(prefix, '--glue-database', 'nope');
     expect(r.code).toBe(2);
     expect(r.stderr).toHaveLength(1);
-    expect(r.stderr[0]).toMatch(/cannot use the Glue database nope \(eu-west-1\).*nope\.reports does not exist/);
+    expect(r.stderr[0]).toMatch(
+      /cannot use the Glue database nope \(eu-west-1\).*nope\.reports does not exist/,
+    );
     expect(simulator.stats.total).toBe(0);
   });
 
