@@ -17,6 +17,10 @@ export interface CatalogOptions {
   glueRegion?: string | undefined;
 }
 
+/** What a run needs of Glue, said when it cannot use it. */
+const RUN_NEEDS =
+  'the run needs glue:GetTable and glue:UpdateTable on its tables (--glue-database, --glue-region to name another)';
+
 /** The table checked to prove Glue answers with the settings: every output's first. */
 const PROBE_TABLE = 'reports';
 
@@ -52,6 +56,37 @@ export async function cliCatalog(
         `pass ${database === undefined ? "--glue-database <the stack's database> and --glue-region <its region>" : '--glue-region <its region>'}, or let the stack run once (its runs record them)`,
     );
   }
+  return openGlue(storage, database, region, RUN_NEEDS);
+}
+
+/**
+ * The catalog a reader of `storage`'s Iceberg tables (the `sql` command) reads their current
+ * metadata from: Glue for an output registered in it, or undefined for the file catalog.
+ */
+export async function readerCatalog(storage: Storage): Promise<IcebergCatalog | undefined> {
+  const registered = await registeredCatalog(storage);
+  if (registered?.kind !== 'glue') return undefined;
+  if (registered.database === undefined) {
+    throw new ConfigError(
+      `${storage.location} holds Iceberg tables registered in Glue and does not record their database yet: ` +
+        'let the stack run once (its runs record it), or query them in Athena',
+    );
+  }
+  return openGlue(
+    storage,
+    registered.database,
+    registered.region,
+    'reading needs glue:GetTable on its tables',
+  );
+}
+
+/** The Glue catalog of `storage`'s output, its credentials and one table checked. */
+async function openGlue(
+  storage: Storage,
+  database: string,
+  region: string,
+  needs: string,
+): Promise<IcebergCatalog> {
   const [{ GlueClient }, { GlueCatalog }] = await Promise.all([
     import('@aws-sdk/client-glue'),
     import('../../shared/iceberg/glue-catalog.js'),
@@ -70,10 +105,7 @@ export async function cliCatalog(
   try {
     await catalog.load(PROBE_TABLE);
   } catch (cause) {
-    throw new ConfigError(`cannot use ${where}: ${describeError(cause)}`, {
-      hint: 'the run needs glue:GetTable and glue:UpdateTable on its tables (--glue-database, --glue-region to name another)',
-      cause,
-    });
+    throw new ConfigError(`cannot use ${where}: ${describeError(cause)}`, { hint: needs, cause });
   }
   return catalog;
 }

@@ -4,10 +4,13 @@
  * the Glue Data Catalog a stateful fake. What Athena reads, the table at Glue's
  * `metadata_location`, is read back with icebird and must hold every run's rows.
  */
+
+import { PassThrough } from 'node:stream';
 import { GlueClient } from '@aws-sdk/client-glue';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { exportCommand } from '../../../functions/cli/export-command.js';
+import { sqlCommand } from '../../../functions/cli/sql-command.js';
 import { STATE_KEYS } from '../../../shared/export/layout.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
@@ -202,6 +205,18 @@ describe('one table, one catalog', () => {
     const jobs = current.map((r) => Number(r.job_id));
     expect(new Set(jobs).size).toBe(jobs.length);
     expect(jobs).toEqual(expect.arrayContaining(added));
+    // The sql command over the bucket reads the tables where Athena does.
+    const stdout = new Captured();
+    const sqlCode = await sqlCommand(
+      ['--out', `s3://${BUCKET}/${prefix}`, '--s3-endpoint', aws.endpoint, '--format', 'csv', '-c'].concat(
+        'SELECT (SELECT count(*) FROM reports) AS history, (SELECT count(*) FROM reports_current) AS current',
+      ),
+      {},
+      { stdout, stderr: new Captured(), stdin: new PassThrough().end(''), cwd: '/' },
+    );
+    expect(sqlCode).toBe(0);
+    const history = [...byRun.values()].reduce((a, b) => a + b, 0);
+    expect(stdout.text.split('\r\n')[1]).toBe(`${history},${current.length}`);
     const fileCatalog: string[] = [];
     for await (const key of storageOf(prefix).list('iceberg/reports/metadata/v')) fileCatalog.push(key);
     expect(fileCatalog).toEqual([]);
