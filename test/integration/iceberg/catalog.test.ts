@@ -16,13 +16,12 @@ import { runExport } from '../../../shared/export/run/local-run.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { GlueCatalog } from '../../../shared/iceberg/glue-catalog.js';
 import { GLUE_PARAMETERS } from '../../../shared/iceberg/glue-parameters.js';
-import { ICEBERG_TABLE_NAMES, type IcebergTableName, icebergSchema } from '../../../shared/iceberg/schema.js';
-import type { TableMetadata } from '../../../shared/iceberg/types.js';
+import type { IcebergTableName } from '../../../shared/iceberg/schema.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import { Captured } from '../../helpers/cli.js';
 import { exporter } from '../../helpers/export.js';
 import { type LocalAws, startLocalAws } from '../../helpers/fauxqs.js';
-import { GlueFake } from '../../helpers/glue-fake.js';
+import { createStackTables, GlueFake } from '../../helpers/glue-fake.js';
 import { readIcebergTableAt } from '../../helpers/icebird.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
 
@@ -58,50 +57,8 @@ afterEach(() => {
 
 const storageOf = (prefix: string) => new S3Storage({ bucket: BUCKET, prefix, client: aws.s3Client() });
 
-/** What deploying the stack with tableFormat=iceberg does: a Glue table per Iceberg table, Glue's first metadata. */
-async function deployStack(prefix: string): Promise<void> {
-  const storage = storageOf(prefix);
-  for (const table of ICEBERG_TABLE_NAMES) {
-    const location = `${storage.location}/iceberg/${table}`;
-    const glueMade: TableMetadata = {
-      'format-version': 2,
-      'table-uuid': crypto.randomUUID(),
-      location,
-      'last-sequence-number': 0,
-      'last-updated-ms': 1_700_000_000_000,
-      'last-column-id': 200,
-      'current-schema-id': 0,
-      schemas: [
-        {
-          type: 'struct',
-          'schema-id': 0,
-          fields: icebergSchema(table, 'freeze').fields.map((f, i) => ({
-            id: 100 + i,
-            name: f.name,
-            required: false,
-            type: 'string',
-          })),
-        },
-      ],
-      'default-spec-id': 0,
-      'partition-specs': [{ 'spec-id': 0, fields: [] }],
-      'last-partition-id': 999,
-      'default-sort-order-id': 0,
-      'sort-orders': [{ 'order-id': 0, fields: [] }],
-      properties: {},
-      'current-snapshot-id': -1,
-      snapshots: [],
-    };
-    const key = `iceberg/${table}/metadata/00000-${crypto.randomUUID()}.metadata.json`;
-    await storage.put(key, JSON.stringify(glueMade));
-    fake.create(DB, {
-      Name: table,
-      TableType: 'EXTERNAL_TABLE',
-      Parameters: { table_type: 'ICEBERG', metadata_location: `${storage.location}/${key}` },
-      StorageDescriptor: { Location: location, Columns: [] },
-    });
-  }
-}
+/** What deploying the stack with tableFormat=iceberg does to the bucket and Glue. */
+const deployStack = (prefix: string) => createStackTables(fake, DB, storageOf(prefix));
 
 /** A run of the stack: the core with the Glue catalog over the bucket, as the Lambdas build it (runtime.ts). */
 async function stackRun(prefix: string, mode: 'full' | 'incremental' = 'incremental'): Promise<Manifest> {
