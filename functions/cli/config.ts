@@ -74,6 +74,10 @@ Options:
   --fail-on-partial               exit ${EXIT.partial} when the run ends partial (default: exit 0)
   --s3-region <region>            region of the bucket (default: AWS_REGION, else us-east-1)
   --s3-endpoint <url>             an S3-compatible endpoint (path-style addressing)
+  --glue-database <name>          for an Iceberg output registered in Glue (a stack's bucket):
+                                  the Glue database its tables are in (default: the one the
+                                  output records, state/table-format.json)
+  --glue-region <region>          that database's region (default: the one the output records)
   -v, --verbose                   also info and debug lines, one per API request
   -q, --quiet                     no progress and no summary: warnings and errors only
   -h, --help                      this text
@@ -185,6 +189,8 @@ export const CliConfigSchema = z.object({
   quiet: z.boolean(),
   s3Region: OUT_SHAPE.s3Region,
   s3Endpoint: OUT_SHAPE.s3Endpoint,
+  glueDatabase: z.string().trim().min(1, '--glue-database takes the name of a Glue database').optional(),
+  glueRegion: z.string().trim().min(1, '--glue-region takes a region, e.g. eu-west-1').optional(),
   baseUrl: BaseUrlSchema,
   apiKey: z
     .string({ error: 'INTEGRATION_API_KEY is not set' })
@@ -206,6 +212,8 @@ const VALUE_OPTIONS = [
   'wait-lock',
   's3-region',
   's3-endpoint',
+  'glue-database',
+  'glue-region',
 ] as const;
 
 /**
@@ -274,6 +282,8 @@ export function parseCli(
         quiet: { type: 'boolean', short: 'q', default: false },
         's3-region': OUT_OPTIONS['s3-region'],
         's3-endpoint': OUT_OPTIONS['s3-endpoint'],
+        'glue-database': { type: 'string' },
+        'glue-region': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -300,6 +310,8 @@ export function parseCli(
     quiet: values.quiet,
     s3Region,
     s3Endpoint,
+    glueDatabase: values['glue-database'],
+    glueRegion: values['glue-region'],
     baseUrl: env.INTEGRATION_API_BASE_URL,
     apiKey: env.INTEGRATION_API_KEY,
   });

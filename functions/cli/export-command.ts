@@ -10,9 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError, describeError } from '../../shared/errors.js';
 import { manifestKey, STATE_ROOT } from '../../shared/export/layout.js';
+import type { ExportDeps } from '../../shared/export/run/context.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { checkWritable } from '../../shared/storage/open.js';
+import { cliCatalog } from './catalog.js';
 import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';
 import { cliDeps, consoleLog, formatRequestEvent } from './deps.js';
 import { exportEstimateLine } from './estimate-line.js';
@@ -69,7 +71,7 @@ export async function exportCommand(
   };
   const interrupt = listenForInterrupt((first) => interrupted(first, true), io.signals);
   try {
-    let deps: ReturnType<typeof cliDeps>;
+    let deps: ExportDeps;
     try {
       deps = cliDeps({
         ...config,
@@ -95,6 +97,15 @@ export async function exportCommand(
     } catch (error) {
       fail(error);
       return EXIT.failed;
+    }
+
+    // The catalog the output is registered in, settled before the first API request as well.
+    try {
+      const catalog = await cliCatalog(deps.storage, config);
+      if (catalog) deps = { ...deps, catalog };
+    } catch (error) {
+      fail(error);
+      return error instanceof ConfigError ? EXIT.usage : EXIT.failed;
     }
 
     progress?.waiting(`connecting to ${config.baseUrl} …`);

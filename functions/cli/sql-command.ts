@@ -16,6 +16,7 @@ import * as z from 'zod';
 import { ConfigError, describeError, ExporterError } from '../../shared/errors.js';
 import { ICEBERG_ROOT, PARQUET_ROOT, RUNS_ROOT } from '../../shared/export/layout.js';
 import { isS3Out } from '../../shared/storage/open.js';
+import { readerCatalog } from './catalog.js';
 import { argumentError, OUT_OPTIONS, OUT_SHAPE, outValues, resolveOut } from './config.js';
 import { openOut } from './deps.js';
 import { loadDuckDb } from './duckdb-loader.js';
@@ -245,7 +246,7 @@ async function openExport(
   const folder = await mkdtemp(join(tmpdir(), 'campaign-report-sql-'));
   const removeCopy = () => rm(folder, { recursive: true, force: true });
   try {
-    const files = await mirrorLake(storage, folder);
+    const files = { ...(await mirrorLake(storage, folder)), catalog: await readerCatalog(storage) };
     const sql = await openLake(files, duckdb);
     const { files: count, bytes } = files.stats;
     stderr.write(
@@ -260,7 +261,8 @@ async function openExport(
     };
   } catch (error) {
     await removeCopy();
-    throw unreadable(error);
+    // The Glue catalog's own line (readerCatalog) names what is missing already.
+    throw error instanceof ConfigError ? error : unreadable(error);
   }
 }
 

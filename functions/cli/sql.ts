@@ -19,6 +19,7 @@ import {
   type SqlColumn,
   tableColumns,
 } from '../../shared/export/views.js';
+import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
 import { baseTableOf, ICEBERG_TABLE_NAMES } from '../../shared/iceberg/schema.js';
 import { snapshotFiles } from '../../shared/iceberg/snapshot-files.js';
@@ -67,6 +68,11 @@ export interface LakeFiles {
   root: string;
   /** The local path of a file the output names by its location (an Iceberg data or delete file). */
   localPath(location: string): Promise<string>;
+  /**
+   * Where the Iceberg tables' current metadata is: the catalog the output is registered in
+   * (Glue for a stack's bucket); default the file catalog over `storage`.
+   */
+  catalog?: IcebergCatalog | undefined;
 }
 
 const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
@@ -169,7 +175,7 @@ export async function openLake(files: LakeFiles, duckdb?: DuckDbModule): Promise
  * local path (the same path for a folder, a copy's for S3), so the two are paired first.
  */
 async function createIcebergViews(connection: DuckDBConnection, lake: LakeFiles): Promise<void> {
-  const catalog = new FileCatalog(lake.storage);
+  const catalog = lake.catalog ?? new FileCatalog(lake.storage);
   for (const table of ICEBERG_TABLE_NAMES) {
     const columns = tableColumns(baseTableOf(table) as TableName);
     const files = await snapshotFiles(lake.storage, catalog, table);

@@ -28,9 +28,18 @@ export type CommitResult =
   /** Another writer moved the pointer since `base` was read: load again and rebase. */
   | { committed: false };
 
+/**
+ * Which catalog an output's Iceberg tables are registered in, as the output records it beside
+ * its table format (`state/table-format.json`): enough for another writer (the CLI) to commit to
+ * the same one. Glue: the database and its region (the Data Catalog of the caller's account).
+ */
+export type CatalogRef = { kind: 'file' } | { kind: 'glue'; database: string; region: string };
+
 export interface IcebergCatalog {
   /** Which catalog, for logs and the run manifest: `file` or `glue`. */
   readonly kind: 'file' | 'glue';
+  /** What the output records of this catalog when a run of it publishes. */
+  ref(): Promise<CatalogRef>;
   /** The table's location (the root of its `metadata/` and `data/`), a URI: `s3://…` or `/abs/path`. */
   tableLocation(table: string): string;
   /** Reads the table's pointer and current metadata. */

@@ -9,7 +9,7 @@
 import { ExporterError, PreconditionFailedError } from '../errors.js';
 import { icebergTablePrefix } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
-import type { CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
+import type { CatalogRef, CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
 import { parseJson, stringifyJson } from './json.js';
 import { locationOfKey } from './locations.js';
 import type { TableMetadata } from './types.js';
@@ -23,6 +23,10 @@ export class FileCatalog implements IcebergCatalog {
   readonly kind = 'file' as const;
 
   constructor(readonly storage: Storage) {}
+
+  async ref(): Promise<CatalogRef> {
+    return { kind: 'file' };
+  }
 
   tableLocation(table: string): string {
     return locationOfKey(this.storage, icebergTablePrefix(table));

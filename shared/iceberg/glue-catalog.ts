@@ -14,7 +14,7 @@ import {
 import { ConfigError, ExporterError } from '../errors.js';
 import { icebergTablePrefix } from '../export/layout.js';
 import type { Storage } from '../storage/storage.js';
-import type { CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
+import type { CatalogRef, CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
 import { GLUE_PARAMETERS, ICEBERG_TABLE_TYPE } from './glue-parameters.js';
 import { parseJson, stringifyJson } from './json.js';
 import type { TableMetadata } from './types.js';
@@ -72,6 +72,11 @@ export class GlueCatalog implements IcebergCatalog {
     this.#catalogId = options.catalogId;
     this.#maxAttempts = Math.max(1, options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
     this.#uuid = options.uuid ?? (() => crypto.randomUUID());
+  }
+
+  /** The database, and the region the client sends to (the Lambda's own, the CLI's from the record). */
+  async ref(): Promise<CatalogRef> {
+    return { kind: 'glue', database: this.#database, region: await this.#client.config.region() };
   }
 
   /** `<output root>/iceberg/<table>`: the location the stack gives the Glue table. */

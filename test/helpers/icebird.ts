@@ -9,7 +9,11 @@ import { icebergRead } from 'icebird';
 import { TABLES, type TableName } from '../../shared/export/tables.js';
 
 async function fileResponse(path: string, init?: RequestInit): Promise<Response> {
-  const bytes = await readFile(decodeURIComponent(path)).catch(() => undefined);
+  return bytesResponse(await readFile(decodeURIComponent(path)).catch(() => undefined), init);
+}
+
+/** An object's answer: whole, or the asked Range. */
+function bytesResponse(bytes: Uint8Array | undefined, init?: RequestInit): Response {
   if (!bytes) return new Response('not found', { status: 404 });
   const range = new Headers(init?.headers).get('range');
   const m = range && /^bytes=(\d+)-(\d*)$/.exec(range);
@@ -60,3 +64,31 @@ const comparable = (v: unknown): unknown =>
 /** A row of `table` as one string of its contract columns' values, for comparing row sets. */
 export const rowKey = (table: string, row: Record<string, unknown>): string =>
   JSON.stringify(TABLES[table as TableName].columns.map((c) => comparable(row[c.name])));
+
+/**
+ * Every row of the table whose metadata file is `metadataLocation` (`s3://<bucket>/…`, as a
+ * catalog's pointer names it), as icebird reads it: icebird turns `s3://` locations into
+ * `https://<bucket>.s3.amazonaws.com/<key>`, whose `fetch` is answered here by `get(bucket, key)`
+ * (a local S3 server's objects).
+ */
+export async function readIcebergTableAt(
+  metadataLocation: string,
+  get: (bucket: string, key: string) => Promise<Uint8Array | undefined>,
+): Promise<Record<string, unknown>[]> {
+  const at = metadataLocation.lastIndexOf('/metadata/');
+  const original = globalThis.fetch;
+  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const m = /^https:\/\/([^./]+)\.s3\.amazonaws\.com\/(.+)$/.exec(url);
+    if (m) return get(m[1]!, decodeURIComponent(m[2]!)).then((bytes) => bytesResponse(bytes, init));
+    return original(input, init);
+  }) as typeof fetch;
+  try {
+    return await icebergRead({
+      tableUrl: metadataLocation.slice(0, at),
+      metadataFileName: metadataLocation.slice(at + '/metadata/'.length),
+    });
+  } finally {
+    globalThis.fetch = original;
+  }
+}

@@ -20,6 +20,7 @@ import type { Manifest } from '../state/manifest.js';
 import type { FileEntry } from '../state/records.js';
 import { REPORT_TABLES, schemaContractOf, TABLE_NAMES } from '../tables.js';
 import type { ExportDeps } from './context.js';
+import { claimOutputCatalog } from './output-catalog.js';
 
 /** A Parquet file's last bytes: enough for any footer of ours (a few KB per row group). */
 const TAIL_BYTES = 4 * 1024 * 1024;
@@ -58,6 +59,7 @@ export async function commitIcebergRun(
   footers: ReadonlyMap<string, Uint8Array>,
 ): Promise<NonNullable<Manifest['iceberg']>> {
   const catalog = deps.catalog ?? new FileCatalog(deps.storage);
+  await claimOutputCatalog(deps.storage, catalog);
   const tables: NonNullable<Manifest['iceberg']>['tables'] = {};
   const summary = {
     'exporter.dt': manifest.dt,

@@ -31,7 +31,7 @@ import {
   type RequestCounts,
   tableFormatOf,
 } from '../state/records.js';
-import { recordTableFormat } from '../state/table-format.js';
+import { recordCatalog, recordTableFormat } from '../state/table-format.js';
 import { isClosed, writeTombstone } from '../state/tombstone.js';
 import {
   type ClosingRecord,
@@ -349,6 +349,8 @@ async function closeFrom(
   // none of the publish goes on, so that every look makes progress.
   if (worked) handOnIfDue(deps, options, manifest, 1);
   await recordTableFormat(deps.storage, manifest);
+  // The catalog the run committed to (commit-iceberg.ts: the file catalog when deps name none).
+  await recordCatalog(deps.storage, manifest, deps.catalog ? await deps.catalog.ref() : { kind: 'file' });
   // After the manifest: a job is "unchanged" next time only if its rows are in a run with one.
   // One campaign's outcomes at a time (a few in flight); applying them again changes nothing.
   // Not handed on: two requests a campaign, done within seconds even for thousands of them.

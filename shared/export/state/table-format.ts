@@ -8,8 +8,10 @@
  */
 import * as z from 'zod';
 import { ConfigError } from '../../errors.js';
+import type { CatalogRef } from '../../iceberg/catalog.js';
 import type { Storage } from '../../storage/storage.js';
-import { ICEBERG_ROOT, PARQUET_ROOT, STATE_KEYS } from '../layout.js';
+import { ICEBERG_ROOT, icebergTablePrefix, PARQUET_ROOT, STATE_KEYS } from '../layout.js';
+import { TABLE_NAMES } from '../tables.js';
 import type { Manifest } from './manifest.js';
 import { parseRecord, type RunRef, type TableFormat, TableFormatSchema, tableFormatOf } from './records.js';
 
@@ -64,3 +66,71 @@ export async function recordTableFormat(storage: Storage, manifest: Manifest): P
     `${JSON.stringify({ table_format: wanted, run_id: manifest.run_id })}\n`,
   );
 }
+
+// One table, one catalog: the catalog of an output's Iceberg tables, recorded beside its format.
+
+const CatalogRefSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('file') }),
+  z.object({ kind: z.literal('glue'), database: z.string().min(1), region: z.string().min(1) }),
+]);
+
+/** The record as the catalog's functions read it; its other fields are kept when it is rewritten. */
+const CatalogRecordSchema = z.looseObject({
+  table_format: TableFormatSchema,
+  catalog: CatalogRefSchema.optional(),
+});
+
+/**
+ * The catalog an output's Iceberg tables are registered in, as far as the output tells: the
+ * recorded one, or for an output written before the record named it, `glue` with neither
+ * database nor region when a table's metadata has a catalog's name.
+ */
+export type RegisteredCatalog = CatalogRef | { kind: 'glue'; database?: undefined; region?: undefined };
+
+/** A metadata file's name as Glue (and every catalog but the file catalog) writes it. */
+const CATALOG_METADATA = /^\d+-[^/]*\.metadata\.json$/;
+/** A metadata file's name as the file catalog writes it. */
+const FILE_METADATA = /^v\d+\.metadata\.json$/;
+
+/**
+ * Where the output's Iceberg tables are registered: the catalog recorded beside the format
+ * (`catalog`, written when a run publishes); else, for an output written before the record held
+ * it, what the tables' metadata files say: any named `NNNNN-<uuid>.metadata.json` is a catalog's
+ * (the stack's Glue tables write one when deployed, and every Glue commit another), so Glue;
+ * only `vN.metadata.json`, the file catalog; undefined while no Iceberg table has metadata.
+ */
+export async function registeredCatalog(storage: Storage): Promise<RegisteredCatalog | undefined> {
+  const found = await storage.get(STATE_KEYS.tableFormat);
+  const recorded = found && parseRecord(CatalogRecordSchema, found.body, STATE_KEYS.tableFormat).catalog;
+  if (recorded) return recorded;
+  let file = false;
+  for (const table of TABLE_NAMES) {
+    for await (const key of storage.list(`${icebergTablePrefix(table)}/metadata/`)) {
+      const name = key.slice(key.lastIndexOf('/') + 1);
+      if (CATALOG_METADATA.test(name)) return { kind: 'glue' };
+      if (FILE_METADATA.test(name)) file = true;
+    }
+  }
+  return file ? { kind: 'file' } : undefined;
+}
+
+/**
+ * Records the catalog an Iceberg run that published committed to, beside the format that
+ * {@link recordTableFormat} recorded first; unchanged when it names the same already.
+ */
+export async function recordCatalog(
+  storage: Storage,
+  manifest: Pick<Manifest, 'status' | 'table_format'>,
+  catalog: CatalogRef,
+): Promise<void> {
+  if (manifest.status === 'failed' || tableFormatOf(manifest) !== 'iceberg') return;
+  const found = await storage.get(STATE_KEYS.tableFormat);
+  if (!found) return;
+  const record = parseRecord(CatalogRecordSchema, found.body, STATE_KEYS.tableFormat);
+  if (record.table_format !== 'iceberg' || sameCatalog(record.catalog, catalog)) return;
+  await storage.put(STATE_KEYS.tableFormat, `${JSON.stringify({ ...record, catalog })}\n`);
+}
+
+const sameCatalog = (a: CatalogRef | undefined, b: CatalogRef): boolean =>
+  a?.kind === b.kind &&
+  (a.kind === 'file' || (b.kind === 'glue' && a.database === b.database && a.region === b.region));
