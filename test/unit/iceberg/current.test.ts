@@ -94,6 +94,10 @@ async function entries(storage: LocalStorage, catalog: FileCatalog, table: strin
   return { snapshot, list, entries: out };
 }
 
+/** The local path of a file the table names by location (a file:// URI). */
+const keyPath = (storage: LocalStorage, location: string) =>
+  join(storage.location, keyOfLocation(storage, location));
+
 const newStorage = async () => new LocalStorage(await mkdtemp(join(tmpdir(), 'iceberg-current-')));
 const exists = (path: string) =>
   access(path).then(
@@ -146,10 +150,19 @@ describe('current tables', () => {
     // Surviving entries of rewritten manifests carry explicit sequence numbers.
     for (const e of all.filter((x) => x.status !== 1)) expect(e.sequence_number).not.toBeNull();
 
+    // Its file_path bounds are the whole path of the one file it names (Java writes them
+    // whole; the footer's are cut at 64 bytes, shorter than this path).
+    const named = all.find((e) => e.data_file.file_path.endsWith('/run-2-0.parquet'))!.data_file.file_path;
+    expect(Buffer.byteLength(named)).toBeGreaterThan(64);
+    const pathBound = (bounds: ManifestEntry['data_file']['lower_bounds']) =>
+      bounds?.find((b) => b.key === DELETE_FILE_PATH_ID)?.value.toString('utf8');
+    expect(pathBound(deletes[0]!.data_file.lower_bounds)).toBe(named);
+    expect(pathBound(deletes[0]!.data_file.upper_bounds)).toBe(named);
+
     // The delete file: required file_path and pos with the reserved ids, sorted.
     const db = await openDuckDb();
     try {
-      const path = deletes[0]!.data_file.file_path;
+      const path = keyPath(storage, deletes[0]!.data_file.file_path);
       const ids = await db.all(
         `SELECT name, field_id, repetition_type FROM parquet_schema('${path}') WHERE field_id IS NOT NULL`,
       );
