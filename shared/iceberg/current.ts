@@ -277,8 +277,9 @@ export function supersedeJobs(
     }
 
     // Manifests holding a removed file are rewritten: removed entries DELETED by this snapshot,
-    // the others EXISTING, every sequence number explicit (only ADDED entries inherit).
-    const kept = new Set((ctx.metadata.snapshots ?? []).map((s) => BigInt(s['snapshot-id'])));
+    // the others EXISTING, every sequence number explicit (only ADDED entries inherit). Entries
+    // an earlier snapshot DELETED are dropped, as Java's rewrites do: that snapshot's own
+    // manifests hold them for the clean-up (`maintenance.ts`).
     const prefix = metadataPrefix(storage, catalog, table);
     const out: ManifestFile[] = [];
     for (const [i, { manifest, entries }] of manifests.entries()) {
@@ -293,11 +294,7 @@ export function supersedeJobs(
       }
       const next: ManifestEntry[] = [];
       for (const e of entries) {
-        if (e.status === STATUS.DELETED) {
-          // Kept while its snapshot is, so that its file is deleted when that snapshot expires.
-          if (e.snapshot_id !== null && kept.has(BigInt(e.snapshot_id))) next.push(e);
-          continue;
-        }
+        if (e.status === STATUS.DELETED) continue;
         const path = e.data_file.file_path;
         const isData = e.data_file.content === CONTENT.DATA;
         if (removed.has(path) || removedDeletes.has(path)) {

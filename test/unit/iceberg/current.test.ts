@@ -238,6 +238,27 @@ describe('current tables', () => {
     );
   });
 
+  it('carries no manifest whose entries are all DELETED past the snapshot that wrote it', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    for (const run of RUNS) await commitCurrent(storage, catalog, run);
+    // run-3 removed run-1's file and run-2's delete file: manifests with DELETED entries only.
+    const third = await entries(storage, catalog, 'sections_current');
+    const allDeleted = third.list.filter((m) => m.added_files_count + m.existing_files_count === 0);
+    expect(allDeleted.length).toBeGreaterThan(0);
+    const run4: Run = { id: 'run-4', day: 3, sections: { 9: 1 } };
+    await commitCurrent(storage, catalog, run4);
+    const fourth = await entries(storage, catalog, 'sections_current');
+    const paths = new Set(fourth.list.map((m) => m.manifest_path));
+    expect(allDeleted.filter((m) => paths.has(m.manifest_path))).toEqual([]);
+    expect(fourth.entries.filter((e) => e.status === 2)).toEqual([]);
+    expect(await read(catalog, 'sections_current')).toEqual(expected([...RUNS, run4]).sections_current);
+    // The files run-3 removed still go once it expires: its own manifests name them.
+    const run1File = join(storage.location, 'iceberg/sections_current/data/dt=2026-11-20/run-1-0.parquet');
+    await commitCurrent(storage, catalog, { id: 'run-5', day: 20, sections: { 7: 1 } });
+    expect(await exists(run1File)).toBe(false);
+  });
+
   it('writes Avro files that avsc decodes with their own header schema, field ids included', async () => {
     const storage = await newStorage();
     const catalog = new FileCatalog(storage);
