@@ -1,18 +1,79 @@
 /**
  * A table's upkeep at each commit: snapshot expiry and the bounded metadata log in the next
- * metadata, and after the swap the deletion of what no kept snapshot references any more.
+ * metadata, and after the swap the deletion of what no kept snapshot references any more. As
+ * Java's `RemoveSnapshots`: a snapshot goes only when no branch or tag needs it.
  */
 import type { Storage } from '../storage/storage.js';
 import { decodeManifest, decodeManifestList, type Long, type ManifestFile, STATUS } from './avro.js';
 import { keyOfLocation, sameId } from './locations.js';
-import type { Snapshot, TableMetadata } from './types.js';
+import type { Snapshot, SnapshotRef, TableMetadata } from './types.js';
 
 /** Snapshots are kept 7 days by default (Iceberg's own default is 5): time travel over a week of runs. */
 export const DEFAULT_MAX_SNAPSHOT_AGE_MS = 7 * 24 * 3_600_000;
 
+/** A numeric property, or `fallback` when absent or not a number. */
+function numberOf(value: unknown, fallback: number): number {
+  const n = Number(value);
+  return value === undefined || value === null || value === '' || Number.isNaN(n) ? fallback : n;
+}
+
 /**
- * The next metadata: `base` with the new snapshot current, expired snapshots dropped and the
- * metadata log bounded. Returns the manifest lists of the snapshots it expired.
+ * The snapshots the refs need, as Java's `RemoveSnapshots` keeps them, and the refs kept:
+ * - a ref whose snapshot is older than its `max-ref-age-ms` (the table's
+ *   `history.expire.max-ref-age-ms`, default for ever) goes, `main` never; so does a ref whose
+ *   snapshot is not in the table (it names nothing a reader could load);
+ * - a tag keeps its snapshot;
+ * - a branch keeps its head and, walking back, each ancestor while fewer than its
+ *   `min-snapshots-to-keep` are kept or the ancestor is younger than its `max-snapshot-age-ms`
+ *   (absent on the ref: the table's `history.expire.*`);
+ * - a snapshot no ref reaches is kept while younger than the table's maximum age.
+ */
+function retained(
+  all: readonly Snapshot[],
+  refs: Record<string, SnapshotRef>,
+  props: Record<string, string>,
+  now: number,
+): { keep: Set<bigint>; refs: Record<string, SnapshotRef> } {
+  const maxAge = numberOf(props['history.expire.max-snapshot-age-ms'], DEFAULT_MAX_SNAPSHOT_AGE_MS);
+  const minKeep = Math.max(1, numberOf(props['history.expire.min-snapshots-to-keep'], 1));
+  const maxRefAge = numberOf(props['history.expire.max-ref-age-ms'], Number.POSITIVE_INFINITY);
+  const byId = new Map(all.map((s) => [BigInt(s['snapshot-id']), s]));
+  const parentOf = (s: Snapshot) =>
+    s['parent-snapshot-id'] === undefined || s['parent-snapshot-id'] === null
+      ? undefined
+      : byId.get(BigInt(s['parent-snapshot-id']));
+  const keep = new Set<bigint>();
+  const reached = new Set<bigint>();
+  const kept: Record<string, SnapshotRef> = {};
+  for (const [name, ref] of Object.entries(refs)) {
+    const head = byId.get(BigInt(ref['snapshot-id']));
+    if (!head) continue;
+    if (name !== 'main' && now - head['timestamp-ms'] > numberOf(ref['max-ref-age-ms'], maxRefAge)) continue;
+    kept[name] = ref;
+    keep.add(BigInt(head['snapshot-id']));
+    for (let s: Snapshot | undefined = head; s && !reached.has(BigInt(s['snapshot-id'])); s = parentOf(s))
+      reached.add(BigInt(s['snapshot-id']));
+    if (ref.type !== 'branch') continue;
+    const refMin = Math.max(1, numberOf(ref['min-snapshots-to-keep'], minKeep));
+    const refMaxAge = numberOf(ref['max-snapshot-age-ms'], maxAge);
+    let count = 0;
+    for (let s: Snapshot | undefined = head; s; s = parentOf(s)) {
+      if (count >= refMin && now - s['timestamp-ms'] > refMaxAge) break;
+      keep.add(BigInt(s['snapshot-id']));
+      count++;
+    }
+  }
+  for (const s of all) {
+    const id = BigInt(s['snapshot-id']);
+    if (!reached.has(id) && now - s['timestamp-ms'] <= maxAge) keep.add(id);
+  }
+  return { keep, refs: kept };
+}
+
+/**
+ * The next metadata: `base` with the new snapshot current on `main`, the snapshots no ref
+ * needs any more expired ({@link retained}), refs past their age dropped, and the metadata log
+ * bounded. Returns the snapshots it expired and the metadata files that fell off the log.
  */
 export function nextMetadata(
   base: TableMetadata,
@@ -21,18 +82,11 @@ export function nextMetadata(
   now: number,
 ): { metadata: TableMetadata; expired: Snapshot[]; droppedMetadata: string[] } {
   const props = base.properties ?? {};
-  const maxAge = Number(props['history.expire.max-snapshot-age-ms'] ?? DEFAULT_MAX_SNAPSHOT_AGE_MS);
-  const minKeep = Math.max(1, Number(props['history.expire.min-snapshots-to-keep'] ?? 1));
   const previousMax = Math.max(0, Number(props['write.metadata.previous-versions-max'] ?? 100));
   const all = [...(base.snapshots ?? []), snapshot];
-  // Newest first: keep the newest `minKeep`, and every one younger than the maximum age.
-  const byAge = [...all].sort((a, b) => b['timestamp-ms'] - a['timestamp-ms']);
-  const keep = new Set(
-    byAge
-      .filter((s, i) => i < minKeep || now - s['timestamp-ms'] <= maxAge)
-      .map((s) => BigInt(s['snapshot-id'])),
-  );
-  keep.add(BigInt(snapshot['snapshot-id']));
+  // main keeps its own retention settings, if another engine gave it some.
+  const main: SnapshotRef = { ...base.refs?.main, 'snapshot-id': snapshot['snapshot-id'], type: 'branch' };
+  const { keep, refs } = retained(all, { ...base.refs, main }, props, now);
   const kept = all.filter((s) => keep.has(BigInt(s['snapshot-id'])));
   const expired = all.filter((s) => !keep.has(BigInt(s['snapshot-id'])));
   const log = [
@@ -52,7 +106,7 @@ export function nextMetadata(
         { 'timestamp-ms': snapshot['timestamp-ms'], 'snapshot-id': snapshot['snapshot-id'] },
       ],
       'metadata-log': log.slice(log.length - Math.min(log.length, previousMax)),
-      refs: { ...(base.refs ?? {}), main: { 'snapshot-id': snapshot['snapshot-id'], type: 'branch' } },
+      refs,
     },
     expired,
     droppedMetadata,

@@ -9,10 +9,11 @@ import { DELETE_FILE_PATH_ID, DELETE_POS_ID, supersedeJobs } from '../../../shar
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { keyOfLocation } from '../../../shared/iceberg/locations.js';
 import type { CurrentTableName } from '../../../shared/iceberg/schema.js';
+import type { TableMetadata } from '../../../shared/iceberg/types.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { openDuckDb } from '../../helpers/duckdb.js';
 import { syntheticRow, writeDataFile } from '../../helpers/iceberg-rows.js';
-import { readIcebergTable } from '../../helpers/icebird.js';
+import { readIcebergSnapshot, readIcebergTable } from '../../helpers/icebird.js';
 
 const DAY = 24 * 3_600_000;
 const START = new Date('2026-11-20T10:00:00Z').getTime();
@@ -257,6 +258,72 @@ describe('current tables', () => {
     const run1File = join(storage.location, 'iceberg/sections_current/data/dt=2026-11-20/run-1-0.parquet');
     await commitCurrent(storage, catalog, { id: 'run-5', day: 20, sections: { 7: 1 } });
     expect(await exists(run1File)).toBe(false);
+  });
+
+  it('keeps the snapshots and files a tag or another branch needs, and drops a ref past its age', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    const table = 'sections_current';
+    for (const run of RUNS) await commitCurrent(storage, catalog, run);
+    const [s1, s2] = ['run-1', 'run-2'].map((r) => snapshotIdOf(r, table));
+    // As another engine would: a tag on run-1's snapshot, a branch on run-2's that lives 15 days.
+    const base = await catalog.load(table);
+    const refs: TableMetadata['refs'] = {
+      ...base.metadata!.refs,
+      audit: { 'snapshot-id': s1!, type: 'tag' },
+      trial: { 'snapshot-id': s2!, type: 'branch', 'max-ref-age-ms': 15 * DAY },
+    };
+    expect((await catalog.commit(base, { ...base.metadata!, refs })).committed).toBe(true);
+    const run1File = join(storage.location, `iceberg/${table}/data/dt=2026-11-20/run-1-0.parquet`);
+    const run2Deletes = join(
+      storage.location,
+      `iceberg/${table}/data/dt=2026-11-20/run-2-${s2}-2-deletes.parquet`,
+    );
+    expect(await exists(run2Deletes)).toBe(true);
+
+    // 8.5 days on, past the 7-day expiry of run-1 and run-2: the refs keep them.
+    const run4: Run = { id: 'run-4', day: 8.5, sections: { 7: 1 } };
+    await commitCurrent(storage, catalog, run4);
+    let { metadata } = await catalog.load(table);
+    const ids = () => metadata!.snapshots!.map((s) => BigInt(s['snapshot-id']));
+    expect(ids()).toEqual(expect.arrayContaining([BigInt(s1!), BigInt(s2!)]));
+    expect(await exists(run1File)).toBe(true);
+    const location = catalog.tableLocation(table);
+    const rowsOf = (rows: Record<string, unknown>[]) =>
+      rows.map((r) => `${r.job_id}/${r.section_index}/${r.run_id}`).sort();
+    expect(rowsOf(await readIcebergSnapshot(location, s1!))).toEqual(
+      expected(RUNS.slice(0, 1)).sections_current,
+    );
+    expect(rowsOf(await readIcebergSnapshot(location, s2!))).toEqual(
+      expected(RUNS.slice(0, 2)).sections_current,
+    );
+
+    // 20 days on: run-3, which removed run-1's file and run-2's delete file, expires; the branch
+    // is past its 15 days and goes with its snapshot; the tag still reads run-1's file.
+    const run5: Run = { id: 'run-5', day: 20, sections: { 7: 1 } };
+    await commitCurrent(storage, catalog, run5);
+    ({ metadata } = await catalog.load(table));
+    expect(Object.keys(metadata!.refs!).sort()).toEqual(['audit', 'main']);
+    expect(ids()).toContain(BigInt(s1!));
+    expect(ids()).not.toContain(BigInt(s2!));
+    for (const ref of Object.values(metadata!.refs!)) expect(ids()).toContain(BigInt(ref['snapshot-id']));
+    expect(await exists(run1File)).toBe(true);
+    expect(await exists(run2Deletes)).toBe(false);
+    expect(rowsOf(await readIcebergSnapshot(location, s1!))).toEqual(
+      expected(RUNS.slice(0, 1)).sections_current,
+    );
+    expect(await read(catalog, table)).toEqual(expected([...RUNS, run4, run5]).sections_current);
+
+    // Once the tag is dropped, its snapshot expires and run-1's file, which only it read, goes.
+    const tagged = await catalog.load(table);
+    const { audit: _, ...rest } = tagged.metadata!.refs!;
+    await catalog.commit(tagged, { ...tagged.metadata!, refs: rest });
+    const run6: Run = { id: 'run-6', day: 21, sections: { 7: 1 } };
+    await commitCurrent(storage, catalog, run6);
+    ({ metadata } = await catalog.load(table));
+    expect(ids()).not.toContain(BigInt(s1!));
+    expect(await exists(run1File)).toBe(false);
+    expect(await read(catalog, table)).toEqual(expected([...RUNS, run4, run5, run6]).sections_current);
   });
 
   it('writes Avro files that avsc decodes with their own header schema, field ids included', async () => {
