@@ -313,6 +313,21 @@ describe('current tables', () => {
       expected(RUNS.slice(0, 1)).sections_current,
     );
     expect(await read(catalog, table)).toEqual(expected([...RUNS, run4, run5]).sections_current);
+    // Every list and manifest a kept snapshot names is still there, and avsc decodes it.
+    const decoded = (location: string) =>
+      new Promise<Record<string, unknown>[]>((resolve, reject) => {
+        const records: Record<string, unknown>[] = [];
+        avro
+          .createFileDecoder(keyPath(storage, location))
+          .on('data', (r) => records.push(r))
+          .on('end', () => resolve(records))
+          .on('error', reject);
+      });
+    for (const snapshot of metadata!.snapshots!) {
+      const list = await decoded(snapshot['manifest-list']);
+      expect(list.length).toBeGreaterThan(0);
+      for (const m of list) expect(Array.isArray(await decoded(String(m.manifest_path)))).toBe(true);
+    }
 
     // Once the tag is dropped, its snapshot expires and run-1's file, which only it read, goes.
     const tagged = await catalog.load(table);
