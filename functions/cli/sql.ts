@@ -21,6 +21,7 @@ import {
 } from '../../shared/export/views.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
+import { keyOfLocation } from '../../shared/iceberg/locations.js';
 import { baseTableOf, ICEBERG_TABLE_NAMES } from '../../shared/iceberg/schema.js';
 import { snapshotFiles } from '../../shared/iceberg/snapshot-files.js';
 import { LocalStorage } from '../../shared/storage/local.js';
@@ -115,7 +116,11 @@ async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promi
  * typed view instead: it reads as zero rows with the right columns, and queries still run.
  */
 export async function openLakeSql(root: string, duckdb?: DuckDbModule): Promise<LakeSql> {
-  return openLake({ storage: new LocalStorage(root), root, localPath: async (location) => location }, duckdb);
+  const storage = new LocalStorage(root);
+  // A location is a file:// URI (a bare path in outputs written before): DuckDB gets the path.
+  const localPath = async (location: string) =>
+    join(storage.location, ...keyOfLocation(storage, location).split('/'));
+  return openLake({ storage, root, localPath }, duckdb);
 }
 
 /**

@@ -84,33 +84,47 @@ async function readObject(storage: Storage, location: string): Promise<ArrayBuff
 
 export { type SupersedeRule, supersedes } from './current-scan.js';
 
-/** The manifest entry of a new position delete file, added by `snapshotId`. */
-const deleteEntry = (
+/**
+ * The manifest entry of a new position delete file of `rows` (sorted), added by `snapshotId`.
+ * Its `file_path` bounds are the whole first and last paths, as Java writes them: the footer's
+ * are cut at 64 bytes, and a cut upper bound is no bound to a reader that compares it whole.
+ */
+function deleteEntry(
   storage: Storage,
   key: string,
   dt: string,
   bytes: Uint8Array,
+  rows: readonly { file_path: string }[],
   snapshotId: number,
-): ManifestEntry => ({
-  status: STATUS.ADDED,
-  snapshot_id: snapshotId,
-  sequence_number: null,
-  file_sequence_number: null,
-  data_file: {
-    content: CONTENT.POSITION_DELETES,
-    file_path: locationOfKey(storage, key),
-    file_format: 'PARQUET',
-    partition: { dt },
-    // With file_path's bounds, a reader skips the delete file for every other data file.
-    ...dataFileMetrics(bytes, POSITION_DELETES),
-    file_size_in_bytes: bytes.length,
-    nan_value_counts: null,
-    key_metadata: null,
-    split_offsets: null,
-    equality_ids: null,
-    sort_order_id: null,
-  },
-});
+): ManifestEntry {
+  const metrics = dataFileMetrics(bytes, POSITION_DELETES);
+  const whole = (bounds: typeof metrics.lower_bounds, path: string) => [
+    ...(bounds ?? []).filter((b) => b.key !== DELETE_FILE_PATH_ID),
+    { key: DELETE_FILE_PATH_ID, value: Buffer.from(path, 'utf8') },
+  ];
+  return {
+    status: STATUS.ADDED,
+    snapshot_id: snapshotId,
+    sequence_number: null,
+    file_sequence_number: null,
+    data_file: {
+      content: CONTENT.POSITION_DELETES,
+      file_path: locationOfKey(storage, key),
+      file_format: 'PARQUET',
+      partition: { dt },
+      // With file_path's bounds, a reader skips the delete file for every other data file.
+      ...metrics,
+      lower_bounds: whole(metrics.lower_bounds, rows[0]!.file_path),
+      upper_bounds: whole(metrics.upper_bounds, rows[rows.length - 1]!.file_path),
+      file_size_in_bytes: bytes.length,
+      nan_value_counts: null,
+      key_metadata: null,
+      split_offsets: null,
+      equality_ids: null,
+      sort_order_id: null,
+    },
+  };
+}
 
 /**
  * Data files scanned at once: each holds one row group's ids (a few MB at most) while it is
@@ -256,15 +270,16 @@ export function supersedeJobs(
       const bytes = encodeParquet(POSITION_DELETES, rows);
       const key = icebergDataKey(table, dt, `${ctx.runId}-${ctx.snapshotId}-${ctx.sequenceNumber}-deletes`);
       await storage.put(key, bytes);
-      added.push(deleteEntry(storage, key, dt, bytes, ctx.snapshotId));
+      added.push(deleteEntry(storage, key, dt, bytes, rows, ctx.snapshotId));
       counts.addedDeleteFiles++;
       counts.addedPositionDeletes += rows.length;
       counts.addedDeleteSize += bytes.length;
     }
 
     // Manifests holding a removed file are rewritten: removed entries DELETED by this snapshot,
-    // the others EXISTING, every sequence number explicit (only ADDED entries inherit).
-    const kept = new Set((ctx.metadata.snapshots ?? []).map((s) => BigInt(s['snapshot-id'])));
+    // the others EXISTING, every sequence number explicit (only ADDED entries inherit). Entries
+    // an earlier snapshot DELETED are dropped, as Java's rewrites do: that snapshot's own
+    // manifests hold them for the clean-up (`maintenance.ts`).
     const prefix = metadataPrefix(storage, catalog, table);
     const out: ManifestFile[] = [];
     for (const [i, { manifest, entries }] of manifests.entries()) {
@@ -279,11 +294,7 @@ export function supersedeJobs(
       }
       const next: ManifestEntry[] = [];
       for (const e of entries) {
-        if (e.status === STATUS.DELETED) {
-          // Kept while its snapshot is, so that its file is deleted when that snapshot expires.
-          if (e.snapshot_id !== null && kept.has(BigInt(e.snapshot_id))) next.push(e);
-          continue;
-        }
+        if (e.status === STATUS.DELETED) continue;
         const path = e.data_file.file_path;
         const isData = e.data_file.content === CONTENT.DATA;
         if (removed.has(path) || removedDeletes.has(path)) {

@@ -7,8 +7,10 @@
  * manifests of up to {@link TARGET_MANIFEST_BYTES}; their live entries become EXISTING entries
  * with their sequence numbers written out (only ADDED entries may inherit them), and entries
  * marked DELETED, already applied, are dropped. Large manifests stay as they are, so each merge
- * rewrites a bounded amount. Manifests with DELETED entries (a current table's rewrites) are
- * not merged: those entries are how the files they removed get deleted once that is safe.
+ * rewrites a bounded amount. As in Java (`MergingSnapshotProducer`), a carried manifest with no
+ * live entry left (all DELETED) is dropped: DELETED entries stay only in the manifests of the
+ * snapshot that removed the files, which is where the clean-up finds them when it expires
+ * (`maintenance.ts`). This snapshot's own manifests are neither dropped nor merged.
  */
 import { createHash } from 'node:crypto';
 import type { Storage } from '../storage/storage.js';
@@ -116,13 +118,12 @@ export async function mergeManifests(
   ctx: MergeContext,
   carried: readonly ManifestFile[],
 ): Promise<ManifestFile[]> {
-  // A manifest with DELETED entries is left as it is: the entries stay while their snapshot is
-  // kept, so that the files they removed are deleted when it expires (see commit.ts).
-  const data = carried.filter((m) => m.content === CONTENT.DATA && m.deleted_files_count === 0);
+  const ours = (m: ManifestFile) => BigInt(m.added_snapshot_id) === BigInt(ctx.snapshotId);
+  const live = carried.filter((m) => ours(m) || hasLiveEntries(m));
+  const data = live.filter((m) => m.content === CONTENT.DATA && !ours(m));
   const minCount = Number(ctx.minCountToMerge ?? MIN_COUNT_TO_MERGE);
-  if (data.length < (Number.isInteger(minCount) && minCount > 1 ? minCount : MIN_COUNT_TO_MERGE))
-    return [...carried];
-  const out: ManifestFile[] = carried.filter((m) => !data.includes(m));
+  if (data.length < (Number.isInteger(minCount) && minCount > 1 ? minCount : MIN_COUNT_TO_MERGE)) return live;
+  const out: ManifestFile[] = live.filter((m) => !data.includes(m));
   let bin: ManifestFile[] = [];
   let binBytes = 0;
   const flush = async () => {
@@ -143,4 +144,10 @@ export async function mergeManifests(
   }
   await flush();
   return out;
+}
+
+/** Whether a manifest lists a live (ADDED or EXISTING) file; counts a writer left out: maybe. */
+function hasLiveEntries(m: ManifestFile): boolean {
+  const counts = [m.added_files_count, m.existing_files_count];
+  return counts.some((n) => n === null || n === undefined || n > 0);
 }

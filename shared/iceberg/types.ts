@@ -61,6 +61,15 @@ export interface Snapshot {
   'schema-id'?: number;
 }
 
+/** A branch or tag, with its own retention (spec, "Snapshot References"); absent: the table's. */
+export interface SnapshotRef {
+  'snapshot-id': number | bigint;
+  type: 'branch' | 'tag';
+  'max-ref-age-ms'?: number;
+  'max-snapshot-age-ms'?: number;
+  'min-snapshots-to-keep'?: number;
+}
+
 export interface TableMetadata {
   /** 2 for what the exporter writes; others' tables may hold 1 or 3 (refused by the commit). */
   'format-version': number;
@@ -81,6 +90,6 @@ export interface TableMetadata {
   snapshots?: Snapshot[];
   'snapshot-log'?: { 'timestamp-ms': number; 'snapshot-id': number | bigint }[];
   'metadata-log'?: { 'timestamp-ms': number; 'metadata-file': string }[];
-  refs?: Record<string, { 'snapshot-id': number | bigint; type: 'branch' | 'tag' }>;
+  refs?: Record<string, SnapshotRef>;
   [other: string]: unknown;
 }

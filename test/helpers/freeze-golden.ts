@@ -123,8 +123,15 @@ const avroJson = (value: unknown): string =>
  */
 export async function comparableFiles(out: string): Promise<Map<string, Buffer>> {
   const files = new Map<string, Buffer>();
+  // Iceberg locations became file:// URIs after 01c7797 (issue 28: the spec asks for a URI):
+  // the folder is `<out>` with or without the scheme, the one intended change of form.
   const unpath = (text: string) =>
-    text.split(out).join(OUT_PLACEHOLDER).replace(MANIFEST_LIST_NAME, 'snap-$1-$2-DIGEST.avro');
+    text
+      .split(`file://${out}`)
+      .join(OUT_PLACEHOLDER)
+      .split(out)
+      .join(OUT_PLACEHOLDER)
+      .replace(MANIFEST_LIST_NAME, 'snap-$1-$2-DIGEST.avro');
   for (const [path, bytes] of await filesUnder(out)) {
     const key = unpath(path);
     if (path === 'state/lock.json') {

@@ -5,7 +5,7 @@
  * about the reader is changed.
  */
 import { readFile } from 'node:fs/promises';
-import { icebergRead } from 'icebird';
+import { icebergMetadata, icebergRead } from 'icebird';
 import { TABLES, type TableName } from '../../shared/export/tables.js';
 
 async function fileResponse(path: string, init?: RequestInit): Promise<Response> {
@@ -49,6 +49,23 @@ export function readIcebergTable(
   return withLocalFetch(() =>
     icebergRead({ tableUrl: tableLocation, ...(metadataFileName && { metadataFileName }) }),
   );
+}
+
+/**
+ * Every row of one snapshot of the table at `tableLocation` (a tag's, a branch's): icebird reads
+ * the current snapshot only, so it is given the table's metadata with that one made current.
+ */
+export function readIcebergSnapshot(
+  tableLocation: string,
+  snapshotId: number,
+): Promise<Record<string, unknown>[]> {
+  return withLocalFetch(async () => {
+    const metadata = await icebergMetadata({ tableUrl: tableLocation });
+    return icebergRead({
+      tableUrl: tableLocation,
+      metadata: { ...metadata, 'current-snapshot-id': snapshotId },
+    });
+  });
 }
 
 /** A value as icebird and DuckDB give it, comparable: bigint and Date as text, lists item by item. */

@@ -72,13 +72,13 @@ describe('an Iceberg export', () => {
     expect(iceberg.iceberg?.catalog).toBe('file');
     for (const f of parquet) {
       expect(iceberg.iceberg?.tables[f.table_or_entity]?.metadata_location).toBe(
-        `${icebergOut}/${ICEBERG_ROOT}/${f.table_or_entity}/metadata/v1.metadata.json`,
+        `file://${icebergOut}/${ICEBERG_ROOT}/${f.table_or_entity}/metadata/v1.metadata.json`,
       );
     }
     expect(hive.iceberg).toBeUndefined();
     for (const table of REPORT_TABLES) {
       expect(iceberg.iceberg?.tables[currentTableOf(table)]?.metadata_location).toBe(
-        `${icebergOut}/${ICEBERG_ROOT}/${currentTableOf(table)}/metadata/v1.metadata.json`,
+        `file://${icebergOut}/${ICEBERG_ROOT}/${currentTableOf(table)}/metadata/v1.metadata.json`,
       );
     }
   });
@@ -99,9 +99,9 @@ describe('an Iceberg export', () => {
         for (const e of await decodeManifest(
           (await local.get(keyOfLocation(local, m.manifest_path)))!.body,
         )) {
-          expect(e.data_file.file_path.startsWith(`${icebergOut}/${ICEBERG_ROOT}/${current}/data/`)).toBe(
-            true,
-          );
+          expect(
+            e.data_file.file_path.startsWith(`file://${icebergOut}/${ICEBERG_ROOT}/${current}/data/`),
+          ).toBe(true);
         }
       }
     },

@@ -51,7 +51,8 @@ describe('commitRun on the file catalog', () => {
       now,
     });
     expect(first).toMatchObject({ snapshotId: snapshotIdOf('run-a', 'jobs'), committedNow: true });
-    expect(first.metadataLocation).toBe(`${storage.location}/iceberg/jobs/metadata/v1.metadata.json`);
+    // A folder's files are named by file:// URI, as the spec asks of a location.
+    expect(first.metadataLocation).toBe(`file://${storage.location}/iceberg/jobs/metadata/v1.metadata.json`);
     const again = await commitRun(storage, catalog, {
       table: 'jobs',
       runId: 'run-a',
@@ -225,7 +226,7 @@ describe('commitRun on the file catalog', () => {
       );
       for (const m of manifests) referenced.add(m.manifest_path);
     }
-    const location = (f: string) => `${storage.location}/iceberg/jobs/metadata/${f}`;
+    const location = (f: string) => `file://${storage.location}/iceberg/jobs/metadata/${f}`;
     expect(avro.filter((f) => !referenced.has(location(f)))).toEqual([]);
   });
 });

@@ -9,10 +9,11 @@ import { DELETE_FILE_PATH_ID, DELETE_POS_ID, supersedeJobs } from '../../../shar
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { keyOfLocation } from '../../../shared/iceberg/locations.js';
 import type { CurrentTableName } from '../../../shared/iceberg/schema.js';
+import type { TableMetadata } from '../../../shared/iceberg/types.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { openDuckDb } from '../../helpers/duckdb.js';
 import { syntheticRow, writeDataFile } from '../../helpers/iceberg-rows.js';
-import { readIcebergTable } from '../../helpers/icebird.js';
+import { readIcebergSnapshot, readIcebergTable } from '../../helpers/icebird.js';
 
 const DAY = 24 * 3_600_000;
 const START = new Date('2026-11-20T10:00:00Z').getTime();
@@ -94,6 +95,10 @@ async function entries(storage: LocalStorage, catalog: FileCatalog, table: strin
   return { snapshot, list, entries: out };
 }
 
+/** The local path of a file the table names by location (a file:// URI). */
+const keyPath = (storage: LocalStorage, location: string) =>
+  join(storage.location, keyOfLocation(storage, location));
+
 const newStorage = async () => new LocalStorage(await mkdtemp(join(tmpdir(), 'iceberg-current-')));
 const exists = (path: string) =>
   access(path).then(
@@ -146,10 +151,19 @@ describe('current tables', () => {
     // Surviving entries of rewritten manifests carry explicit sequence numbers.
     for (const e of all.filter((x) => x.status !== 1)) expect(e.sequence_number).not.toBeNull();
 
+    // Its file_path bounds are the whole path of the one file it names (Java writes them
+    // whole; the footer's are cut at 64 bytes, shorter than this path).
+    const named = all.find((e) => e.data_file.file_path.endsWith('/run-2-0.parquet'))!.data_file.file_path;
+    expect(Buffer.byteLength(named)).toBeGreaterThan(64);
+    const pathBound = (bounds: ManifestEntry['data_file']['lower_bounds']) =>
+      bounds?.find((b) => b.key === DELETE_FILE_PATH_ID)?.value.toString('utf8');
+    expect(pathBound(deletes[0]!.data_file.lower_bounds)).toBe(named);
+    expect(pathBound(deletes[0]!.data_file.upper_bounds)).toBe(named);
+
     // The delete file: required file_path and pos with the reserved ids, sorted.
     const db = await openDuckDb();
     try {
-      const path = deletes[0]!.data_file.file_path;
+      const path = keyPath(storage, deletes[0]!.data_file.file_path);
       const ids = await db.all(
         `SELECT name, field_id, repetition_type FROM parquet_schema('${path}') WHERE field_id IS NOT NULL`,
       );
@@ -223,6 +237,108 @@ describe('current tables', () => {
         { id: 'run-5', day: 20, sections: { 7: 1 } },
       ]).sections_current,
     );
+  });
+
+  it('carries no manifest whose entries are all DELETED past the snapshot that wrote it', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    for (const run of RUNS) await commitCurrent(storage, catalog, run);
+    // run-3 removed run-1's file and run-2's delete file: manifests with DELETED entries only.
+    const third = await entries(storage, catalog, 'sections_current');
+    const allDeleted = third.list.filter((m) => m.added_files_count + m.existing_files_count === 0);
+    expect(allDeleted.length).toBeGreaterThan(0);
+    const run4: Run = { id: 'run-4', day: 3, sections: { 9: 1 } };
+    await commitCurrent(storage, catalog, run4);
+    const fourth = await entries(storage, catalog, 'sections_current');
+    const paths = new Set(fourth.list.map((m) => m.manifest_path));
+    expect(allDeleted.filter((m) => paths.has(m.manifest_path))).toEqual([]);
+    expect(fourth.entries.filter((e) => e.status === 2)).toEqual([]);
+    expect(await read(catalog, 'sections_current')).toEqual(expected([...RUNS, run4]).sections_current);
+    // The files run-3 removed still go once it expires: its own manifests name them.
+    const run1File = join(storage.location, 'iceberg/sections_current/data/dt=2026-11-20/run-1-0.parquet');
+    await commitCurrent(storage, catalog, { id: 'run-5', day: 20, sections: { 7: 1 } });
+    expect(await exists(run1File)).toBe(false);
+  });
+
+  it('keeps the snapshots and files a tag or another branch needs, and drops a ref past its age', async () => {
+    const storage = await newStorage();
+    const catalog = new FileCatalog(storage);
+    const table = 'sections_current';
+    for (const run of RUNS) await commitCurrent(storage, catalog, run);
+    const [s1, s2] = ['run-1', 'run-2'].map((r) => snapshotIdOf(r, table));
+    // As another engine would: a tag on run-1's snapshot, a branch on run-2's that lives 15 days.
+    const base = await catalog.load(table);
+    const refs: TableMetadata['refs'] = {
+      ...base.metadata!.refs,
+      audit: { 'snapshot-id': s1!, type: 'tag' },
+      trial: { 'snapshot-id': s2!, type: 'branch', 'max-ref-age-ms': 15 * DAY },
+    };
+    expect((await catalog.commit(base, { ...base.metadata!, refs })).committed).toBe(true);
+    const run1File = join(storage.location, `iceberg/${table}/data/dt=2026-11-20/run-1-0.parquet`);
+    const run2Deletes = join(
+      storage.location,
+      `iceberg/${table}/data/dt=2026-11-20/run-2-${s2}-2-deletes.parquet`,
+    );
+    expect(await exists(run2Deletes)).toBe(true);
+
+    // 8.5 days on, past the 7-day expiry of run-1 and run-2: the refs keep them.
+    const run4: Run = { id: 'run-4', day: 8.5, sections: { 7: 1 } };
+    await commitCurrent(storage, catalog, run4);
+    let { metadata } = await catalog.load(table);
+    const ids = () => metadata!.snapshots!.map((s) => BigInt(s['snapshot-id']));
+    expect(ids()).toEqual(expect.arrayContaining([BigInt(s1!), BigInt(s2!)]));
+    expect(await exists(run1File)).toBe(true);
+    const location = catalog.tableLocation(table);
+    const rowsOf = (rows: Record<string, unknown>[]) =>
+      rows.map((r) => `${r.job_id}/${r.section_index}/${r.run_id}`).sort();
+    expect(rowsOf(await readIcebergSnapshot(location, s1!))).toEqual(
+      expected(RUNS.slice(0, 1)).sections_current,
+    );
+    expect(rowsOf(await readIcebergSnapshot(location, s2!))).toEqual(
+      expected(RUNS.slice(0, 2)).sections_current,
+    );
+
+    // 20 days on: run-3, which removed run-1's file and run-2's delete file, expires; the branch
+    // is past its 15 days and goes with its snapshot; the tag still reads run-1's file.
+    const run5: Run = { id: 'run-5', day: 20, sections: { 7: 1 } };
+    await commitCurrent(storage, catalog, run5);
+    ({ metadata } = await catalog.load(table));
+    expect(Object.keys(metadata!.refs!).sort()).toEqual(['audit', 'main']);
+    expect(ids()).toContain(BigInt(s1!));
+    expect(ids()).not.toContain(BigInt(s2!));
+    for (const ref of Object.values(metadata!.refs!)) expect(ids()).toContain(BigInt(ref['snapshot-id']));
+    expect(await exists(run1File)).toBe(true);
+    expect(await exists(run2Deletes)).toBe(false);
+    expect(rowsOf(await readIcebergSnapshot(location, s1!))).toEqual(
+      expected(RUNS.slice(0, 1)).sections_current,
+    );
+    expect(await read(catalog, table)).toEqual(expected([...RUNS, run4, run5]).sections_current);
+    // Every list and manifest a kept snapshot names is still there, and avsc decodes it.
+    const decoded = (location: string) =>
+      new Promise<Record<string, unknown>[]>((resolve, reject) => {
+        const records: Record<string, unknown>[] = [];
+        avro
+          .createFileDecoder(keyPath(storage, location))
+          .on('data', (r) => records.push(r))
+          .on('end', () => resolve(records))
+          .on('error', reject);
+      });
+    for (const snapshot of metadata!.snapshots!) {
+      const list = await decoded(snapshot['manifest-list']);
+      expect(list.length).toBeGreaterThan(0);
+      for (const m of list) expect(Array.isArray(await decoded(String(m.manifest_path)))).toBe(true);
+    }
+
+    // Once the tag is dropped, its snapshot expires and run-1's file, which only it read, goes.
+    const tagged = await catalog.load(table);
+    const { audit: _, ...rest } = tagged.metadata!.refs!;
+    await catalog.commit(tagged, { ...tagged.metadata!, refs: rest });
+    const run6: Run = { id: 'run-6', day: 21, sections: { 7: 1 } };
+    await commitCurrent(storage, catalog, run6);
+    ({ metadata } = await catalog.load(table));
+    expect(ids()).not.toContain(BigInt(s1!));
+    expect(await exists(run1File)).toBe(false);
+    expect(await read(catalog, table)).toEqual(expected([...RUNS, run4, run5, run6]).sections_current);
   });
 
   it('writes Avro files that avsc decodes with their own header schema, field ids included', async () => {
