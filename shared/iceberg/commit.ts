@@ -14,10 +14,11 @@
  *   metadata names until the catalog's pointer moves; a loser's manifest list stays unreferenced
  *   (the orphan-file step removes it).
  *
- * Snapshots older than the table's `history.expire.max-snapshot-age-ms` are expired at each
- * commit (at least `history.expire.min-snapshots-to-keep` kept), and the metadata log holds at
- * most `write.metadata.previous-versions-max` entries; files only they named are deleted after
- * the swap (`maintenance.ts`). The parts live beside it: the base metadata (`base-metadata.ts`),
+ * Snapshots are expired at each commit as Java's `RemoveSnapshots` does: those no ref (a branch
+ * within its retention, or a tag) keeps and older than the table's
+ * `history.expire.max-snapshot-age-ms`; the metadata log holds at most
+ * `write.metadata.previous-versions-max` entries; files only they named are deleted after the
+ * swap (`maintenance.ts`). The parts live beside it: the base metadata (`base-metadata.ts`),
  * the manifests (`manifests.ts`), the snapshot summary (`summary.ts`), the upkeep
  * (`maintenance.ts`), locations (`locations.ts`).
  */

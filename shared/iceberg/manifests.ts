@@ -179,9 +179,3 @@ export async function currentManifests(storage: Storage, metadata: TableMetadata
     });
   return decodeManifestList(found.body);
 }
-
-/** The manifests a snapshot's list names; none when the list cannot be read. */
-export async function manifestsOf(storage: Storage, snapshot: Snapshot): Promise<ManifestFile[]> {
-  const found = await storage.get(keyOfLocation(storage, snapshot['manifest-list'])).catch(() => undefined);
-  return found ? decodeManifestList(found.body) : [];
-}
