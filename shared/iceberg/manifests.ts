@@ -20,7 +20,7 @@ import { stringifyJson } from './json.js';
 import { keyOfLocation, locationOfKey, metadataPrefix, sameId } from './locations.js';
 import { type IcebergTableName, partitionSpec, SCHEMA_ID, SPEC_ID } from './schema.js';
 import { boundsUnder, currentSchemaOf } from './schema-evolution.js';
-import type { Snapshot, TableMetadata } from './types.js';
+import type { TableMetadata } from './types.js';
 
 /** One data file of the run, as published. */
 export interface CommitFile {
