@@ -14,7 +14,6 @@ import { decodeManifest, decodeManifestList, type ManifestFile } from '../../../
 import type { CatalogTable, CommitResult } from '../../../shared/iceberg/catalog.js';
 import { commitRun } from '../../../shared/iceberg/commit.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
-import { parseJson } from '../../../shared/iceberg/json.js';
 import { keyOfLocation, locationOfKey } from '../../../shared/iceberg/locations.js';
 import { dataFileMetrics } from '../../../shared/iceberg/metrics.js';
 import {
