@@ -189,7 +189,7 @@ export type StartResult = 'duplicate' | 'skipped' | 'failed' | 'started';
 export async function startRunHandler(
   world: World,
   actor: Actor,
-  input: { mode: Mode; scheduledTime?: string },
+  input: { mode: Mode; scheduledTime?: string; tableFormat?: TableFormat },
 ): Promise<StartResult> {
   const deps = depsFor(world, actor);
   let release = async () => {};
@@ -211,7 +211,7 @@ export async function startRunHandler(
   try {
     started = await startRunStep(deps, {
       mode: input.mode,
-      tableFormat: world.settings.tableFormat,
+      tableFormat: input.tableFormat ?? world.settings.tableFormat,
       driver: 'queues',
       lock: {
         ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS,
@@ -518,12 +518,12 @@ export async function finishHandler(
 export async function cliRun(
   world: World,
   actor: Actor,
-  options: { mode: Mode; waitForLockMs: number },
+  options: { mode: Mode; waitForLockMs: number; tableFormat?: TableFormat | undefined },
 ): Promise<Manifest> {
   const deps = depsFor(world, actor);
   return runExport(deps, {
     mode: options.mode,
-    tableFormat: world.settings.tableFormat,
+    tableFormat: options.tableFormat ?? world.settings.tableFormat,
     unitSize: world.settings.unitSize,
     fetchConcurrency: world.settings.fetchConcurrency,
     ...(options.waitForLockMs > 0 ? { waitForLockMs: options.waitForLockMs } : {}),
