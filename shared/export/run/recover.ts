@@ -90,10 +90,10 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
           run_id: runId,
           reason: error.message,
         });
-        continue;
+      } else {
+        // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.
+        deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
       }
-      // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.
-      deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
     }
     if (!closed) {
       const open = await leftOpenRun(deps, runId).catch(() => ({ run_id: runId, table_format: undefined }));

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliDeps } from '../../../functions/cli/deps.js';
 import { ConfigError } from '../../../shared/errors.js';
-import { ICEBERG_ROOT, STATE_KEYS } from '../../../shared/export/layout.js';
+import { ICEBERG_ROOT, runIdOfStateKey, STATE_KEYS } from '../../../shared/export/layout.js';
 import { type LocalRunOptions, runExport } from '../../../shared/export/run/local-run.js';
+import { startRunStep } from '../../../shared/export/run/start-run.js';
 import { CampaignStateSchema } from '../../../shared/export/state/incremental.js';
 import type { TableFormat } from '../../../shared/export/state/records.js';
 import { silentLog } from '../../../shared/log.js';
@@ -193,4 +194,36 @@ describe('a format switch that dies', () => {
       }
     },
   );
+
+  it('refuses a start while a run of another format is still open after its recovery', async () => {
+    const out = await tempDir('switch-open');
+    expect((await run(out, {}, { tableFormat: 'hive' })).status).toBe('succeeded');
+    const crashWhen = atNth(3, (c) => c.op === 'put' && c.key.includes('/units/'));
+    const died = run(
+      out,
+      { storage: (s) => crashingStorage(s, crashWhen) },
+      { tableFormat: 'iceberg', mode: 'full' },
+    );
+    await expect(died).rejects.toBeInstanceOf(Crash);
+    const storage = new LocalStorage(out);
+    const before = await keys(storage, STATE_KEYS.runsPrefix);
+
+    // A start whose recovery leaves the killed switch to another finisher (here: any output is too large).
+    const later = deps(out, { clockMs: AFTER_LOCK_EXPIRY_MS });
+    const start = (tableFormat: TableFormat) =>
+      startRunStep(later, {
+        mode: 'full',
+        tableFormat,
+        driver: 'local',
+        lock: { ttlMs: 60_000 },
+        recovery: { maxOutputBytes: 0 },
+      });
+    await expect(start('hive')).rejects.toThrow(/which writes iceberg tables, is still open/);
+    // The refused start left nothing: no run record of its own, the lock free for the next one.
+    const runsIn = async () => new Set((await keys(storage, STATE_KEYS.runsPrefix)).map(runIdOfStateKey));
+    expect(await runsIn()).toEqual(new Set(before.map(runIdOfStateKey)));
+    const same = await start('iceberg');
+    expect(same.kind).toBe('recorded');
+    await same.lock?.release();
+  });
 });
