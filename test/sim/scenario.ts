@@ -55,7 +55,13 @@ export interface Scenario {
   skewMs: number;
   starts: Array<{ at: number; mode: Mode; duplicate: 'none' | 'together' | number }>;
   /** CLI runs; one with a `tableFormat` other than the seed's is a format switch (`formatSwitch`). */
-  clis: Array<{ at: number; mode: Mode; waitForLockMs: number; tableFormat?: TableFormat }>;
+  clis: Array<{
+    at: number;
+    mode: Mode;
+    waitForLockMs: number;
+    tableFormat?: TableFormat;
+    killAfterMs?: number;
+  }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
   /**
@@ -152,6 +158,10 @@ export function generateScenario(rng: Prng): Scenario {
   if (rng.chance(0.2) && cli) {
     cli.mode = 'full';
     cli.tableFormat = scenario.settings.tableFormat === 'hive' ? 'iceberg' : 'hive';
+    // Half of them killed (a closed laptop, a SIGKILL) at any point of the run, its publish,
+    // commit, manifest, format record and state included: the next run completes the switch.
+    const kill = rng.int(0, 4 * MINUTE);
+    if (rng.chance(0.5)) cli.killAfterMs = kill;
   }
   return scenario;
 }
@@ -333,7 +343,8 @@ async function simulate(
   for (const cli of scenario.clis) {
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
-      sim.spawn('cli', 'cli', { offsetMs: offset() }, async (actor) => {
+      const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
+      sim.spawn('cli', 'cli', { offsetMs: offset(), ...kill }, async (actor) => {
         const manifest = await cliRun(world, actor, cli);
         sim.log(actor, `cli: run ${manifest.run_id} ${manifest.status}`);
       });
