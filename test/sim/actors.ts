@@ -27,7 +27,7 @@ import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
-import { finisherLimits } from '../../shared/export/run/publish-closing.js';
+import { finisherLimits, recoveryLimits } from '../../shared/export/run/publish-closing.js';
 import { sendPlans } from '../../shared/export/run/run-plans.js';
 import {
   continueStart,
@@ -219,6 +219,8 @@ export async function startRunHandler(
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce: world.announcer.for(actor),
+      // As functions/aws/start-run.ts: a run left open is closed only as far as its time allows.
+      recovery: recoveryLimits(deps.now().getTime(), START_TIMEOUT_MS),
       listing: { deadline, send },
     });
   } catch (error) {

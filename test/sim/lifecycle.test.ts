@@ -91,7 +91,7 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
   );
 
   it.runIf(SEEDS >= 600)(
-    'reaches format switches both ways: killed and completed by the next start, crashes at the format record, starts refused after recovery',
+    'reaches format switches both ways: killed and completed by another run or finish-run, crashes at the format record, starts refused after recovery',
     () => {
       const missed = Object.entries(switchReached).filter(([, n]) => n === 0);
       expect(missed, JSON.stringify(switchReached)).toEqual([]);

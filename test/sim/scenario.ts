@@ -9,7 +9,7 @@
  * Then the invariants are read from the bucket.
  */
 
-import { STATE_KEYS } from '../../shared/export/layout.js';
+import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { type Mode, type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
 import {
@@ -200,8 +200,11 @@ export interface FormatSwitchCases {
   /** Published full runs in another format than the published run before them: to Iceberg, to Hive. */
   toIceberg: number;
   toHive: number;
-  /** Of those, runs closed by the recovery of the next run's start (killed before their manifest). */
-  switchesRecovered: number;
+  /**
+   * Of those, CLI runs killed before their manifest and closed by another actor (the next run's
+   * recovery, or finish-run when start-run's recovery handed it on).
+   */
+  switchesClosedByOthers: number;
   /** Crashes at the write of the format record, before or after it applied. */
   crashesAtFormatRecord: number;
   /** Starts refused by the table-format check after their recovery. */
@@ -211,7 +214,7 @@ export interface FormatSwitchCases {
 export const noFormatSwitchCases = (): FormatSwitchCases => ({
   toIceberg: 0,
   toHive: 0,
-  switchesRecovered: 0,
+  switchesClosedByOthers: 0,
   crashesAtFormatRecord: 0,
   startsRefused: 0,
 });
@@ -228,7 +231,14 @@ function formatSwitchCases(s3: SimS3, monitor: Monitor): FormatSwitchCases {
     if (!before || m.mode !== 'full' || tableFormatOf(m) === tableFormatOf(before)) return;
     if (tableFormatOf(m) === 'iceberg') cases.toIceberg++;
     else cases.toHive++;
-    if (m.recovered_by) cases.switchesRecovered++;
+    const written = s3.events.find(
+      (e) =>
+        e.op === 'put' &&
+        e.key === manifestKey(m.dt, m.run_id) &&
+        (e.result.startsWith('ok') || e.result === 'crash-after'),
+    );
+    if (monitor.started.get(m.run_id) === 'local' && written && written.actor.kind !== 'cli')
+      cases.switchesClosedByOthers++;
   });
   cases.crashesAtFormatRecord = s3.events.filter(
     (e) => e.key === STATE_KEYS.tableFormat && e.result.startsWith('crash'),
