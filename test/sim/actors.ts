@@ -27,7 +27,7 @@ import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
-import { finisherLimits } from '../../shared/export/run/publish-closing.js';
+import { finisherLimits, recoveryLimits } from '../../shared/export/run/publish-closing.js';
 import { sendPlans } from '../../shared/export/run/run-plans.js';
 import {
   continueStart,
@@ -189,7 +189,7 @@ export type StartResult = 'duplicate' | 'skipped' | 'failed' | 'started';
 export async function startRunHandler(
   world: World,
   actor: Actor,
-  input: { mode: Mode; scheduledTime?: string },
+  input: { mode: Mode; scheduledTime?: string; tableFormat?: TableFormat },
 ): Promise<StartResult> {
   const deps = depsFor(world, actor);
   let release = async () => {};
@@ -211,7 +211,7 @@ export async function startRunHandler(
   try {
     started = await startRunStep(deps, {
       mode: input.mode,
-      tableFormat: world.settings.tableFormat,
+      tableFormat: input.tableFormat ?? world.settings.tableFormat,
       driver: 'queues',
       lock: {
         ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS,
@@ -219,6 +219,8 @@ export async function startRunHandler(
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce: world.announcer.for(actor),
+      // As functions/aws/start-run.ts: a run left open is closed only as far as its time allows.
+      recovery: recoveryLimits(deps.now().getTime(), START_TIMEOUT_MS),
       listing: { deadline, send },
     });
   } catch (error) {
@@ -518,12 +520,12 @@ export async function finishHandler(
 export async function cliRun(
   world: World,
   actor: Actor,
-  options: { mode: Mode; waitForLockMs: number },
+  options: { mode: Mode; waitForLockMs: number; tableFormat?: TableFormat | undefined },
 ): Promise<Manifest> {
   const deps = depsFor(world, actor);
   return runExport(deps, {
     mode: options.mode,
-    tableFormat: world.settings.tableFormat,
+    tableFormat: options.tableFormat ?? world.settings.tableFormat,
     unitSize: world.settings.unitSize,
     fetchConcurrency: world.settings.fetchConcurrency,
     ...(options.waitForLockMs > 0 ? { waitForLockMs: options.waitForLockMs } : {}),

@@ -12,6 +12,11 @@
  *    manifest lists (runs/ keys are manifests; `iceberg/<table>/metadata/` is the catalog's, and
  *    nothing else is under iceberg/), every listed file exists with its size, every manifest
  *    validates and its counts add up.
+ * 13. the output's recorded table format (`state/table-format.json`; without one, the format of
+ *    the runs that published) is the format of every run the state names for a job it calls
+ *    exported, and that format's runs hold rows of the version listed: after any format switch,
+ *    crashed and recovered by a run of either format, no job counted exported is missing from
+ *    the recorded format's tables.
  * 9, 10 and 11, for Iceberg tables, are in iceberg-invariants.ts.
  * Invariants 4, 7 and 8 are watched while the seed runs (monitor.ts); the final run must also
  * get the lock (7), which the scenario checks.
@@ -22,6 +27,7 @@ import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import { fingerprint } from '../../shared/export/state/fingerprint.js';
 import { CampaignStateSchema } from '../../shared/export/state/incremental.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
+import { type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
 import type { Announcer } from './actors.js';
 import { jobListItem, type SimApi } from './api.js';
 import { checkIcebergInvariants, icebergTables, isCurrentTable } from './iceberg-invariants.js';
@@ -132,6 +138,8 @@ export async function checkInvariants(
   const served = new Set(api.served.map((s) => `${s.jobId}:${s.version}`));
   const rowsOf = new Map<string, Set<number>>();
   const versionsOf = new Map<number, number[]>();
+  /** The versions of each job with rows in runs of each format (13). */
+  const versionsIn = { hive: new Map<number, number[]>(), iceberg: new Map<number, number[]>() };
   const seen = new Map<string, string>();
   for (const m of manifests.values()) {
     const jobs = new Set<number>();
@@ -174,6 +182,8 @@ export async function checkInvariants(
         const versions = versionsOf.get(job) ?? [];
         versions.push(Number(row.report_id));
         versionsOf.set(job, versions);
+        const inFormat = versionsIn[tableFormatOf(m)];
+        inFormat.set(job, [...(inFormat.get(job) ?? []), Number(row.report_id)]);
       }
     }
     if (m.status !== 'failed' && jobs.size !== m.counts.reports_exported) {
@@ -196,10 +206,33 @@ export async function checkInvariants(
         versionOfFp.set(`${job.id}:${fingerprint(jobListItem(job.id, v))}`, v);
     }
   }
+  // 13: the recorded format (or the published runs' one, while none is recorded).
+  const recordBody = s3.peek(STATE_KEYS.tableFormat);
+  const published = [...manifests.values()].filter((m) => m.status !== 'failed');
+  const recorded: TableFormat | undefined = recordBody
+    ? (JSON.parse(text(recordBody)) as { table_format: TableFormat }).table_format
+    : published.length > 0
+      ? tableFormatOf(published[0]!)
+      : undefined;
   for (const key of s3.keys('state/campaigns/')) {
     const state = CampaignStateSchema.parse(JSON.parse(text(s3.peek(key)!)));
     for (const [jobId, entry] of Object.entries(state.jobs)) {
       if (entry.outcome !== 'exported') continue;
+      const named = manifests.get(entry.run_id);
+      if (named && recorded !== undefined) {
+        const listedAt = versionOfFp.get(`${jobId}:${entry.fp}`);
+        const versions = versionsIn[recorded].get(Number(jobId)) ?? [];
+        if (
+          tableFormatOf(named) !== recorded ||
+          !versions.some((v) => listedAt === undefined || v >= listedAt)
+        ) {
+          violate(
+            '13 the recorded format holds every exported job',
+            `${key}: job ${jobId} exported as of run ${entry.run_id} (${tableFormatOf(named)}), but the output records ${recorded} and its tables hold ${versions.length > 0 ? `versions ${versions.join(', ')} only` : 'no row of it'} (listed at version ${listedAt})`,
+            [entry.run_id],
+          );
+        }
+      }
       if (!manifests.has(entry.run_id)) {
         violate(
           '3 no unchanged without rows',

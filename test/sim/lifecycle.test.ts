@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
-import { runSeed } from './scenario.js';
+import { type FormatSwitchCases, noFormatSwitchCases, runSeed } from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
 /**
@@ -25,6 +25,8 @@ const BATCH_TIMEOUT_MS = 180_000;
 const reached = noCases();
 /** export-reports' time for requests: the cases the batches reached (unit-deadline.ts). */
 const deadlineReached = noUnitDeadlineCases();
+/** Format switches: the cases the batches reached (scenario.ts). */
+const switchReached = noFormatSwitchCases();
 /**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two runs
  * committing one table at once (`concurrentRuns`) is left out: the output's lock serialises runs.
@@ -58,6 +60,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
             reached[name] += result.iceberg[name];
           for (const name of Object.keys(deadlineReached) as (keyof UnitDeadlineCases)[])
             deadlineReached[name] += result.unitDeadline[name];
+          for (const name of Object.keys(switchReached) as (keyof FormatSwitchCases)[])
+            switchReached[name] += result.formatSwitch[name];
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -83,6 +87,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(deadlineReached).filter(([, n]) => n === 0);
       expect(missed, JSON.stringify(deadlineReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    'reaches format switches both ways: killed and completed by another run or finish-run, crashes at the format record, starts refused after recovery',
+    () => {
+      const missed = Object.entries(switchReached).filter(([, n]) => n === 0);
+      expect(missed, JSON.stringify(switchReached)).toEqual([]);
     },
   );
 

@@ -84,6 +84,8 @@ export class Monitor {
   readonly holdings: Holding[] = [];
   /** Runs that wrote a run record, and their driver. */
   readonly started = new Map<string, string>();
+  /** Starts refused by the table-format check after their recovery (their first record deleted). */
+  refusedStarts = 0;
   #current: Holding | undefined;
   readonly #settled = new Set<string>();
 
@@ -157,6 +159,20 @@ export class Monitor {
     if (op === 'put' && keyRun && key === STATE_KEYS.runRecord(keyRun) && body) {
       const record = JSON.parse(Buffer.from(body).toString('utf8')) as { driver: string };
       this.started.set(keyRun, record.driver);
+    }
+    // A start refused by the table-format check (after recovery) deletes its first record, the
+    // only key of its run, before anything else: it never started. (Closing deletes the record
+    // after the manifest; a run with other keys left is not one.)
+    if (
+      op === 'delete' &&
+      keyRun &&
+      key === STATE_KEYS.runRecord(keyRun) &&
+      actor.kind !== 'finish' &&
+      !this.s3.keys('runs/').some((k) => k.endsWith(`/${keyRun}.json`)) &&
+      this.s3.keys(STATE_KEYS.runPrefix(keyRun)).every((k) => k === key)
+    ) {
+      this.started.delete(keyRun);
+      this.refusedStarts++;
     }
     const run = actor.runFor(keyRun);
     if (run) this.#checkWriter(actor, run, op, key);

@@ -34,7 +34,12 @@ interface StoredObject {
 
 /** An Iceberg table's metadata file, created at each commit's swap (the file catalog). */
 const METADATA_SWAP = /^iceberg\/[^/]+\/metadata\/v\d+\.metadata\.json$/;
-/** How much likelier a crash is at a swap than at any other call. */
+/**
+ * The table-format record (`state/table-format.json`): written once per format switch, the step
+ * whose crash points (before it, after it) a switch's recovery must get right.
+ */
+const FORMAT_RECORD = 'state/table-format.json';
+/** How much likelier a crash is at a swap (or at the format record) than at any other call. */
 const SWAP_CRASH_FACTOR = 10;
 /** One storage request as applied (or refused), for the trace and the invariants. */
 export interface StorageEvent {
@@ -136,9 +141,10 @@ export class SimS3 {
         this.events.push({ t: this.sim.now, actor, op, key: keyOf(input), result });
       // The swap of an Iceberg table's metadata is where a crash matters most, and at the
       // profiles' rates it was met by 2 seeds in 600: crashes there are made more likely.
-      const crash = METADATA_SWAP.test(keyOf(input))
-        ? this.faults.crash * SWAP_CRASH_FACTOR
-        : this.faults.crash;
+      const crash =
+        METADATA_SWAP.test(keyOf(input)) || (write && keyOf(input) === FORMAT_RECORD)
+          ? this.faults.crash * SWAP_CRASH_FACTOR
+          : this.faults.crash;
       if (faulty && actor.canCrash && rng.chance(crash / 2)) {
         note('crash-before');
         control.kill(`before ${name} ${keyOf(input)}`);

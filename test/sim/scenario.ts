@@ -9,7 +9,9 @@
  * Then the invariants are read from the bucket.
  */
 
-import type { Mode, TableFormat } from '../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
+import type { Manifest } from '../../shared/export/state/manifest.js';
+import { type Mode, type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
 import {
   Announcer,
   cliRun,
@@ -52,7 +54,14 @@ export interface Scenario {
   /** Each actor's clock is off by up to ± this. */
   skewMs: number;
   starts: Array<{ at: number; mode: Mode; duplicate: 'none' | 'together' | number }>;
-  clis: Array<{ at: number; mode: Mode; waitForLockMs: number }>;
+  /** CLI runs; one with a `tableFormat` other than the seed's is a format switch (`formatSwitch`). */
+  clis: Array<{
+    at: number;
+    mode: Mode;
+    waitForLockMs: number;
+    tableFormat?: TableFormat;
+    killAfterMs?: number;
+  }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
   /**
@@ -142,7 +151,27 @@ export function generateScenario(rng: Prng): Scenario {
   // Fetcher slots (REPORT_FETCHERS): none in a quarter of the seeds (every invocation fetches).
   scenario.settings.fetchers = rng.pick([undefined, 1, 1, 2]);
   scenario.finishLease = rng.chance(0.5);
+  // A format switch in a fifth of the seeds with a CLI run: its first is a full run in the other
+  // format (a `--full --table-format` by hand). The stack's incremental runs are refused once it
+  // is recorded, its full runs switch back: both directions, crashes at every step included.
+  const cli = scenario.clis[0];
+  if (rng.chance(0.2) && cli) {
+    cli.mode = 'full';
+    cli.tableFormat = scenario.settings.tableFormat === 'hive' ? 'iceberg' : 'hive';
+    // Half of them killed (a closed laptop, a SIGKILL) at any point of the run, its publish,
+    // commit, manifest, format record and state included: the next run completes the switch.
+    const kill = rng.int(0, 4 * MINUTE);
+    if (rng.chance(0.5)) cli.killAfterMs = kill;
+  }
   return scenario;
+}
+
+/** The format `state/table-format.json` records, if any. */
+function recordedFormat(s3: SimS3): TableFormat | undefined {
+  const body = s3.peek(STATE_KEYS.tableFormat);
+  return body
+    ? (JSON.parse(Buffer.from(body).toString('utf8')) as { table_format: TableFormat }).table_format
+    : undefined;
 }
 
 /** Half the seeds write Iceberg tables: every start and CLI run of the seed, so they share them. */
@@ -162,6 +191,60 @@ export interface SeedResult {
   iceberg: IcebergCases;
   /** export-reports' time for requests: the cases this seed reached (unit-deadline.ts). */
   unitDeadline: UnitDeadlineCases;
+  /** Format switches: the cases this seed reached. */
+  formatSwitch: FormatSwitchCases;
+}
+
+/** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
+export interface FormatSwitchCases {
+  /** Published full runs in another format than the published run before them: to Iceberg, to Hive. */
+  toIceberg: number;
+  toHive: number;
+  /**
+   * Of those, CLI runs killed before their manifest and closed by another actor (the next run's
+   * recovery, or finish-run when start-run's recovery handed it on).
+   */
+  switchesClosedByOthers: number;
+  /** Crashes at the write of the format record, before or after it applied. */
+  crashesAtFormatRecord: number;
+  /** Starts refused by the table-format check after their recovery. */
+  startsRefused: number;
+}
+
+export const noFormatSwitchCases = (): FormatSwitchCases => ({
+  toIceberg: 0,
+  toHive: 0,
+  switchesClosedByOthers: 0,
+  crashesAtFormatRecord: 0,
+  startsRefused: 0,
+});
+
+function formatSwitchCases(s3: SimS3, monitor: Monitor): FormatSwitchCases {
+  const cases = noFormatSwitchCases();
+  const published = s3
+    .keys('runs/')
+    .map((key) => JSON.parse(Buffer.from(s3.peek(key)!).toString('utf8')) as Manifest)
+    .filter((m) => m.status !== 'failed')
+    .sort((a, b) => (a.run_id < b.run_id ? -1 : 1));
+  published.forEach((m, i) => {
+    const before = published[i - 1];
+    if (!before || m.mode !== 'full' || tableFormatOf(m) === tableFormatOf(before)) return;
+    if (tableFormatOf(m) === 'iceberg') cases.toIceberg++;
+    else cases.toHive++;
+    const written = s3.events.find(
+      (e) =>
+        e.op === 'put' &&
+        e.key === manifestKey(m.dt, m.run_id) &&
+        (e.result.startsWith('ok') || e.result === 'crash-after'),
+    );
+    if (monitor.started.get(m.run_id) === 'local' && written && written.actor.kind !== 'cli')
+      cases.switchesClosedByOthers++;
+  });
+  cases.crashesAtFormatRecord = s3.events.filter(
+    (e) => e.key === STATE_KEYS.tableFormat && e.result.startsWith('crash'),
+  ).length;
+  cases.startsRefused = monitor.refusedStarts;
+  return cases;
 }
 
 export interface SeedOptions {
@@ -229,11 +312,17 @@ async function simulate(
     run?: string,
   ): Actor => sim.spawn(kind, kind, { offsetMs: offset(), killAfterMs: timeoutMs, run }, fn);
 
-  const startRunOnce = (mode: Mode, scheduledTime: string | undefined, onResult?: (r: StartResult) => void) =>
+  const startRunOnce = (
+    mode: Mode,
+    scheduledTime: string | undefined,
+    onResult?: (r: StartResult) => void,
+    tableFormat?: TableFormat,
+  ) =>
     lambda('start-run', LAMBDA_TIMEOUT_MS, async (actor) => {
       const result = await startRunHandler(world, actor, {
         mode,
         ...(scheduledTime ? { scheduledTime } : {}),
+        ...(tableFormat ? { tableFormat } : {}),
       });
       sim.log(actor, `start-run: ${result}`);
       onResult?.(result);
@@ -264,7 +353,8 @@ async function simulate(
   for (const cli of scenario.clis) {
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
-      sim.spawn('cli', 'cli', { offsetMs: offset() }, async (actor) => {
+      const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
+      sim.spawn('cli', 'cli', { offsetMs: offset(), ...kill }, async (actor) => {
         const manifest = await cliRun(world, actor, cli);
         sim.log(actor, `cli: run ${manifest.run_id} ${manifest.status}`);
       });
@@ -363,9 +453,15 @@ async function simulate(
     startConsumers();
     sim.spawn('invoker', 'final', { canCrash: false }, async (self) => {
       await sim.sleep(self, START_RUN_TIMEOUT_MS + SKEW_ALLOWANCE_MS);
-      const actor = startRunOnce('incremental', undefined, (r) => {
-        finalResult = r;
-      });
+      // In the format the output holds (after a switch, the one deployed for it).
+      const actor = startRunOnce(
+        'incremental',
+        undefined,
+        (r) => {
+          finalResult = r;
+        },
+        recordedFormat(s3),
+      );
       const done = await sim.join(actor);
       if (done.result !== 'ok') {
         finalResult = done.result === 'crashed' ? 'crashed' : 'error';
@@ -405,5 +501,6 @@ async function simulate(
     manifests: s3.keys('runs/').length,
     iceberg: icebergCases(s3.events),
     unitDeadline,
+    formatSwitch: formatSwitchCases(s3, monitor),
   };
 }

@@ -20,7 +20,7 @@ import { PreconditionFailedError, StorageError } from '../../errors.js';
 import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../layout.js';
 import { claimAnnouncement } from '../state/announcement.js';
 import { takeClosingLease } from '../state/closing-lease.js';
-import { saveOutcomes } from '../state/incremental.js';
+import { campaignsWithState, forgetRunsBefore, saveOutcomes } from '../state/incremental.js';
 import { releaseLockOf } from '../state/lock.js';
 import { encodeManifest, type Manifest, ManifestSchema } from '../state/manifest.js';
 import {
@@ -31,7 +31,7 @@ import {
   type RequestCounts,
   tableFormatOf,
 } from '../state/records.js';
-import { recordCatalog, recordTableFormat } from '../state/table-format.js';
+import { recordCatalog, recordTableFormat, switchesTableFormat } from '../state/table-format.js';
 import { isClosed, writeTombstone } from '../state/tombstone.js';
 import {
   type ClosingRecord,
@@ -44,6 +44,7 @@ import {
 } from './closing.js';
 import { commitIcebergRun } from './commit-iceberg.js';
 import { type ExportDeps, randomHex, randomOf } from './context.js';
+import { mapPool } from './pool.js';
 import type { PublishOptions } from './publish.js';
 import { HandedOn, publishClosing, tailMs } from './publish-closing.js';
 import {
@@ -348,6 +349,15 @@ async function closeFrom(
   // deletion: a minute or two at 1M reports) to the next, which starts with it; one that did
   // none of the publish goes on, so that every look makes progress.
   if (worked) handOnIfDue(deps, options, manifest, 1);
+  // A switch of the output's format: the state forgets the earlier runs (their rows are in the
+  // other format's tables) before the switch is recorded, so that a closing taken up after a
+  // crash in between forgets them too; once recorded, nothing counts exported what the
+  // recorded format's tables lack (this run's jobs are saved below, later runs' stand).
+  if (await switchesTableFormat(deps.storage, manifest)) {
+    await mapPool(await campaignsWithState(deps.storage), STATE_WRITE_CONCURRENCY, (campaignId) =>
+      forgetRunsBefore(deps.storage, campaignId, runId, deps),
+    );
+  }
   await recordTableFormat(deps.storage, manifest);
   // The catalog the run committed to (commit-iceberg.ts: the file catalog when deps name none).
   await recordCatalog(deps.storage, manifest, deps.catalog ? await deps.catalog.ref() : { kind: 'file' });

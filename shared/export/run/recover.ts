@@ -12,7 +12,8 @@
 import { describeError } from '../../errors.js';
 import { listAll } from '../../storage/storage.js';
 import { STATE_KEYS } from '../layout.js';
-import { sweepClosedRun } from '../state/tombstone.js';
+import { type TableFormat, tableFormatOf } from '../state/records.js';
+import { isClosed, sweepClosedRun } from '../state/tombstone.js';
 import { readClosing } from './closing.js';
 import type { ExportDeps } from './context.js';
 import { type FinishOptions, finishRun, runFolders } from './finish-run.js';
@@ -39,11 +40,23 @@ export interface RecoverOptions {
  */
 const DEBRIS_AGE_MS = 60 * 60_000;
 
-/** Closes every open run but `by` (each one logged; one that cannot be closed is left for the next run). */
-export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions): Promise<void> {
+/** A run that recovery left open (handed on, being closed by another finisher, or failing to close). */
+export interface RunLeftOpen {
+  run_id: string;
+  /** The format its tables are published in when it closes; undefined when its records could not be read. */
+  table_format: TableFormat | undefined;
+}
+
+/**
+ * Closes every open run but `by` (each one logged; one that cannot be closed is left for the
+ * next run, or finish-run); returns the runs it left open, with the format each will publish in.
+ */
+export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions): Promise<RunLeftOpen[]> {
   const now = deps.now();
+  const leftOpen: RunLeftOpen[] = [];
   for (const [runId, folder] of await runFolders(deps)) {
     if (runId === options.by) continue;
+    let closed = false;
     try {
       const keys = async () => listAll(deps.storage, STATE_KEYS.runPrefix(runId));
       if (folder.closed) {
@@ -60,7 +73,7 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
         continue;
       }
       deps.log.warn('closing a run left open by an interrupted exporter', { run_id: runId, by: options.by });
-      await finishRun(deps, runId, {
+      closed = !!(await finishRun(deps, runId, {
         force: true,
         recoveredBy: options.by,
         announce: options.announce,
@@ -68,7 +81,7 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
         leaseMs: options.leaseMs,
         maxOutputBytes: options.maxOutputBytes,
         freezeBy: options.freezeBy,
-      });
+      }));
     } catch (error) {
       if (error instanceof HandedOn) {
         // finish-run's next look goes on (or freezes the run: a run another run's start took
@@ -77,13 +90,27 @@ export async function recoverOpenRuns(deps: ExportDeps, options: RecoverOptions)
           run_id: runId,
           reason: error.message,
         });
-        continue;
+      } else {
+        // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.
+        deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
       }
-      // Left for the next run (or finish-run, for a closing handed on) to take up; this run goes on.
-      deps.log.error('could not close an interrupted run', { run_id: runId, error: describeError(error) });
+    }
+    if (!closed) {
+      const open = await leftOpenRun(deps, runId).catch(() => ({ run_id: runId, table_format: undefined }));
+      if (open) leftOpen.push(open);
     }
   }
   const swept = await deps.storage.sweep?.({ olderThanMs: DEBRIS_AGE_MS, now });
   if (swept && swept.removed.length > 0)
     deps.log.info('removed storage debris', { files: swept.removed.length });
+  return leftOpen;
+}
+
+/** A run recovery did not close, if it is still open: its format, from its closing record or its run record. */
+async function leftOpenRun(deps: ExportDeps, runId: string): Promise<RunLeftOpen | undefined> {
+  if (await isClosed(deps.storage, runId)) return undefined;
+  const run = (await readClosing(deps, runId))?.manifest ?? (await readRunRecord(deps, runId));
+  // No record of its own: its leftovers are deleted by the next recovery, nothing of it is published.
+  if (!run) return undefined;
+  return { run_id: runId, table_format: tableFormatOf(run) };
 }

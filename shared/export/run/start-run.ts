@@ -1,6 +1,7 @@
 /**
  * Step 1 of a run: take the output's lock (one run at a time; before any API request), close
- * runs left open by interrupted ones, verify the key, list every campaign (checkpointed in
+ * runs left open by interrupted ones, check its table format against what the output then
+ * holds (`state/table-format.ts`: a format switch that was interrupted is completed first), verify the key, list every campaign (checkpointed in
  * pieces: `campaign-listing.ts`), stage the campaigns snapshot, and record the run. A fatal API
  * error is recorded (the run then ends as failed), not thrown; a lock held by another run throws
  * `OutputLockedError`. Given a deadline (AWS), the listing hands on before it: the run stays
@@ -161,16 +162,25 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
       // Frozen runs too: their records stay byte for byte what they were before the option.
       ...(input.schemaContract === 'evolve' && { schema_contract: 'evolve' as const }),
     };
-    // Before anything is written: a run in another format than the output's would miss reports.
-    await checkTableFormat(deps.storage, run);
     // Recorded before anything it stages, and before it closes others: whoever takes the output
     // after an interruption finds this run and closes it (as failed) instead of deleting its files.
     const stub = startingRecord(run, input.driver, startedAt);
     const { etag } = await deps.storage.put(STATE_KEYS.runRecord(runId), encodeRecord(stub), {
       ifNoneMatch: '*',
     });
-    // Runs left open by interrupted ones: closed before this one starts (the lock says none runs).
-    if (lock) await recoverOpenRuns(deps, { ...input.recovery, by: runId, announce: input.announce });
+    // Runs left open by interrupted ones: closed before this one starts (the lock says none runs),
+    // each in its own format; a format switch among them is completed and recorded.
+    const leftOpen = lock
+      ? await recoverOpenRuns(deps, { ...input.recovery, by: runId, announce: input.announce })
+      : [];
+    // Then against what the output holds now: a run in another format than the output's would miss reports.
+    try {
+      await checkTableFormat(deps.storage, run, leftOpen);
+    } catch (error) {
+      // Refused before any request: it leaves no run to close (it holds the output, nobody races it).
+      await deps.storage.delete([STATE_KEYS.runRecord(runId)]);
+      throw error;
+    }
     const step = await recordStart(deps, { ...run, driver: input.driver, startedAt, etag }, input.listing);
     return { ...step, run, lock };
   } catch (error) {

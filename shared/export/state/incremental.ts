@@ -141,3 +141,32 @@ function sameState(a: CampaignState, b: CampaignState): boolean {
     return y !== undefined && x?.fp === y.fp && x.outcome === y.outcome && x.run_id === y.run_id;
   });
 }
+
+/** The campaigns that have a state (one listing of `state/campaigns/`). */
+export async function campaignsWithState(storage: Storage): Promise<number[]> {
+  const prefix = STATE_KEYS.campaign(0).slice(0, -'0.json'.length);
+  const ids: number[] = [];
+  for await (const key of storage.list(prefix)) {
+    const id = Number(key.slice(prefix.length, -'.json'.length));
+    if (key.endsWith('.json') && Number.isInteger(id)) ids.push(id);
+  }
+  return ids;
+}
+
+/**
+ * Forgets, in one campaign's state, the entries of runs before `runId`: a full run that switches
+ * the output's table format does so for every campaign before recording the switch, since those
+ * runs' rows are in the other format's tables. A job such a run exported and the switching run
+ * did not (its campaign never planned, its unit lost, deferred) is then asked for again by the
+ * next run, instead of counting unchanged with rows the new format's tables lack. Entries of the
+ * switching run and of later runs stay; forgetting again changes nothing.
+ */
+export function forgetRunsBefore(
+  storage: Storage,
+  campaignId: number,
+  runId: string,
+  jitter: Parameters<typeof saveOutcomes>[5] = {},
+): Promise<void> {
+  // No outcomes and nothing listed: only entries of later runs are kept (`applyOutcomes`).
+  return saveOutcomes(storage, campaignId, runId, [], new Set(), jitter);
+}

@@ -2,7 +2,9 @@
  * The table format an output holds (`state/table-format.json`). An incremental run asks only
  * for new and changed reports, so a run in another format than the output's would build tables
  * that miss every report exported before: such a run is refused before it starts, unless it is
- * a full run, which fetches everything again. The format is recorded when a run of it
+ * a full run, which fetches everything again. The check comes after the run has closed the runs
+ * left open (start-run), so that a switch killed before it recorded its format is completed,
+ * in its own format, before a run of the other format is let in. The format is recorded when a run of it
  * publishes (the first run of an output, or a full run that switches it); an output written
  * before the option existed holds Hive tables.
  */
@@ -39,10 +41,31 @@ export async function outputTableFormat(storage: Storage): Promise<TableFormat |
   return (await recordedFormat(storage)) ?? (await formatOfFiles(storage));
 }
 
-/** Throws when `run` would write another format than the output holds and is not a full run. */
-export async function checkTableFormat(storage: Storage, run: RunRef): Promise<void> {
-  if (run.mode === 'full') return;
+/**
+ * Throws when `run` would write another format than the output holds and is not a full run, or
+ * while a run of another format is still open (`leftOpen`: what the recovery of open runs could
+ * not close). Called after that recovery: a format switch that an interrupted run left open has
+ * been completed by then, and its format is the output's; one still open would publish (and
+ * perhaps switch the output) after this run, leaving this run's jobs out of its tables.
+ */
+export async function checkTableFormat(
+  storage: Storage,
+  run: RunRef,
+  leftOpen: readonly { run_id: string; table_format: TableFormat | undefined }[] = [],
+): Promise<void> {
   const wanted = tableFormatOf(run);
+  const other = leftOpen.find((open) => open.table_format !== wanted);
+  if (other) {
+    throw new ConfigError(
+      `${storage.location}: run ${other.run_id}${other.table_format ? `, which writes ${other.table_format} tables,` : ''} ` +
+        `is still open (it could not be closed now) and this run would write ${wanted}: the tables of ` +
+        "whichever format the output ends in would miss the other run's reports",
+      {
+        hint: 'run again once it is closed (AWS: finish-run closes it within minutes; a CLI run closes it first)',
+      },
+    );
+  }
+  if (run.mode === 'full') return;
   const held = await outputTableFormat(storage);
   if (held === undefined || held === wanted) return;
   throw new ConfigError(
@@ -51,6 +74,20 @@ export async function checkTableFormat(storage: Storage, run: RunRef): Promise<v
       `(CLI: --full --table-format ${wanted}; AWS: a full run after deploying tableFormat=${wanted}), ` +
       `or keep --table-format ${held}; the ${held} files stay where they are`,
   );
+}
+
+/**
+ * True when `manifest`'s run switches the output's format: a full run that published, in
+ * another format than the output holds. Until its format is recorded (`recordTableFormat`), so
+ * that a closing taken up again after a crash between the two asks again and gets the same answer.
+ */
+export async function switchesTableFormat(storage: Storage, manifest: Manifest): Promise<boolean> {
+  if (manifest.status === 'failed' || manifest.mode !== 'full') return false;
+  const wanted = tableFormatOf(manifest);
+  const recorded = await recordedFormat(storage);
+  if (recorded === wanted) return false;
+  const held = recorded ?? (await formatOfFiles(storage));
+  return held !== undefined && held !== wanted;
 }
 
 /** Records the format of a run that published, when it is the output's first or a full run that switched it. */

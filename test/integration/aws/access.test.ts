@@ -341,8 +341,9 @@ describe('what each function touches in the data lake', () => {
     const lists = accesses.filter((a) => a.op === 'list');
     expect(lists.length).toBeGreaterThan(0);
     // parquet/ and iceberg/: an output's table format, while none is recorded, is the one whose
-    // tables hold files (one key is enough; state/table-format.ts).
-    const prefixes = [STATE_KEYS.runsPrefix, 'runs/', 'parquet/', 'iceberg/'];
+    // tables hold files (one key is enough; state/table-format.ts). state/campaigns/: a run that
+    // switches the format makes the state forget the runs before it (state/incremental.ts).
+    const prefixes = [STATE_KEYS.runsPrefix, 'runs/', 'parquet/', 'iceberg/', 'state/campaigns/'];
     for (const { key } of lists) expect(prefixes.some((p) => key.startsWith(p))).toBe(true);
   });
 });

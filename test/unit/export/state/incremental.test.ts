@@ -6,6 +6,8 @@ import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import {
   applyOutcomes,
   type CampaignState,
+  campaignsWithState,
+  forgetRunsBefore,
   loadCampaignState,
   planJobs,
   saveOutcomes,
@@ -91,5 +93,25 @@ describe('saveOutcomes', () => {
       state: { campaign_id: 3, jobs: {} },
       etag: undefined,
     });
+  });
+});
+
+describe('forgetRunsBefore (a format switch)', () => {
+  it("drops the entries of earlier runs in every campaign's state, keeps the switch's and later ones, and changes nothing again", async () => {
+    const storage = new LocalStorage(await mkdtemp(join(tmpdir(), 'state-')));
+    await saveOutcomes(storage, 7, 'r1', [{ job_id: 1, fp: 'a', outcome: 'exported' }], new Set([1]));
+    await saveOutcomes(storage, 8, 'r1', [{ job_id: 2, fp: 'b', outcome: 'exported' }], new Set([2]));
+    await saveOutcomes(storage, 8, 'r3', [{ job_id: 3, fp: 'c', outcome: 'exported' }], new Set([3]));
+    expect((await campaignsWithState(storage)).sort()).toEqual([7, 8]);
+
+    for (const id of await campaignsWithState(storage)) await forgetRunsBefore(storage, id, 'r2');
+    expect((await loadCampaignState(storage, 7)).state.jobs).toEqual({});
+    // r3 came after the switch: its entry stands (r1's went with the campaign's listing by r3).
+    expect((await loadCampaignState(storage, 8)).state.jobs).toEqual({
+      3: { fp: 'c', outcome: 'exported', run_id: 'r3' },
+    });
+    const { etag } = await loadCampaignState(storage, 8);
+    await forgetRunsBefore(storage, 8, 'r2');
+    expect((await loadCampaignState(storage, 8)).etag).toBe(etag);
   });
 });
