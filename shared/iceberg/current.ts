@@ -51,6 +51,7 @@ import {
   manifestBounds,
   pathWithin,
   readDeleteFile,
+  runsOlder,
   type SupersedeRule,
   scanDataFile,
   sortedRule,
@@ -179,11 +180,16 @@ async function findSuperseded(
   const base = baseTableOf(table);
   const jobIdField = fieldId(base, 'job_id');
   const campaignIdField = fieldId(base, 'campaign_id');
-  const candidates = live.filter(
-    (e) =>
-      e.data_file.content === CONTENT.DATA &&
-      columnsFor(sorted, manifestBounds(e, jobIdField), manifestBounds(e, campaignIdField)).length > 0,
-  );
+  const runIdField = fieldId(base, 'run_id');
+  // Run order first: a file of the rule's run or newer ones holds no row it may supersede.
+  const runs = new Map<string, 'all' | 'some'>();
+  const candidates = live.filter((e) => {
+    if (e.data_file.content !== CONTENT.DATA) return false;
+    const older = runsOlder(e, runIdField, rule);
+    if (older === 'none') return false;
+    runs.set(e.data_file.file_path, older);
+    return columnsFor(sorted, manifestBounds(e, jobIdField), manifestBounds(e, campaignIdField)).length > 0;
+  });
   if (candidates.length === 0) return found;
 
   // Rows of the candidates already deleted, from the delete files whose bounds can name them.
@@ -201,7 +207,7 @@ async function findSuperseded(
   await eachLimited(candidates, SCAN_CONCURRENCY, async (e) => {
     const path = e.data_file.file_path;
     const gone = ascending(deleted.get(path) ?? []);
-    const { rows, hits } = await scanDataFile(storage, e, sorted, gone);
+    const { rows, hits } = await scanDataFile(storage, e, sorted, gone, runs.get(path));
     if (hits.count === 0) return;
     if (gone.length + hits.count >= rows) {
       found.removed.add(path);
@@ -231,14 +237,18 @@ export async function anySuperseded(
   return found.removed.size > 0 || found.newDeletes.size > 0;
 }
 
+/** Per partition, rows of the run's own new data files that newer runs supersede. */
+export type OwnDeletes = ReadonlyMap<string, readonly { file_path: string; pos: number }[]>;
+
 /**
  * The `changeBase` of a current table's commit: removes the rows `rule` supersedes from the
- * base's live data files (see the module's summary).
+ * base's live data files, and `own` rows of the run's own files (see the module's summary).
  */
 export function supersedeJobs(
   storage: Storage,
   catalog: IcebergCatalog,
   rule: SupersedeRule,
+  own: OwnDeletes = new Map(),
 ): (base: BaseContext) => Promise<BaseChange> {
   return async (ctx) => {
     const table = ctx.table;
@@ -248,6 +258,7 @@ export function supersedeJobs(
       ctx.manifests,
       rule,
     );
+    for (const [dt, rows] of own) newDeletes.set(dt, [...(newDeletes.get(dt) ?? []), ...rows]);
     if (removed.size === 0 && newDeletes.size === 0)
       return { manifests: [...ctx.manifests], counts: NO_CHANGE };
     // A delete file that points only at removed data files goes with them.
