@@ -27,7 +27,7 @@ import { sizeOfRun } from '../../shared/export/run/job-counts.js';
 import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
-import { finisherLimits } from '../../shared/export/run/publish-closing.js';
+import { finisherLimits, recoveryLimits } from '../../shared/export/run/publish-closing.js';
 import { sendPlans } from '../../shared/export/run/run-plans.js';
 import {
   continueStart,
@@ -192,6 +192,7 @@ export async function startRunHandler(
   input: { mode: Mode; scheduledTime?: string },
 ): Promise<StartResult> {
   const deps = depsFor(world, actor);
+  const invokedAt = world.sim.now;
   let release = async () => {};
   if (input.scheduledTime !== undefined) {
     const claim = await claimScheduledStart(deps.storage, {
@@ -219,6 +220,9 @@ export async function startRunHandler(
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce: world.announcer.for(actor),
+      // As the handler: a run left open is closed as far as start-run's time allows (its lease
+      // held for the invocation's remaining time), the rest handed on to finish-run.
+      recovery: recoveryLimits(deps.now().getTime(), invokedAt + START_TIMEOUT_MS - world.sim.now),
       listing: { deadline, send },
     });
   } catch (error) {

@@ -17,7 +17,10 @@
  * - `concurrentRuns`: of those, the two committers work for different runs (their snapshots
  *   differ: the loser must rebase). The output's lock serialises runs, so this is rare;
  * - `recommitted`: a run's data manifest written by two actors (a second committer of the
- *   same run, at once or after the first one died).
+ *   same run, at once or after the first one died);
+ * - `lateCommits`: a run's snapshot of a current table committed after a newer run's snapshot
+ *   of that table (an older closing taken up late; `lateCurrentCommits` in iceberg-current.ts,
+ *   read from the metadata versions, not the log).
  */
 import type { StorageEvent } from './s3.js';
 import type { Actor } from './scheduler.js';
@@ -34,6 +37,7 @@ export interface IcebergCases {
   concurrentCommits: number;
   concurrentRuns: number;
   recommitted: number;
+  lateCommits: number;
 }
 
 export const noCases = (): IcebergCases => ({
@@ -48,6 +52,7 @@ export const noCases = (): IcebergCases => ({
   concurrentCommits: 0,
   concurrentRuns: 0,
   recommitted: 0,
+  lateCommits: 0,
 });
 
 const SWAP = /^iceberg\/([^/]+)\/metadata\/v\d+\.metadata\.json$/;
