@@ -1,13 +1,18 @@
 /**
  * The current tables (`<report table>_current`): the newest report of each job still listed. A
  * run's commit to one adds the run's data files (copies of its history files) and supersedes
- * the older rows of every job the run exported (the job ids of its `reports` files, for all six
+ * the rows of older runs (by run id, as the `*_latest` views order runs, whatever order the runs
+ * commit in: `SupersedeRule.runId`, decided per data file by its `run_id` bounds) of every job
+ * the run exported (the job ids of its `reports` files, for all six
  * tables: a new report with fewer sections, or none, must still lose the old ones), of every
  * job whose report answered 404 in the run, and of every job of a campaign the run listed
  * completely that the listing no longer holds. The same deletions as the `*_latest` views
  * (`shared/export/views.ts` defines them); each table's rows are matched on its own
  * `job_id` and `campaign_id`, so that a commit taken up again after some tables were committed
- * computes the rest from their own bases.
+ * computes the rest from their own bases. A run committing after newer runs (its closing taken
+ * up late) also deletes, in the same snapshot, its own new rows of the jobs those runs superseded
+ * (`OwnDeletes`, found by `shared/export/run/supersede-rule.ts`): a newer run's row is never
+ * replaced by an older one, and a job a newer run deleted does not come back.
  *
  * Superseded rows are removed with Iceberg v2 position deletes: per partition of the files they
  * sit in, one delete file listing (file_path, pos), sorted. A data file whose rows are all
@@ -18,13 +23,16 @@
  * rewrote every row of the table (BENCHMARKS.md, "iceberg-current").
  *
  * A position delete applies to data files of its partition with a data sequence number up to
- * its own; it names its files by path, and only older files (already in the base) are named, so
- * the run's own files, added at the same sequence number, are never touched by it. *
+ * its own; it names its files by path: older files (already in the base) and, for a run
+ * committing late only, the rows of its own files (added at the same sequence number) that newer
+ * runs superseded; the run's other own rows are never named.
+ *
  * Finding the superseded rows reads only what can hold them (`current-scan.ts`): data files by
  * their manifest bounds of `job_id` and `campaign_id`, row groups by their statistics, and of
  * those only the id column chunks, by byte range, one group at a time. Memory grows with the
  * run (its ids, its listings' job ids, 8 bytes each, and the positions it deletes), not with
- * the table. The data files are the run's
+ * the table; a late run's check against newer runs holds one newer run's rule at a time. The
+ * data files are the run's
  * history files copied byte for byte, not sorted again by job id: publish writes reports in
  * unit order (a campaign's jobs together), so a row group already holds neighbouring ids, and
  * sorting a 256 MB file would need an external sort in finish-run's memory.
