@@ -18,9 +18,8 @@
  *   differ: the loser must rebase). The output's lock serialises runs, so this is rare;
  * - `recommitted`: a run's data manifest written by two actors (a second committer of the
  *   same run, at once or after the first one died);
- * - `lateCommits`: a run's snapshot of a current table committed after a newer run's snapshot
- *   of that table (an older closing taken up late; `lateCurrentCommits` in iceberg-current.ts,
- *   read from the metadata versions, not the log).
+ * - `lateCommits`: runs that committed a table after a newer run had (an older closing taken up
+ *   late; `lateRuns` in iceberg-current.ts, read from the metadata versions, not the log).
  */
 import type { StorageEvent } from './s3.js';
 import type { Actor } from './scheduler.js';

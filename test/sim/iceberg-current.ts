@@ -172,14 +172,21 @@ export async function checkCurrentTables(
 }
 
 /**
- * How many snapshots of a current table were committed after a snapshot of a newer run (by run
- * id) in the same table: an older run's closing taken up late. Read from each metadata version
- * the bucket holds, in order.
+ * How many runs committed a snapshot of a table after a newer run's snapshot of that table (by
+ * run id): older closings taken up late. Read from each metadata version the bucket holds, in
+ * order, over every Iceberg table (the history tables too: a late run whose rows newer runs all
+ * superseded may commit no current table).
  */
-export function lateCurrentCommits(s3: SimS3): number {
-  let late = 0;
-  for (const base of REPORT_TABLES) {
-    const prefix = `${ICEBERG_ROOT}/${currentTableOf(base)}/metadata/`;
+export function lateRuns(s3: SimS3): number {
+  const late = new Set<string>();
+  const tables = new Set(
+    s3
+      .keys(`${ICEBERG_ROOT}/`)
+      .map((k) => /^iceberg\/([^/]+)\/metadata\//.exec(k)?.[1])
+      .filter((t): t is string => t !== undefined),
+  );
+  for (const table of tables) {
+    const prefix = `${ICEBERG_ROOT}/${table}/metadata/`;
     let newest = '';
     const seen = new Set<string>();
     const versions = s3
@@ -196,10 +203,10 @@ export function lateCurrentCommits(s3: SimS3): number {
         const run = s.summary['run-id'];
         if (run === undefined || seen.has(run)) continue;
         seen.add(run);
-        if (run < newest) late++;
+        if (run < newest) late.add(run);
         else newest = run;
       }
     }
   }
-  return late;
+  return late.size;
 }

@@ -19,7 +19,7 @@ import type { Manifest } from '../state/manifest.js';
 import type { FileEntry } from '../state/records.js';
 import { REPORT_TABLES, schemaContractOf, TABLE_NAMES } from '../tables.js';
 import type { ExportDeps } from './context.js';
-import { blockedByNewerRuns, supersedeRuleOf } from './supersede-rule.js';
+import { blockedByNewerRuns, newerRunCheck, supersedeRuleOf } from './supersede-rule.js';
 
 /** A Parquet file's last bytes: enough for any footer of ours (a few KB per row group). */
 const TAIL_BYTES = 4 * 1024 * 1024;
@@ -92,11 +92,16 @@ export async function commitIcebergRun(
   }
   const rule = await supersedeRuleOf(deps, manifest, committed);
   // A run closed after newer runs committed keeps out its rows of the jobs they superseded.
-  const blocked = await blockedByNewerRuns(deps, catalog, manifest.run_id, committed.get('reports') ?? []);
+  const { blocked, newer } = await blockedByNewerRuns(
+    deps,
+    catalog,
+    manifest.run_id,
+    committed.get('reports') ?? [],
+  );
   if (rule.jobs.size > 0 || rule.listings.size > 0) {
     Object.assign(
       tables,
-      await commitCurrentTables(deps, catalog, manifest, committed, summary, rule, blocked),
+      await commitCurrentTables(deps, catalog, manifest, committed, summary, rule, blocked, newer),
     );
   }
   return { catalog: catalog.kind, tables };
@@ -149,6 +154,7 @@ async function commitCurrentTables(
   summary: Readonly<Record<string, string>>,
   rule: SupersedeRule,
   blocked: ReadonlySet<number>,
+  newer: ReadonlySet<string>,
 ): Promise<NonNullable<Manifest['iceberg']>['tables']> {
   const tables: NonNullable<Manifest['iceberg']>['tables'] = {};
   for (const base of REPORT_TABLES) {
@@ -178,7 +184,7 @@ async function commitCurrentTables(
       summary,
       contract: schemaContractOf(manifest),
       now: deps.now(),
-      changeBase: supersedeJobs(deps.storage, catalog, rule, own),
+      changeBase: newerRunCheck(newer, supersedeJobs(deps.storage, catalog, rule, own)),
     });
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
   }

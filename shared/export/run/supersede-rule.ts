@@ -15,9 +15,16 @@
  * run at a time: memory grows with a run, not with the lake.
  */
 
+import { ExporterError } from '../../errors.js';
 import { CONTENT, decodeManifest, STATUS } from '../../iceberg/avro.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
-import { currentManifests, keyOfLocation, snapshotIdOf } from '../../iceberg/commit.js';
+import {
+  type BaseChange,
+  type BaseContext,
+  currentManifests,
+  keyOfLocation,
+  snapshotIdOf,
+} from '../../iceberg/commit.js';
 import { type SupersedeRule, supersedes } from '../../iceberg/current.js';
 import { idColumnGroups, SortedIds } from '../../iceberg/current-scan.js';
 import { manifestKey } from '../layout.js';
@@ -166,17 +173,19 @@ async function ruleOfRun(
 /**
  * The jobs of the run's reports (`reports`: its published files of the `reports` table) that a
  * run newer than it superseded already: the run's own rows of these jobs must not enter the
- * current tables. Empty (and nothing read) when no newer run committed.
+ * current tables. Empty (and nothing read) when no newer run committed. Also returns the newer
+ * runs it took into account (see {@link newerRunCheck}).
  */
 export async function blockedByNewerRuns(
   deps: ExportDeps,
   catalog: IcebergCatalog,
   runId: string,
   reports: readonly RunFile[],
-): Promise<Set<number>> {
+): Promise<{ blocked: Set<number>; newer: ReadonlySet<string> }> {
   const blocked = new Set<number>();
   const newer = await newerRuns(catalog, runId);
-  if (newer.length === 0 || reports.length === 0) return blocked;
+  const out = { blocked, newer: new Set(newer.map((r) => r.runId)) };
+  if (newer.length === 0 || reports.length === 0) return out;
   const jobs: number[] = [];
   const campaigns: number[] = [];
   for (const f of reports) {
@@ -198,5 +207,27 @@ export async function blockedByNewerRuns(
       newer_runs: newer.map((r) => r.runId),
       jobs: blocked.size,
     });
-  return blocked;
+  return out;
+}
+
+/**
+ * Wraps a current table's `changeBase`: a base holding a snapshot of a run newer than `runId`
+ * that `known` did not take into account (it committed while the run's blocked jobs were found)
+ * makes the commit fail retryably, so that the closing is taken up again and finds them anew.
+ */
+export function newerRunCheck(
+  known: ReadonlySet<string>,
+  change: (ctx: BaseContext) => Promise<BaseChange>,
+): (ctx: BaseContext) => Promise<BaseChange> {
+  return async (ctx) => {
+    for (const s of ctx.metadata.snapshots ?? []) {
+      const run = s.summary['run-id'];
+      if (run !== undefined && run > ctx.runId && !known.has(run))
+        throw new ExporterError(
+          `run ${run} committed a current table while run ${ctx.runId}'s closing was committing; the closing is retried`,
+          { retryable: true },
+        );
+    }
+    return change(ctx);
+  };
 }
