@@ -84,9 +84,15 @@ export interface SupersedeRule {
   readonly jobs: ReadonlySet<number>;
   /** The job ids of each campaign the run listed completely (a campaign gone listed none). */
   readonly listings: ReadonlyMap<number, JobIds>;
+  /**
+   * The run whose rule this is: only rows of older runs (a smaller `run_id`, the order of the
+   * `*_latest` views) are superseded, so that a run committing late never removes a newer
+   * run's row. Absent: rows of every run.
+   */
+  readonly runId?: string;
 }
 
-/** True when the rule supersedes a row of (`job`, `campaign`). */
+/** True when the rule supersedes a row of (`job`, `campaign`), whatever run wrote it. */
 export const supersedes = (rule: SupersedeRule, job: number, campaign: number): boolean =>
   rule.jobs.has(job) || rule.listings.get(campaign)?.has(job) === false;
 
@@ -141,6 +147,27 @@ export function manifestBounds(entry: ManifestEntry, field: number): { low?: num
   const low = bound(entry.data_file.lower_bounds);
   const high = bound(entry.data_file.upper_bounds);
   return { ...(low !== undefined && { low }), ...(high !== undefined && { high }) };
+}
+
+/**
+ * Which rows of a data file the run order lets `rule` supersede, by the file's `run_id` bounds
+ * (field `field`): `none` when every row is of the rule's run or a newer one, `all` when every
+ * row is of an older run, `some` when the bounds straddle it (a file another engine's
+ * compaction wrote, or one without bounds): its rows' `run_id` is read. Our data files are
+ * copies of one run's history file, their bounds one run id: never `some`. An upper bound may
+ * be cut (a prefix of the value), as in {@link pathWithin}.
+ */
+export function runsOlder(entry: ManifestEntry, field: number, rule: SupersedeRule): 'none' | 'all' | 'some' {
+  if (rule.runId === undefined) return 'all';
+  const text = (m: ManifestEntry['data_file']['lower_bounds']) => {
+    const value = m?.find((kv) => kv.key === field)?.value;
+    return value ? value.toString('utf8') : undefined;
+  };
+  const low = text(entry.data_file.lower_bounds);
+  const high = text(entry.data_file.upper_bounds);
+  if (low !== undefined && low >= rule.runId) return 'none';
+  if (high !== undefined && high < rule.runId && !rule.runId.startsWith(high)) return 'all';
+  return 'some';
 }
 
 /**
@@ -271,6 +298,7 @@ export async function scanDataFile(
   entry: ManifestEntry,
   sorted: SortedRule,
   deleted: readonly number[] = [],
+  runs: 'all' | 'some' = 'all',
 ): Promise<FileHits> {
   const file = rangedBuffer(storage, entry.data_file.file_path, Number(entry.data_file.file_size_in_bytes));
   const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
@@ -282,6 +310,7 @@ export async function scanDataFile(
     const ids = await readIds(file, metadata, columns, group.index);
     const jobs = ids.job_id!;
     const campaigns = ids.campaign_id;
+    const older = runs === 'some' ? await olderRows(file, metadata, group, sorted.rule.runId!) : undefined;
     // A job's rows sit next to each other (75 a report in questions_current): the rule is asked
     // once per run of equal (job, campaign), not once per row.
     let lastJob = Number.NaN;
@@ -300,10 +329,35 @@ export async function scanDataFile(
           sorted.rule.jobs.has(job) ||
           (campaigns !== undefined && sorted.rule.listings.get(campaign)?.has(job) === false);
       }
-      if (hit) hits.add(pos);
+      if (hit && (older === undefined || older[i] === 1)) hits.add(pos);
     }
   }
   return { rows: Number(metadata.num_rows), hits };
+}
+
+/** Per row of a group, 1 when its `run_id` is older than `runId` (one group's strings held at a time). */
+async function olderRows(
+  file: AsyncBuffer,
+  metadata: FileMetaData,
+  group: GroupStats,
+  runId: string,
+): Promise<Uint8Array> {
+  const older = new Uint8Array(group.rows);
+  await parquetRead({
+    file,
+    metadata,
+    columns: ['run_id'],
+    rowStart: group.start,
+    rowEnd: group.start + group.rows,
+    compressors,
+    onChunk: ({ columnData, rowStart }) => {
+      for (let i = 0; i < columnData.length; i++) {
+        const at = rowStart - group.start + i;
+        if (at >= 0 && at < group.rows) older[at] = String(columnData[i]) < runId ? 1 : 0;
+      }
+    },
+  });
+  return older;
 }
 
 /**

@@ -1,13 +1,18 @@
 /**
  * The current tables (`<report table>_current`): the newest report of each job still listed. A
  * run's commit to one adds the run's data files (copies of its history files) and supersedes
- * the older rows of every job the run exported (the job ids of its `reports` files, for all six
+ * the rows of older runs (by run id, as the `*_latest` views order runs, whatever order the runs
+ * commit in: `SupersedeRule.runId`, decided per data file by its `run_id` bounds) of every job
+ * the run exported (the job ids of its `reports` files, for all six
  * tables: a new report with fewer sections, or none, must still lose the old ones), of every
  * job whose report answered 404 in the run, and of every job of a campaign the run listed
  * completely that the listing no longer holds. The same deletions as the `*_latest` views
  * (`shared/export/views.ts` defines them); each table's rows are matched on its own
  * `job_id` and `campaign_id`, so that a commit taken up again after some tables were committed
- * computes the rest from their own bases.
+ * computes the rest from their own bases. A run committing after newer runs (its closing taken
+ * up late) also deletes, in the same snapshot, its own new rows of the jobs those runs superseded
+ * (`OwnDeletes`, found by `shared/export/run/supersede-rule.ts`): a newer run's row is never
+ * replaced by an older one, and a job a newer run deleted does not come back.
  *
  * Superseded rows are removed with Iceberg v2 position deletes: per partition of the files they
  * sit in, one delete file listing (file_path, pos), sorted. A data file whose rows are all
@@ -18,13 +23,16 @@
  * rewrote every row of the table (BENCHMARKS.md, "iceberg-current").
  *
  * A position delete applies to data files of its partition with a data sequence number up to
- * its own; it names its files by path, and only older files (already in the base) are named, so
- * the run's own files, added at the same sequence number, are never touched by it. *
+ * its own; it names its files by path: older files (already in the base) and, for a run
+ * committing late only, the rows of its own files (added at the same sequence number) that newer
+ * runs superseded; the run's other own rows are never named.
+ *
  * Finding the superseded rows reads only what can hold them (`current-scan.ts`): data files by
  * their manifest bounds of `job_id` and `campaign_id`, row groups by their statistics, and of
  * those only the id column chunks, by byte range, one group at a time. Memory grows with the
  * run (its ids, its listings' job ids, 8 bytes each, and the positions it deletes), not with
- * the table. The data files are the run's
+ * the table; a late run's check against newer runs holds one newer run's rule at a time. The
+ * data files are the run's
  * history files copied byte for byte, not sorted again by job id: publish writes reports in
  * unit order (a campaign's jobs together), so a row group already holds neighbouring ids, and
  * sorting a 256 MB file would need an external sort in finish-run's memory.
@@ -41,6 +49,7 @@ import {
   manifestBounds,
   pathWithin,
   readDeleteFile,
+  runsOlder,
   type SupersedeRule,
   scanDataFile,
   sortedRule,
@@ -186,11 +195,16 @@ async function findSuperseded(
   const base = baseTableOf(table);
   const jobIdField = fieldId(base, 'job_id');
   const campaignIdField = fieldId(base, 'campaign_id');
-  const candidates = live.filter(
-    (e) =>
-      e.data_file.content === CONTENT.DATA &&
-      columnsFor(sorted, manifestBounds(e, jobIdField), manifestBounds(e, campaignIdField)).length > 0,
-  );
+  const runIdField = fieldId(base, 'run_id');
+  // Run order first: a file of the rule's run or newer ones holds no row it may supersede.
+  const runs = new Map<string, 'all' | 'some'>();
+  const candidates = live.filter((e) => {
+    if (e.data_file.content !== CONTENT.DATA) return false;
+    const older = runsOlder(e, runIdField, rule);
+    if (older === 'none') return false;
+    runs.set(e.data_file.file_path, older);
+    return columnsFor(sorted, manifestBounds(e, jobIdField), manifestBounds(e, campaignIdField)).length > 0;
+  });
   if (candidates.length === 0) return found;
 
   // Rows of the candidates already deleted, from the delete files whose bounds can name them.
@@ -208,7 +222,7 @@ async function findSuperseded(
   await eachLimited(candidates, SCAN_CONCURRENCY, async (e) => {
     const path = e.data_file.file_path;
     const gone = ascending(deleted.get(path) ?? []);
-    const { rows, hits } = await scanDataFile(storage, e, sorted, gone);
+    const { rows, hits } = await scanDataFile(storage, e, sorted, gone, runs.get(path));
     if (hits.count === 0) return;
     if (gone.length + hits.count >= rows) {
       found.removed.add(path);
@@ -238,14 +252,18 @@ export async function anySuperseded(
   return found.removed.size > 0 || found.newDeletes.size > 0;
 }
 
+/** Per partition, rows of the run's own new data files that newer runs supersede. */
+export type OwnDeletes = ReadonlyMap<string, readonly { file_path: string; pos: number }[]>;
+
 /**
  * The `changeBase` of a current table's commit: removes the rows `rule` supersedes from the
- * base's live data files (see the module's summary).
+ * base's live data files, and `own` rows of the run's own files (see the module's summary).
  */
 export function supersedeJobs(
   storage: Storage,
   catalog: IcebergCatalog,
   rule: SupersedeRule,
+  own: OwnDeletes = new Map(),
 ): (base: BaseContext) => Promise<BaseChange> {
   return async (ctx) => {
     const table = ctx.table;
@@ -255,6 +273,7 @@ export function supersedeJobs(
       ctx.manifests,
       rule,
     );
+    for (const [dt, rows] of own) newDeletes.set(dt, [...(newDeletes.get(dt) ?? []), ...rows]);
     if (removed.size === 0 && newDeletes.size === 0)
       return { manifests: [...ctx.manifests], counts: NO_CHANGE };
     // A delete file that points only at removed data files goes with them.

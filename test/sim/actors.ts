@@ -192,6 +192,7 @@ export async function startRunHandler(
   input: { mode: Mode; scheduledTime?: string; tableFormat?: TableFormat },
 ): Promise<StartResult> {
   const deps = depsFor(world, actor);
+  const invokedAt = world.sim.now;
   let release = async () => {};
   if (input.scheduledTime !== undefined) {
     const claim = await claimScheduledStart(deps.storage, {
@@ -219,8 +220,9 @@ export async function startRunHandler(
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
       announce: world.announcer.for(actor),
-      // As functions/aws/start-run.ts: a run left open is closed only as far as its time allows.
-      recovery: recoveryLimits(deps.now().getTime(), START_TIMEOUT_MS),
+      // As the handler: a run left open is closed as far as start-run's time allows (its lease
+      // held for the invocation's remaining time), the rest handed on to finish-run.
+      recovery: recoveryLimits(deps.now().getTime(), invokedAt + START_TIMEOUT_MS - world.sim.now),
       listing: { deadline, send },
     });
   } catch (error) {

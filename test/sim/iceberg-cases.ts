@@ -17,7 +17,9 @@
  * - `concurrentRuns`: of those, the two committers work for different runs (their snapshots
  *   differ: the loser must rebase). The output's lock serialises runs, so this is rare;
  * - `recommitted`: a run's data manifest written by two actors (a second committer of the
- *   same run, at once or after the first one died).
+ *   same run, at once or after the first one died);
+ * - `lateCommits`: runs that committed a table after a newer run had (an older closing taken up
+ *   late; `lateRuns` in iceberg-current.ts, read from the metadata versions, not the log).
  */
 import type { StorageEvent } from './s3.js';
 import type { Actor } from './scheduler.js';
@@ -34,6 +36,7 @@ export interface IcebergCases {
   concurrentCommits: number;
   concurrentRuns: number;
   recommitted: number;
+  lateCommits: number;
 }
 
 export const noCases = (): IcebergCases => ({
@@ -48,6 +51,7 @@ export const noCases = (): IcebergCases => ({
   concurrentCommits: 0,
   concurrentRuns: 0,
   recommitted: 0,
+  lateCommits: 0,
 });
 
 const SWAP = /^iceberg\/([^/]+)\/metadata\/v\d+\.metadata\.json$/;

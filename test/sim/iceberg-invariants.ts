@@ -19,8 +19,8 @@
  *    run, the records its snapshot adds are the rows its manifest lists.
  * Invariant 6 (invariants.ts) covers `iceberg/<table>/data/`; `metadata/` is the catalog's.
  * Tables whose name ends in `_current` (the newest report per job, replaced rather than
- * appended) get 9 only: what a run adds to them is not its `files` (built in parallel; to do
- * once they land).
+ * appended) get 9 here, and 13 (their rows are the `*_latest` views', in run order) in
+ * iceberg-current.ts: what a run adds to them is not its `files`.
  */
 import { parquetMetadata } from 'hyparquet';
 import { ICEBERG_ROOT } from '../../shared/export/layout.js';
@@ -29,6 +29,7 @@ import { decodeManifest, decodeManifestList, type ManifestEntry, STATUS } from '
 import { snapshotIdOf } from '../../shared/iceberg/commit.js';
 import { parseJson } from '../../shared/iceberg/json.js';
 import type { Snapshot, TableMetadata } from '../../shared/iceberg/types.js';
+import { checkCurrentTables } from './iceberg-current.js';
 import type { SimS3 } from './s3.js';
 
 /** The bucket's root as the storage names it (`S3Storage.location`, actors.ts). */
@@ -114,6 +115,8 @@ export async function checkIcebergInvariants(
     const files = await currentFiles(s3, table, current, violate);
     if (files && !isCurrentTable(table)) await checkRuns(s3, table, current, files, manifests, violate);
   }
+  // 14: the current tables hold what the latest views would, in run order.
+  await checkCurrentTables(s3, manifests, violate);
 }
 
 /** 9: v1..vN parse and follow one another; returns vN (undefined when the chain is broken). */

@@ -42,6 +42,7 @@ const EXPECTED_CASES: (keyof IcebergCases)[] = [
   'crashAfterSwap',
   'concurrentCommits',
   'recommitted',
+  'lateCommits',
 ];
 
 describe('the run lifecycle under faults (seeded simulation)', () => {

@@ -27,6 +27,7 @@ import { generateDataset, SimApi } from './api.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
 import { type IcebergCases, icebergCases } from './iceberg-cases.js';
+import { lateRuns } from './iceberg-current.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { Prng } from './prng.js';
@@ -499,7 +500,7 @@ async function simulate(
     steps: sim.steps,
     runsStarted: monitor.started.size,
     manifests: s3.keys('runs/').length,
-    iceberg: icebergCases(s3.events),
+    iceberg: { ...icebergCases(s3.events), lateCommits: lateRuns(s3) },
     unitDeadline,
     formatSwitch: formatSwitchCases(s3, monitor),
   };

@@ -9,8 +9,9 @@ import { ExporterError } from '../../errors.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import { commitRun, snapshotIdOf } from '../../iceberg/commit.js';
 import { anySuperseded, type SupersedeRule, supersedeJobs } from '../../iceberg/current.js';
-import { idColumnGroups, SortedIds } from '../../iceberg/current-scan.js';
+import { idColumnGroups, PositionRuns } from '../../iceberg/current-scan.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
+import { locationOfKey } from '../../iceberg/locations.js';
 import type { CommitFile } from '../../iceberg/manifests.js';
 import { dataFileMetrics } from '../../iceberg/metrics.js';
 import { currentTableOf, type IcebergTableName, icebergParquetTable } from '../../iceberg/schema.js';
@@ -21,6 +22,7 @@ import type { FileEntry } from '../state/records.js';
 import { REPORT_TABLES, schemaContractOf, TABLE_NAMES } from '../tables.js';
 import type { ExportDeps } from './context.js';
 import { claimOutputCatalog } from './output-catalog.js';
+import { blockedByNewerRuns, newerRunCheck, supersedeRuleOf } from './supersede-rule.js';
 
 /** A Parquet file's last bytes: enough for any footer of ours (a few KB per row group). */
 const TAIL_BYTES = 4 * 1024 * 1024;
@@ -93,15 +95,20 @@ export async function commitIcebergRun(
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
   }
   const rule = await supersedeRuleOf(deps, manifest, committed);
+  // A run closed after newer runs committed keeps out its rows of the jobs they superseded.
+  const { blocked, newer } = await blockedByNewerRuns(
+    deps,
+    catalog,
+    manifest.run_id,
+    committed.get('reports') ?? [],
+  );
   if (rule.jobs.size > 0 || rule.listings.size > 0) {
-    Object.assign(tables, await commitCurrentTables(deps, catalog, manifest, committed, summary, rule));
+    Object.assign(
+      tables,
+      await commitCurrentTables(deps, catalog, manifest, committed, summary, rule, blocked, newer),
+    );
   }
   return { catalog: catalog.kind, tables };
-}
-
-/** The rows of a published file of the run, by their bigint `columns`, a row group at a time. */
-function publishedIds<C extends string>(deps: ExportDeps, f: CommitFile, columns: readonly C[]) {
-  return idColumnGroups(deps.storage, f.key, f.bytes, columns);
 }
 
 /** Bytes of a published file read at a time while it is copied under a current table. */
@@ -138,53 +145,6 @@ async function copyPublished(deps: ExportDeps, from: string, to: string, bytes: 
 }
 
 /**
- * What the run supersedes in the current tables, as the `*_latest` views define it
- * (`shared/export/views.ts`): the jobs it exported or got a 404 for, and for each campaign
- * whose jobs it listed completely (listed, not unlisted, no invalid item), the jobs listed.
- */
-async function supersedeRuleOf(
-  deps: ExportDeps,
-  manifest: RunOf,
-  committed: ReadonlyMap<string, readonly CommitFile[]>,
-): Promise<SupersedeRule> {
-  const jobs = new Set<number>(manifest.not_found_jobs ?? []);
-  for (const f of committed.get('reports') ?? []) {
-    for await (const group of publishedIds(deps, f, ['job_id']))
-      for (const job of group.job_id) jobs.add(job);
-  }
-  const incomplete = new Set([
-    ...(manifest.unlisted_campaigns ?? []),
-    ...(manifest.partially_listed_campaigns ?? []),
-  ]);
-  // Each listed campaign's jobs, gathered in growing typed arrays and kept sorted (SortedIds):
-  // the run lists as many jobs as the lake holds.
-  const listed = new Map<number, { ids: Float64Array; count: number }>();
-  for (const f of committed.get('campaigns') ?? []) {
-    for await (const group of publishedIds(deps, f, ['campaign_id'])) {
-      for (const campaign of group.campaign_id)
-        if (!incomplete.has(campaign)) listed.set(campaign, { ids: new Float64Array(16), count: 0 });
-    }
-  }
-  for (const f of committed.get('jobs') ?? []) {
-    for await (const group of publishedIds(deps, f, ['job_id', 'campaign_id'])) {
-      for (let i = 0; i < group.job_id.length; i++) {
-        const list = listed.get(group.campaign_id[i]!);
-        if (!list) continue;
-        if (list.count === list.ids.length) {
-          const grown = new Float64Array(list.ids.length * 2);
-          grown.set(list.ids);
-          list.ids = grown;
-        }
-        list.ids[list.count++] = group.job_id[i]!;
-      }
-    }
-  }
-  const listings = new Map<number, SortedIds>();
-  for (const [campaign, { ids, count }] of listed) listings.set(campaign, new SortedIds(ids.slice(0, count)));
-  return { jobs, listings };
-}
-
-/**
  * A snapshot per current table the run changes: the run's data files, copied under the current
  * table (never shared: an engine's maintenance of one table would delete files the other still
  * reads), and position deletes of the rows `rule` supersedes. A table the run adds no file to
@@ -197,16 +157,28 @@ async function commitCurrentTables(
   committed: ReadonlyMap<string, readonly CommitFile[]>,
   summary: Readonly<Record<string, string>>,
   rule: SupersedeRule,
+  blocked: ReadonlySet<number>,
+  newer: ReadonlySet<string>,
 ): Promise<NonNullable<Manifest['iceberg']>['tables']> {
   const tables: NonNullable<Manifest['iceberg']>['tables'] = {};
   for (const base of REPORT_TABLES) {
     const table = currentTableOf(base);
     const files: CommitFile[] = [];
+    // Rows of the run's own files that newer runs superseded: deleted in the same snapshot.
+    const own = new Map<string, { file_path: string; pos: number }[]>();
     for (const f of committed.get(base) ?? []) {
+      const { rows, hits } = await blockedRows(deps, f, blocked);
+      // A file whose every row a newer run superseded is not added at all.
+      if (hits.count > 0 && hits.count === rows) continue;
       const stem = f.key.slice(f.key.lastIndexOf('/') + 1, -'.parquet'.length);
       const key = icebergDataKey(table, manifest.dt, stem);
       await copyPublished(deps, f.key, key, f.bytes);
       files.push({ ...f, key });
+      if (hits.count === 0) continue;
+      const list = own.get(f.dt) ?? [];
+      const path = locationOfKey(deps.storage, key);
+      for (const pos of hits.positions()) list.push({ file_path: path, pos });
+      own.set(f.dt, list);
     }
     if (files.length === 0 && !(await changes(deps, catalog, table, manifest.run_id, rule))) continue;
     const outcome = await commitRun(deps.storage, catalog, {
@@ -216,11 +188,29 @@ async function commitCurrentTables(
       summary,
       contract: schemaContractOf(manifest),
       now: deps.now(),
-      changeBase: supersedeJobs(deps.storage, catalog, rule),
+      changeBase: newerRunCheck(newer, supersedeJobs(deps.storage, catalog, rule, own)),
     });
     tables[table] = { snapshot_id: outcome.snapshotId, metadata_location: outcome.metadataLocation };
   }
   return tables;
+}
+
+/** The positions of a published file's rows whose job is in `blocked`, out of its rows. */
+async function blockedRows(
+  deps: ExportDeps,
+  f: CommitFile,
+  blocked: ReadonlySet<number>,
+): Promise<{ rows: number; hits: PositionRuns }> {
+  const hits = new PositionRuns();
+  let rows = 0;
+  if (blocked.size === 0) return { rows: Number(f.metrics.record_count), hits };
+  for await (const group of idColumnGroups(deps.storage, f.key, f.bytes, ['job_id'])) {
+    for (const job of group.job_id) {
+      if (blocked.has(job)) hits.add(rows);
+      rows++;
+    }
+  }
+  return { rows, hits };
 }
 
 /** True when the run's snapshot of `table` is there already, or the rule deletes rows of it. */

@@ -188,3 +188,50 @@ describe('PositionRuns', () => {
     expect(runs.count).toBe(6);
   });
 });
+
+describe('current table supersession in run order', () => {
+  it('supersedes only rows of older runs: a newer run’s file is not opened, a file of several runs is read row by row', async () => {
+    // Prepare: one file of two runs (as a compaction writes), run-a (older) and run-c (newer),
+    // jobs 1-3; and a file of run-c alone, jobs 1-2.
+    const storage = new ReadCountingStorage(await mkdtemp(join(tmpdir(), 'scan-order-')));
+    const catalog = new FileCatalog(storage);
+    const dt = dtOf(0);
+    const row = (run: string, job: number) =>
+      syntheticRow(TABLE, run, dt, job, { section_index: 0, campaign_id: 7 });
+    const mixed = await writeDataFile(storage, TABLE, 'compacted-0', dt, [
+      ...[1, 2, 3].map((j) => row('run-a', j)),
+      ...[1, 2, 3].map((j) => row('run-c', j)),
+    ]);
+    const newer = await writeDataFile(
+      storage,
+      TABLE,
+      'run-c-1',
+      dt,
+      [1, 2].map((j) => row('run-c', j)),
+    );
+    await commitRun(storage, catalog, {
+      table: TABLE,
+      runId: 'engine',
+      files: [mixed, newer],
+      now: new Date(`${dt}T10:00:00Z`),
+    });
+    // Act: run-b, older than run-c, commits late, superseding jobs 1 and 2 and listing campaign 7 completely as [1, 2].
+    const rule: SupersedeRule = {
+      jobs: new Set([1, 2]),
+      listings: new Map([[7, new SortedIds(Float64Array.from([1, 2]))]]),
+      runId: 'run-b',
+    };
+    storage.counting = true;
+    await commitRun(storage, catalog, {
+      table: TABLE,
+      runId: 'run-b',
+      files: [],
+      now: new Date(`${dt}T11:00:00Z`),
+      changeBase: supersedeJobs(storage, catalog, rule),
+    });
+    storage.counting = false;
+    // Assert: run-a's rows went (jobs 1, 2 exported, job 3 left out of the listing); run-c's all stay.
+    expect(storage.dataFilesRead()).toEqual([`iceberg/${TABLE}/data/dt=${dt}/compacted-0.parquet`]);
+    expect(await rowsOf(catalog)).toEqual(['1/0/run-c', '1/0/run-c', '2/0/run-c', '2/0/run-c', '3/0/run-c']);
+  });
+});
