@@ -4,8 +4,8 @@
  * where it was read, and says what is allowed.
  */
 import * as z from 'zod';
-import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/export/layout.js';
 import { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS } from '../shared/export/tables.js';
+import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../shared/layout.js';
 import { fetchersFor, RUN_DEFAULTS, type RunDefault } from '../shared/run-defaults.js';
 import {
   FUNCTION_SIZES,

@@ -5,9 +5,9 @@
  */
 import * as z from 'zod';
 import { ConfigError } from '../../shared/errors.js';
-import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../../shared/export/layout.js';
 import { DtSchema } from '../../shared/export/state/records.js';
 import { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS } from '../../shared/export/tables.js';
+import { DEFAULT_TABLE_FORMAT, TABLE_FORMATS } from '../../shared/layout.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 
 /** A whole number bounded and defaulted as its run default says. */

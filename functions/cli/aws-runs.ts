@@ -3,7 +3,7 @@
  * progress from its records under `state/runs/<run_id>/` (the readers finish-run uses), the
  * output's lock, and the run manifests under `runs/`. Nothing here writes.
  */
-import { RUNS_PREFIX, STATE_KEYS } from '../../shared/export/layout.js';
+
 import { type ClosingRecord, readClosing } from '../../shared/export/run/closing.js';
 import { openRuns } from '../../shared/export/run/finish-run.js';
 import { mapPool } from '../../shared/export/run/pool.js';
@@ -34,6 +34,7 @@ import {
 } from '../../shared/export/state/records.js';
 import { isClosed, TombstoneSchema } from '../../shared/export/state/tombstone.js';
 import { schemaContractOf } from '../../shared/export/tables.js';
+import { RUNS_PREFIX, STATE_KEYS } from '../../shared/layout.js';
 import type { Storage } from '../../shared/storage/storage.js';
 
 /** Manifests read at once when listing runs. */

@@ -6,9 +6,9 @@
  * missing setting is one line naming it, never a failure at the commit.
  */
 import { ConfigError, describeError } from '../../shared/errors.js';
-import type { TableFormat } from '../../shared/export/layout.js';
 import { registeredCatalog } from '../../shared/export/state/table-format.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
+import type { TableFormat } from '../../shared/layout.js';
 import type { Storage } from '../../shared/storage/storage.js';
 
 export interface CatalogOptions {

@@ -7,10 +7,10 @@ import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { normalizeBaseUrl } from '../../shared/api/base-url.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
-import { TABLE_FORMATS } from '../../shared/export/layout.js';
 import type { LocalRunOptions } from '../../shared/export/run/local-run.js';
 import { DtSchema } from '../../shared/export/state/records.js';
 import { DEFAULT_SCHEMA_CONTRACT, SCHEMA_CONTRACTS } from '../../shared/export/tables.js';
+import { TABLE_FORMATS } from '../../shared/layout.js';
 import { describeRange, RUN_DEFAULTS, type RunDefault } from '../../shared/run-defaults.js';
 import { isS3Out } from '../../shared/storage/open.js';
 

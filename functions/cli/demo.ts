@@ -8,9 +8,9 @@
  */
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { manifestKey } from '../../shared/export/layout.js';
 import { QUERIES, queriesFor } from '../../shared/export/queries.js';
 import { runExport } from '../../shared/export/run/local-run.js';
+import { manifestKey } from '../../shared/layout.js';
 import { RUN_DEFAULTS } from '../../shared/run-defaults.js';
 import { startSimulator } from '../../test/simulator/index.js';
 import { parseCli, runOptionsOf } from './config.js';

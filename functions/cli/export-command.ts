@@ -9,10 +9,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConfigError, describeError } from '../../shared/errors.js';
-import { manifestKey, STATE_ROOT } from '../../shared/export/layout.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { runExport } from '../../shared/export/run/local-run.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
+import { manifestKey, STATE_ROOT } from '../../shared/layout.js';
 import { checkWritable } from '../../shared/storage/open.js';
 import { cliCatalog } from './catalog.js';
 import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';

@@ -8,9 +8,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ExporterError } from '../../shared/errors.js';
-import { PARQUET_ROOT, RUNS_PREFIX } from '../../shared/export/layout.js';
 import { outputTableFormat } from '../../shared/export/state/table-format.js';
 import { keyOfLocation } from '../../shared/iceberg/locations.js';
+import { PARQUET_ROOT, RUNS_PREFIX } from '../../shared/layout.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import type { LakeFiles } from './sql.js';
 

@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { ConfigError, describeError, ExporterError } from '../../shared/errors.js';
-import { ICEBERG_ROOT, PARQUET_ROOT, RUNS_ROOT } from '../../shared/export/layout.js';
+import { ICEBERG_ROOT, PARQUET_ROOT, RUNS_ROOT } from '../../shared/layout.js';
 import { isS3Out } from '../../shared/storage/open.js';
 import { readerCatalog } from './catalog.js';
 import { argumentError, OUT_OPTIONS, OUT_SHAPE, outValues, resolveOut } from './config.js';

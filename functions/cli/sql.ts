@@ -8,7 +8,6 @@
  */
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBResultReader } from '@duckdb/node-api';
-import { PARTITION_KEY, RUNS_PREFIX, tablePrefix } from '../../shared/export/layout.js';
 import { outputTableFormat } from '../../shared/export/state/table-format.js';
 import { TABLE_NAMES, type TableName } from '../../shared/export/tables.js';
 import {
@@ -24,6 +23,7 @@ import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
 import { keyOfLocation } from '../../shared/iceberg/locations.js';
 import { baseTableOf, ICEBERG_TABLE_NAMES } from '../../shared/iceberg/schema.js';
 import { snapshotFiles } from '../../shared/iceberg/snapshot-files.js';
+import { PARTITION_KEY, RUNS_PREFIX, tablePrefix } from '../../shared/layout.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import { displayWidth, oneLine, padEnd, truncate } from './columns.js';

@@ -9,7 +9,7 @@ import {
   RAW_ROOT,
   RUNS_ROOT,
   type TableFormat,
-} from '../../shared/export/layout.js';
+} from '../../shared/layout.js';
 import { ATHENA_RESULTS_PREFIX, type DataLake } from './data-lake.js';
 
 /**

@@ -1,7 +1,7 @@
 import * as athena from 'aws-cdk-lib/aws-athena';
 import { Construct } from 'constructs';
-import type { TableFormat } from '../../shared/export/layout.js';
 import { queriesFor } from '../../shared/export/queries.js';
+import type { TableFormat } from '../../shared/layout.js';
 import { ATHENA_RESULTS_PREFIX, type DataLake } from './data-lake.js';
 
 const MIB = 1024 * 1024;

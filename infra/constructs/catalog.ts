@@ -1,16 +1,6 @@
 import { Stack } from 'aws-cdk-lib';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import { Construct } from 'constructs';
-import {
-  DEFAULT_TABLE_FORMAT,
-  DT_PROJECTION_FORMAT,
-  PARTITION_KEY,
-  partitionTemplate,
-  RUNS_PREFIX,
-  rawPrefix,
-  type TableFormat,
-  tablePrefix,
-} from '../../shared/export/layout.js';
 import { RAW_LINE_COLUMNS } from '../../shared/export/raw-lines.js';
 import { glueType, TABLES, type TableDef, type TableName } from '../../shared/export/tables.js';
 import {
@@ -20,6 +10,16 @@ import {
   RUNS_COLUMNS,
   RUNS_TABLE,
 } from '../../shared/export/views.js';
+import {
+  DEFAULT_TABLE_FORMAT,
+  DT_PROJECTION_FORMAT,
+  PARTITION_KEY,
+  partitionTemplate,
+  RUNS_PREFIX,
+  rawPrefix,
+  type TableFormat,
+  tablePrefix,
+} from '../../shared/layout.js';
 import { athenaViewInput } from './athena-view.js';
 import type { DataLake } from './data-lake.js';
 

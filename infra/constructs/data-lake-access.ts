@@ -14,7 +14,7 @@ import {
   STATE_KEYS,
   STATE_ROOT,
   type TableFormat,
-} from '../../shared/export/layout.js';
+} from '../../shared/layout.js';
 import type { FunctionName } from './functions.js';
 
 /** Key patterns of one function's object operations (s3:ListBucket is bucket-wide: see DataLake.grantAccess). */
@@ -30,7 +30,7 @@ export interface DataLakeAccess {
 /** Any run id, campaign, unit or file name. */
 const ANY = '*';
 
-/** The layout's keys as patterns (shared/export/layout.ts is the one source of each). */
+/** The layout's keys as patterns (shared/layout.ts is the one source of each). */
 export const KEY_PATTERNS = {
   lock: STATE_KEYS.lock,
   /** When a run last ended well (finish-run's NoFinishedRun metric). */

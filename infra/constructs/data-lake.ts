@@ -10,7 +10,7 @@ import {
   RUNS_ROOT,
   STATE_KEYS,
   STATE_ROOT,
-} from '../../shared/export/layout.js';
+} from '../../shared/layout.js';
 import { RAW_TRANSITION, type RawStorageClass } from '../config.js';
 import type { DataLakeAccess } from './data-lake-access.js';
 
@@ -181,7 +181,7 @@ export class DataLake extends Construct {
     for (const pattern of [...patterns].filter((p) => p.includes('*'))) {
       Validations.of(role).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.dataPrefix}${pattern}]`,
-        reason: `Object keys matching ${pattern} are created per run, campaign, unit and date (the output layout in shared/export/layout.ts); the grant names that pattern only, with explicit actions.`,
+        reason: `Object keys matching ${pattern} are created per run, campaign, unit and date (the output layout in shared/layout.ts); the grant names that pattern only, with explicit actions.`,
       });
     }
   }

@@ -27,9 +27,9 @@ import { Stack } from 'aws-cdk-lib';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { currentTableName, icebergTablePrefix, PARTITION_KEY } from '../../shared/export/layout.js';
 import { REPORT_TABLES, TABLE_NAMES, TABLES, type TableDef } from '../../shared/export/tables.js';
 import { GLUE_PARAMETERS, ICEBERG_TABLE_TYPE } from '../../shared/iceberg/glue-parameters.js';
+import { currentTableName, icebergTablePrefix, PARTITION_KEY } from '../../shared/layout.js';
 import { glueColumns } from './catalog.js';
 import type { DataLake } from './data-lake.js';
 

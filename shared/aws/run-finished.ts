@@ -7,7 +7,6 @@
  * announces it (finish-run, start-run closing an interrupted run) and what reads it.
  */
 import * as z from 'zod';
-import { manifestKey } from '../export/layout.js';
 import { DriftKindSummarySchema, summarizeDrift } from '../export/state/drift-summary.js';
 import {
   type Manifest,
@@ -17,6 +16,7 @@ import {
   RunStatusSchema,
 } from '../export/state/manifest.js';
 import { DtSchema, ModeSchema, RunIdSchema } from '../export/state/records.js';
+import { manifestKey } from '../layout.js';
 
 export const EVENT_SOURCE = 'campaign-report-exporter';
 export const EVENT_DETAIL_TYPE = 'ExportRunFinished';

@@ -5,7 +5,7 @@
  * questions go through the `*_latest` views (views.ts), so a job exported by several runs
  * counts once; queries over a snapshot bound their scan with `dt`.
  */
-import type { TableFormat } from './layout.js';
+import type { TableFormat } from '../layout.js';
 
 export interface NamedQuery {
   readonly name: string;

@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import avro from 'avsc';
-import { PARTITION_KEY } from '../export/layout.js';
+import { PARTITION_KEY } from '../layout.js';
 import { DT_PARTITION_FIELD_ID } from './schema.js';
 
 /** A long as read: a number when safe, a BigInt beyond 2^53. */

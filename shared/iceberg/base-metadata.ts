@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ExporterError } from '../errors.js';
-import { STATE_KEYS } from '../export/layout.js';
+import { STATE_KEYS } from '../layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogTable } from './catalog.js';
 import { parseJson } from './json.js';

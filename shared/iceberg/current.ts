@@ -37,7 +37,7 @@
  * unit order (a campaign's jobs together), so a row group already holds neighbouring ids, and
  * sorting a 256 MB file would need an external sort in finish-run's memory.
  */
-import { icebergDataKey } from '../export/layout.js';
+import { icebergDataKey } from '../layout.js';
 import { encodeParquet } from '../parquet/encode.js';
 import type { ParquetTable } from '../parquet/schema.js';
 import type { Storage } from '../storage/storage.js';

@@ -7,7 +7,7 @@
  * behind by a crash between the two writes is harmless.
  */
 import { ExporterError, PreconditionFailedError } from '../errors.js';
-import { icebergTablePrefix } from '../export/layout.js';
+import { icebergTablePrefix } from '../layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogRef, CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
 import { parseJson, stringifyJson } from './json.js';

@@ -12,7 +12,7 @@ import {
   UpdateTableCommand,
 } from '@aws-sdk/client-glue';
 import { ConfigError, ExporterError } from '../errors.js';
-import { icebergTablePrefix } from '../export/layout.js';
+import { icebergTablePrefix } from '../layout.js';
 import type { Storage } from '../storage/storage.js';
 import type { CatalogRef, CatalogTable, CommitResult, IcebergCatalog } from './catalog.js';
 import { GLUE_PARAMETERS, ICEBERG_TABLE_TYPE } from './glue-parameters.js';

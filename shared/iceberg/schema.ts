@@ -14,7 +14,6 @@
  * takes files of the other is `schema-evolution.ts`.
  */
 
-import { currentTableName, PARTITION_KEY } from '../export/layout.js';
 import {
   type ColumnType,
   REPORT_TABLES,
@@ -24,6 +23,7 @@ import {
   type TableName,
   tablesOf,
 } from '../export/tables.js';
+import { currentTableName, PARTITION_KEY } from '../layout.js';
 import type { ParquetColumn, ParquetTable } from '../parquet/schema.js';
 import { FIELD_IDS } from './field-ids.js';
 import type { IcebergField, IcebergPrimitive, IcebergSchema, PartitionSpec } from './types.js';

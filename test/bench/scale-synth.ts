@@ -22,7 +22,6 @@ import type { Report } from '../../shared/api/schemas.js';
 import { appendReportRows, campaignRow, jobRow } from '../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
-import { STATE_KEYS, stagedParquetKey, stagedRawKey } from '../../shared/export/layout.js';
 import { mapPool } from '../../shared/export/run/pool.js';
 import { stageStep, stageTables } from '../../shared/export/run/staging.js';
 import { fingerprint } from '../../shared/export/state/fingerprint.js';
@@ -37,6 +36,7 @@ import {
   type UnitSummary,
 } from '../../shared/export/state/records.js';
 import { type RawEntity, REPORT_TABLES, type TableName } from '../../shared/export/tables.js';
+import { STATE_KEYS, stagedParquetKey, stagedRawKey } from '../../shared/layout.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import { realisticReports } from '../helpers/realistic-reports.js';

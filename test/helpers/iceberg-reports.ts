@@ -3,13 +3,13 @@
  * schema contract, with the pinned field ids), for tests that commit them with `commitRun`.
  */
 import { TableBuffer } from '../../shared/export/format/table-buffer.js';
-import { icebergDataKey } from '../../shared/export/layout.js';
 import type { Row, SchemaContract } from '../../shared/export/tables.js';
 import { parseJson } from '../../shared/iceberg/json.js';
 import { keyOfLocation } from '../../shared/iceberg/locations.js';
 import { dataFileMetrics } from '../../shared/iceberg/metrics.js';
 import { icebergParquetTable } from '../../shared/iceberg/schema.js';
 import type { TableMetadata } from '../../shared/iceberg/types.js';
+import { icebergDataKey } from '../../shared/layout.js';
 import type { LocalStorage } from '../../shared/storage/local.js';
 
 /** A `reports` row with every column of the frozen form set. */

@@ -1,5 +1,5 @@
 /** Builders for the run records tests put in storage or hand to the finisher. */
-import { STATE_KEYS } from '../../shared/export/layout.js';
+
 import {
   encodeRecord,
   type PlanRecord,
@@ -7,6 +7,7 @@ import {
   type RunRecord,
   type UnitSummary,
 } from '../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../shared/layout.js';
 import type { Storage } from '../../shared/storage/storage.js';
 
 export const TEST_RUN_ID = '20261122T031500Z-a1b2c3';

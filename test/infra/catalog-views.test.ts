@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { RUNS_PREFIX } from '../../shared/export/layout.js';
 import { ManifestSchema } from '../../shared/export/state/manifest.js';
 import { type ColumnType, REPORT_TABLES, TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
+import { RUNS_PREFIX } from '../../shared/layout.js';
 import {
   dataLakeUrl,
   logicalIdOf,

@@ -11,7 +11,7 @@ import { parseConfig } from '../../infra/config.js';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
 import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
 import { readConfig } from '../../infra/settings.js';
-import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/export/layout.js';
+import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/layout.js';
 
 const CDK_JSON = new URL('../../cdk.json', import.meta.url);
 

@@ -5,10 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATHENA_ENGINE_VERSION } from '../../infra/constructs/athena.js';
 import { RAW_REPORTS_TABLE } from '../../infra/constructs/catalog.js';
-import { partitionTemplate, rawPrefix, STATE_KEYS, tablePrefix } from '../../shared/export/layout.js';
 import { QUERIES } from '../../shared/export/queries.js';
 import { TABLES } from '../../shared/export/tables.js';
 import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
+import { partitionTemplate, rawPrefix, STATE_KEYS, tablePrefix } from '../../shared/layout.js';
 import {
   dataLakeUrl,
   logicalIdOf,

@@ -14,13 +14,13 @@
  */
 import { zstdDecompressSync } from 'node:zlib';
 import { parquetReadObjects } from 'hyparquet';
-import { ICEBERG_ROOT } from '../../shared/export/layout.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { REPORT_TABLES } from '../../shared/export/tables.js';
 import { CONTENT, decodeManifest, decodeManifestList, STATUS } from '../../shared/iceberg/avro.js';
 import { parseJson } from '../../shared/iceberg/json.js';
 import { currentTableOf } from '../../shared/iceberg/schema.js';
 import type { TableMetadata } from '../../shared/iceberg/types.js';
+import { ICEBERG_ROOT } from '../../shared/layout.js';
 import type { SimS3 } from './s3.js';
 
 type Violate = (invariant: string, message: string, runs: string[]) => void;

@@ -23,12 +23,12 @@
  * iceberg-current.ts: what a run adds to them is not its `files`.
  */
 import { parquetMetadata } from 'hyparquet';
-import { ICEBERG_ROOT } from '../../shared/export/layout.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { decodeManifest, decodeManifestList, type ManifestEntry, STATUS } from '../../shared/iceberg/avro.js';
 import { snapshotIdOf } from '../../shared/iceberg/commit.js';
 import { parseJson } from '../../shared/iceberg/json.js';
 import type { Snapshot, TableMetadata } from '../../shared/iceberg/types.js';
+import { ICEBERG_ROOT } from '../../shared/layout.js';
 import { checkCurrentTables } from './iceberg-current.js';
 import type { SimS3 } from './s3.js';
 

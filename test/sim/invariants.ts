@@ -23,11 +23,11 @@
  */
 import { zstdDecompressSync } from 'node:zlib';
 import { parquetReadObjects } from 'hyparquet';
-import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import { fingerprint } from '../../shared/export/state/fingerprint.js';
 import { CampaignStateSchema } from '../../shared/export/state/incremental.js';
 import { type Manifest, ManifestSchema } from '../../shared/export/state/manifest.js';
 import { type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../shared/layout.js';
 import type { Announcer } from './actors.js';
 import { jobListItem, type SimApi } from './api.js';
 import { checkIcebergInvariants, icebergTables, isCurrentTable } from './iceberg-invariants.js';

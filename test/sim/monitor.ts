@@ -27,9 +27,9 @@
  * run.json or closing.json exists (a finisher will take it on).
  */
 
-import { STATE_KEYS } from '../../shared/export/layout.js';
 import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
 import { LockRecordSchema } from '../../shared/export/state/lock.js';
+import { STATE_KEYS } from '../../shared/layout.js';
 import type { SimS3 } from './s3.js';
 import type { Actor, Sim } from './scheduler.js';
 import type { SimQueue } from './sqs.js';

@@ -9,9 +9,9 @@
  * Then the invariants are read from the bucket.
  */
 
-import { manifestKey, STATE_KEYS } from '../../shared/export/layout.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { type Mode, type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../shared/layout.js';
 import {
   Announcer,
   cliRun,

@@ -63,10 +63,17 @@ describe('dependencies point one way', () => {
     expect(await violations('shared/export/state', under('shared/export/run'))).toEqual([]);
   });
 
+  it('the Iceberg writer takes from the export only the tables it writes, and the key layout imports nothing', async () => {
+    expect(
+      await violations('shared/iceberg', (t) => under('shared/export')(t) && t !== 'shared/export/tables.js'),
+    ).toEqual([]);
+    expect(await importsOf('shared/layout.ts')).toEqual([]);
+  });
+
   it('infra takes from shared only definitions: tables, key layout, SQL, manifest, metric names, run defaults, AWS payloads, the stack name, table keys and glibc settings', async () => {
     const allowed = new Set([
       'shared/export/tables.js',
-      'shared/export/layout.js',
+      'shared/layout.js',
       'shared/export/queries.js',
       'shared/export/views.js',
       'shared/export/raw-lines.js',

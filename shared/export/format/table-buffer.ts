@@ -4,9 +4,9 @@
  */
 
 import { icebergParquetTable } from '../../iceberg/schema.js';
+import { PARTITION_KEY, type TableFormat } from '../../layout.js';
 import { ColumnBuffer, encodeParquetColumns } from '../../parquet/encode.js';
 import type { ParquetTable } from '../../parquet/schema.js';
-import { PARTITION_KEY, type TableFormat } from '../layout.js';
 import {
   type Cell,
   type Row,

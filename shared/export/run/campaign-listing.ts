@@ -10,8 +10,8 @@
  */
 
 import * as z from 'zod';
+import { STATE_KEYS } from '../../layout.js';
 import { campaignRow } from '../format/flatten.js';
-import { STATE_KEYS } from '../layout.js';
 import { type CampaignPiece, claimCampaignPiece, readCampaignPieces } from '../state/listing-pieces.js';
 import {
   encodeRecord,

@@ -8,8 +8,8 @@
  * Closed runs' folders are tidied (tombstones, late debris).
  */
 
+import { STATE_KEYS } from '../../layout.js';
 import { listAll } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { LockRecordSchema, lockIsFree, MAX_CLOCK_SKEW_MS } from '../state/lock.js';
 import type { Manifest } from '../state/manifest.js';
 import { encodeRecord, parseRecord } from '../state/records.js';

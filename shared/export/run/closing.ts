@@ -13,7 +13,7 @@
  */
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
-import { STATE_KEYS } from '../layout.js';
+import { STATE_KEYS } from '../../layout.js';
 import { RecordedOutcomeSchema } from '../state/incremental.js';
 import { ManifestSchema } from '../state/manifest.js';
 import {

@@ -8,13 +8,13 @@
 import { DEFAULT_TIMEOUT_MS, type ReportOutcome, type ValidationIssue } from '../../api/client.js';
 import { fetcherWaitSeconds } from '../../api/fetcher-slots.js';
 import { describeError, PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
 import { appendEvolvedReportRows, namedJobId } from '../format/evolve-rows.js';
 import { appendReportRows } from '../format/flatten.js';
 import { jsonTextOf } from '../format/json-text.js';
 import { JsonLinesBuffer } from '../format/jsonl.js';
 import { TableBuffer } from '../format/table-buffer.js';
-import { STATE_KEYS } from '../layout.js';
 import { rawLine } from '../raw-lines.js';
 import { DriftTally } from '../schema-drift.js';
 import { quarantine } from '../state/quarantine.js';

@@ -17,7 +17,7 @@
  * asked for again.
  */
 import { PreconditionFailedError, StorageError } from '../../errors.js';
-import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../layout.js';
+import { manifestKey, runIdOfStateKey, STATE_KEYS } from '../../layout.js';
 import { claimAnnouncement } from '../state/announcement.js';
 import { takeClosingLease } from '../state/closing-lease.js';
 import { campaignsWithState, forgetRunsBefore, saveOutcomes } from '../state/incremental.js';

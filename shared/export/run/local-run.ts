@@ -4,7 +4,7 @@
  * further rounds, as an SQS redelivery would give them.
  */
 import { describeError, ExporterError, InterruptedError, OutputLockedError } from '../../errors.js';
-import { manifestKey } from '../layout.js';
+import { manifestKey } from '../../layout.js';
 import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import {
   addRequestCounts,

@@ -15,8 +15,8 @@ import { ConfigError } from '../../errors.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import { FileCatalog } from '../../iceberg/file-catalog.js';
 import { ICEBERG_TABLE_NAMES } from '../../iceberg/schema.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { registeredCatalog } from '../state/table-format.js';
 
 /** Swaps tried per table when another writer moves Glue's pointer during the take-over. */

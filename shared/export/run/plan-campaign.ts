@@ -4,8 +4,8 @@
  * the incremental state, and cut the reports to fetch into units of work.
  */
 import { ExporterError, PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import { RUN_DEFAULTS } from '../../run-defaults.js';
-import { STATE_KEYS } from '../layout.js';
 import { loadCampaignState, planJobs } from '../state/incremental.js';
 import {
   encodeRecord,

@@ -15,8 +15,8 @@
  * regroup's own bound (`parquet/regroup.ts`).
  */
 import * as z from 'zod';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { encodeRecord, type FileEntry, FileEntrySchema, parseRecord, type RunRef } from '../state/records.js';
 import { type ClosingRecord, stagedOf } from './closing.js';
 import type { ExportDeps } from './context.js';

@@ -13,11 +13,11 @@
  * are written at once.
  */
 import { ExporterError } from '../../errors.js';
+import { icebergDataKey, parquetKey, publishedStem, rawKey } from '../../layout.js';
 import { ParquetRegroup, type RegroupOptions } from '../../parquet/regroup.js';
 import type { ParquetTable } from '../../parquet/schema.js';
 import { readRange, type Storage } from '../../storage/storage.js';
 import { parquetTableOf } from '../format/table-buffer.js';
-import { icebergDataKey, parquetKey, publishedStem, rawKey } from '../layout.js';
 import { type FileEntry, type RunRef, type StagedFile, tableFormatOf } from '../state/records.js';
 import { RAW_ENTITIES, type RawEntity, TABLE_NAMES, type TableName } from '../tables.js';
 import { mapPool } from './pool.js';

@@ -10,8 +10,8 @@
  * its tombstone expired) are deleted.
  */
 import { describeError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import { listAll } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { type TableFormat, tableFormatOf } from '../state/records.js';
 import { isClosed, sweepClosedRun } from '../state/tombstone.js';
 import { readClosing } from './closing.js';

@@ -6,7 +6,7 @@
  * message delivered twice plans its campaign once (`plan-campaign.ts`).
  */
 import * as z from 'zod';
-import { STATE_KEYS } from '../layout.js';
+import { STATE_KEYS } from '../../layout.js';
 import { encodeRecord, type PlanMessage, parseRecord, type RunRef } from '../state/records.js';
 import type { ExportDeps } from './context.js';
 

@@ -5,8 +5,9 @@
  * one campaign at a time (`campaignsOf`): its memory is one campaign's records, whatever the
  * run's size; so does `aws status` (functions/cli/aws-runs.ts). `readRunRecords` holds them all, for tests.
  */
+
+import { STATE_KEYS } from '../../layout.js';
 import { listAll, type Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import {
   addRequestCounts,
   emptyRequestCounts,

@@ -5,10 +5,11 @@
  * is visible in `parquet/` or `raw/`: the finish step publishes the files the run's records list,
  * so a file left by a delivery that died before its record is never published.
  */
+
+import { stagedParquetKey, stagedStepKey } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
 import type { JsonLinesBuffer } from '../format/jsonl.js';
 import type { TableBuffer } from '../format/table-buffer.js';
-import { stagedParquetKey, stagedStepKey } from '../layout.js';
 import type { FileEntry, StagedFile } from '../state/records.js';
 import { type RawEntity, TABLE_NAMES } from '../tables.js';
 

@@ -16,7 +16,7 @@ import {
   OutputLockedError,
   PreconditionFailedError,
 } from '../../errors.js';
-import { dtOf, STATE_KEYS } from '../layout.js';
+import { dtOf, STATE_KEYS } from '../../layout.js';
 import { type AcquireOptions, OutputLock } from '../state/lock.js';
 import {
   emptyRequestCounts,

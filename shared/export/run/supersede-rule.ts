@@ -23,7 +23,7 @@ import { type SupersedeRule, supersedes } from '../../iceberg/current.js';
 import { idColumnGroups, SortedIds } from '../../iceberg/current-scan.js';
 import { keyOfLocation } from '../../iceberg/locations.js';
 import { currentManifests } from '../../iceberg/manifests.js';
-import { manifestKey } from '../layout.js';
+import { manifestKey } from '../../layout.js';
 import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import { parseRecord } from '../state/records.js';
 import { readClosing } from './closing.js';

@@ -10,8 +10,8 @@
  */
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { MAX_CLOCK_SKEW_MS } from './lock.js';
 import { encodeRecord, parseRecord } from './records.js';
 

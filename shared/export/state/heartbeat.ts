@@ -8,8 +8,8 @@
  *   an API that keeps sending a field the spec does not name is told once, not on every run.
  */
 import * as z from 'zod';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import type { DriftEntry } from '../schema-drift.js';
 import type { Manifest } from './manifest.js';
 import { encodeRecord, parseRecord } from './records.js';

@@ -6,8 +6,8 @@
  */
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { encodeRecord, JobOutcomeSchema, type Mode, parseRecord, type UnitJob } from './records.js';
 
 export const JobStateSchema = z.object({

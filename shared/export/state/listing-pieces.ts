@@ -9,8 +9,8 @@
 import * as z from 'zod';
 import type { ListingCursor } from '../../api/pagination.js';
 import { PreconditionFailedError, StorageError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { parseRecord, StagedFileSchema } from './records.js';
 
 const int = z.number().int().nonnegative();

@@ -16,8 +16,8 @@
 import { hostname } from 'node:os';
 import * as z from 'zod';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { processIsGone, processStartMarker } from './process-alive.js';
 import { parseRecord } from './records.js';
 

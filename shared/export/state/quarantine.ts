@@ -1,7 +1,7 @@
 import type { ValidationIssue } from '../../api/client.js';
+import { quarantineKey } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
 import { stringifyIterative } from '../format/json-text.js';
-import { quarantineKey } from '../layout.js';
 import { encodeRecord, type RunRef } from './records.js';
 
 export interface QuarantineEntry {

@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import { ApiError, StorageError } from '../../errors.js';
-import { DT_PATTERN, TABLE_FORMATS } from '../layout.js';
+import { DT_PATTERN, TABLE_FORMATS } from '../../layout.js';
 import { SchemaDriftSchema } from '../schema-drift.js';
 import { SCHEMA_CONTRACTS } from '../tables.js';
 

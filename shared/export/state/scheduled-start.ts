@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { encodeRecord, type Mode, parseRecord } from './records.js';
 
 const ClaimRecordSchema = z.object({

@@ -11,8 +11,8 @@
 import * as z from 'zod';
 import { ConfigError } from '../../errors.js';
 import type { CatalogRef } from '../../iceberg/catalog.js';
+import { ICEBERG_ROOT, icebergTablePrefix, PARQUET_ROOT, STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { ICEBERG_ROOT, icebergTablePrefix, PARQUET_ROOT, STATE_KEYS } from '../layout.js';
 import { TABLE_NAMES } from '../tables.js';
 import type { Manifest } from './manifest.js';
 import { parseRecord, type RunRef, type TableFormat, TableFormatSchema, tableFormatOf } from './records.js';

@@ -9,8 +9,8 @@
  */
 import * as z from 'zod';
 import { PreconditionFailedError } from '../../errors.js';
+import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { STATE_KEYS } from '../layout.js';
 import { encodeRecord, parseRecord } from './records.js';
 
 export const TombstoneSchema = z.object({

@@ -23,9 +23,9 @@ import {
   keyMatches,
 } from '../../../infra/constructs/data-lake-access.js';
 import { FUNCTION_NAMES, type FunctionName } from '../../../infra/constructs/functions.js';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import { LockRecordSchema, releaseLockOf } from '../../../shared/export/state/lock.js';
+import { STATE_KEYS } from '../../../shared/layout.js';
 import { silentLog } from '../../../shared/log.js';
 import { Crash, crashingStorage } from '../../helpers/crash-storage.js';
 import { tempDir } from '../../helpers/export.js';

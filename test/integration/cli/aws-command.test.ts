@@ -15,7 +15,6 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AWS_EXIT, awsCommand } from '../../../functions/cli/aws-command.js';
-import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
 import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import {
@@ -26,6 +25,7 @@ import {
   UnitSchema,
   type UnitSummary,
 } from '../../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../../shared/layout.js';
 import { Captured } from '../../helpers/cli.js';
 import { planRecord, runRecord } from '../../helpers/records.js';
 import {

@@ -9,8 +9,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLakeSql } from '../../../functions/cli/sql.js';
-import { ICEBERG_ROOT, type TableFormat } from '../../../shared/export/layout.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
+import { ICEBERG_ROOT, type TableFormat } from '../../../shared/layout.js';
 import { tempDir } from '../../helpers/export.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
 import { runAgainst, scriptedRoute } from '../../helpers/scripted-api.js';

@@ -12,7 +12,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { openLakeSql } from '../../../functions/cli/sql.js';
 import { appendReportRows } from '../../../shared/export/format/flatten.js';
-import { manifestKey, parquetKey } from '../../../shared/export/layout.js';
 import { ManifestSchema, type RunStatus } from '../../../shared/export/state/manifest.js';
 import {
   type Row,
@@ -21,6 +20,7 @@ import {
   type TableName,
   tablesOf,
 } from '../../../shared/export/tables.js';
+import { manifestKey, parquetKey } from '../../../shared/layout.js';
 import { encodeParquet } from '../../../shared/parquet/encode.js';
 import { tempDir } from '../../helpers/export.js';
 import { report } from '../../helpers/reports.js';

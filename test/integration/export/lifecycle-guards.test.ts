@@ -9,7 +9,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliDeps } from '../../../functions/cli/deps.js';
 import { OutputLockedError } from '../../../shared/errors.js';
-import { manifestKey, STATE_KEYS } from '../../../shared/export/layout.js';
 import { closeRuns } from '../../../shared/export/run/close-runs.js';
 import type { ExportDeps } from '../../../shared/export/run/context.js';
 import { exportUnit } from '../../../shared/export/run/export-unit.js';
@@ -21,6 +20,7 @@ import { loadCampaignState } from '../../../shared/export/state/incremental.js';
 import { MAX_CLOCK_SKEW_MS, OutputLock } from '../../../shared/export/state/lock.js';
 import { type Manifest, ManifestSchema } from '../../../shared/export/state/manifest.js';
 import { encodeRecord, PlanRecordSchema, parseRecord } from '../../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../../shared/layout.js';
 import { silentLog } from '../../../shared/log.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { listAll } from '../../../shared/storage/storage.js';

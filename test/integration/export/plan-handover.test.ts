@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliDeps } from '../../../functions/cli/deps.js';
 import type { RequestEvent } from '../../../shared/api/client.js';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../shared/export/run/context.js';
 import { listingStopMs, PAGES_PER_PIECE, PLAN_WRAP_UP_MS } from '../../../shared/export/run/job-listing.js';
 import { type PlanStep, planCampaign, planCampaignStep } from '../../../shared/export/run/plan-campaign.js';
@@ -23,6 +22,7 @@ import {
   parseRecord,
   RequestCountsSchema,
 } from '../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../shared/layout.js';
 import { silentLog } from '../../../shared/log.js';
 import { S3Storage } from '../../../shared/storage/s3.js';
 import { listAll, type Storage } from '../../../shared/storage/storage.js';

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliDeps } from '../../../functions/cli/deps.js';
 import type { RequestEvent } from '../../../shared/api/client.js';
 import { OutputLockedError } from '../../../shared/errors.js';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
 import {
   CAMPAIGN_PAGES_PER_PIECE,
   listingTimeUp,
@@ -42,6 +41,7 @@ import {
   RunRecordSchema,
   StartListingMessageSchema,
 } from '../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../shared/layout.js';
 import { silentLog } from '../../../shared/log.js';
 import { listAll } from '../../../shared/storage/storage.js';
 import { tempDir } from '../../helpers/export.js';

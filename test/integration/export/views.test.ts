@@ -9,7 +9,6 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LakeSql, openLakeSql } from '../../../functions/cli/sql.js';
 import { appendReportRows } from '../../../shared/export/format/flatten.js';
-import { manifestKey, parquetKey } from '../../../shared/export/layout.js';
 import { QUERIES } from '../../../shared/export/queries.js';
 import type { DriftEntry } from '../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema, type RunStatus } from '../../../shared/export/state/manifest.js';
@@ -28,6 +27,7 @@ import {
   RUNS_VIEW_COLUMNS,
   tableColumns,
 } from '../../../shared/export/views.js';
+import { manifestKey, parquetKey } from '../../../shared/layout.js';
 import { encodeParquet } from '../../../shared/parquet/encode.js';
 import {
   gallery,

@@ -7,11 +7,11 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliDeps } from '../../../functions/cli/deps.js';
-import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import type { CatalogTable } from '../../../shared/iceberg/catalog.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import type { TableMetadata } from '../../../shared/iceberg/types.js';
+import { ICEBERG_ROOT } from '../../../shared/layout.js';
 import { tempDir } from '../../helpers/export.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
 import { recordingLog, runAgainst, SCRIPTED_KEY, scriptedApi } from '../../helpers/scripted-api.js';

@@ -8,7 +8,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliDeps } from '../../../functions/cli/deps.js';
-import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import { recoverOpenRuns } from '../../../shared/export/run/recover.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
@@ -16,6 +15,7 @@ import type { CatalogTable } from '../../../shared/iceberg/catalog.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { currentTableOf } from '../../../shared/iceberg/schema.js';
 import type { TableMetadata } from '../../../shared/iceberg/types.js';
+import { ICEBERG_ROOT } from '../../../shared/layout.js';
 import { tempDir } from '../../helpers/export.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
 import { recordingLog, SCRIPTED_KEY, scriptedApi } from '../../helpers/scripted-api.js';

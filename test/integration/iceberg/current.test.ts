@@ -5,10 +5,10 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
 import { currentTableOf } from '../../../shared/iceberg/schema.js';
+import { ICEBERG_ROOT } from '../../../shared/layout.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { readIcebergTable, rowKey } from '../../helpers/icebird.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';

@@ -5,13 +5,13 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import type { Manifest } from '../../../shared/export/state/manifest.js';
 import { REPORT_TABLES, TABLE_NAMES } from '../../../shared/export/tables.js';
 import { decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { keyOfLocation } from '../../../shared/iceberg/locations.js';
 import { currentTableOf } from '../../../shared/iceberg/schema.js';
+import { ICEBERG_ROOT } from '../../../shared/layout.js';
 import { type DuckDb, openDuckDb } from '../../helpers/duckdb.js';
 import { exporter, tempDir } from '../../helpers/export.js';
 import { readIcebergTable, rowKey } from '../../helpers/icebird.js';

@@ -11,7 +11,6 @@ import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLakeSql } from '../../../functions/cli/sql.js';
-import { ICEBERG_ROOT } from '../../../shared/export/layout.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
 import {
   decodeManifest,
@@ -22,6 +21,7 @@ import {
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { currentTableOf, ICEBERG_TABLE_NAMES } from '../../../shared/iceberg/schema.js';
 import { snapshotFiles } from '../../../shared/iceberg/snapshot-files.js';
+import { ICEBERG_ROOT } from '../../../shared/layout.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { openDuckDb } from '../../helpers/duckdb.js';
 import { exporter, tempDir } from '../../helpers/export.js';

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { progressInStorage, progressOf } from '../../../functions/cli/aws-runs.js';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
 import type { RunRecords } from '../../../shared/export/run/run-records.js';
 import { emptyRequestCounts, encodeRecord, type UnitSummary } from '../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../shared/layout.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import type { Storage } from '../../../shared/storage/storage.js';
 import { tempDir } from '../../helpers/export.js';

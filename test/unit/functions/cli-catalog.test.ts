@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { cliCatalog } from '../../../functions/cli/catalog.js';
 import { parseCli } from '../../../functions/cli/config.js';
 import { ConfigError } from '../../../shared/errors.js';
-import { STATE_KEYS } from '../../../shared/export/layout.js';
+import { STATE_KEYS } from '../../../shared/layout.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { tempDir } from '../../helpers/export.js';
 

@@ -16,8 +16,8 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FETCHER_WAIT_SECONDS, fetcherKey } from '../../../../shared/api/fetcher-slots.js';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { Unit } from '../../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite.js';
 import {
   context,

@@ -9,10 +9,10 @@ import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TIMEOUT_MS } from '../../../../shared/api/client.js';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { EXPORT_WRAP_UP_MS, exportSendMs } from '../../../../shared/export/run/export-unit.js';
 import { MAX_TIMEOUT_SHARE } from '../../../../shared/export/run/time-budget.js';
 import { type Unit, UnitSchema, UnitSummarySchema } from '../../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import {
   context,
   type ExportReports,

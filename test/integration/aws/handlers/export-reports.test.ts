@@ -7,8 +7,8 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS, stagedStepKey } from '../../../../shared/export/layout.js';
 import { type Unit, UnitSummarySchema } from '../../../../shared/export/state/records.js';
+import { STATE_KEYS, stagedStepKey } from '../../../../shared/layout.js';
 import { METRIC } from '../../../../shared/metrics.js';
 import { readRange } from '../../../../shared/storage/storage.js';
 import { type DuckDb, openDuckDb, readParquet } from '../../../helpers/duckdb.js';

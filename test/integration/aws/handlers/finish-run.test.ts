@@ -7,7 +7,6 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../../shared/export/run/context.js';
 import { exportUnit } from '../../../../shared/export/run/export-unit.js';
 import { planCampaign } from '../../../../shared/export/run/plan-campaign.js';
@@ -16,6 +15,7 @@ import type { DriftEntry } from '../../../../shared/export/schema-drift.js';
 import { ManifestSchema } from '../../../../shared/export/state/manifest.js';
 import { encodeRecord, UnitSummarySchema } from '../../../../shared/export/state/records.js';
 import type { SchemaContract } from '../../../../shared/export/tables.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { METRIC } from '../../../../shared/metrics.js';
 import { openRunKeys } from '../../../helpers/records.js';
 import { BUCKET, context, keysUnder, PREFIX, QUEUE_URLS, startTestbed, type Testbed } from './testbed.js';

@@ -11,7 +11,7 @@ import {
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { METRIC } from '../../../../shared/metrics.js';
 import {
   type ConsoleCapture,

@@ -9,8 +9,8 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { type PlanMessage, PlanMessageSchema, UnitSchema } from '../../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { listAll } from '../../../../shared/storage/storage.js';
 import {
   context,

@@ -7,7 +7,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { METRIC } from '../../../../shared/metrics.js';
 import { context, keysUnder, SECRET_ID, startTestbed, type Testbed } from './testbed.js';
 

@@ -12,8 +12,8 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { AwsClientStub } from 'aws-sdk-client-mock';
 import { vi } from 'vitest';
 import { FUNCTION_SIZES } from '../../../../infra/function-sizes.js';
-import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../../shared/export/layout.js';
 import { encodeRecord } from '../../../../shared/export/state/records.js';
+import { PARQUET_ROOT, RAW_ROOT, STATE_KEYS } from '../../../../shared/layout.js';
 import { S3Storage } from '../../../../shared/storage/s3.js';
 import type { Storage } from '../../../../shared/storage/storage.js';
 import { type LocalAws, startLocalAws } from '../../../helpers/fauxqs.js';

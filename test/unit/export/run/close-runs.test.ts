@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { LISTING_HANDED_ON_GRACE_MS } from '../../../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../../../shared/export/run/close-runs.js';
 import { RUN_START_GRACE_MS } from '../../../../shared/export/run/start-run.js';
 import type { Manifest } from '../../../../shared/export/state/manifest.js';
 import { encodeRecord, type RunRecord } from '../../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';

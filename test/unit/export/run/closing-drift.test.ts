@@ -4,12 +4,12 @@
  * option. Closed by finishRun against a real folder, the manifest read back as stored.
  */
 import { describe, expect, it } from 'vitest';
-import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../../shared/export/run/context.js';
 import { finishRun } from '../../../../shared/export/run/finish-run.js';
 import { DRIFT_ENTRIES_MAX, type DriftEntry, OTHER_PATHS } from '../../../../shared/export/schema-drift.js';
 import { type Manifest, ManifestSchema } from '../../../../shared/export/state/manifest.js';
 import { encodeRecord, type RunRecord, type UnitSummary } from '../../../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../../../shared/layout.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import type { Storage } from '../../../../shared/storage/storage.js';

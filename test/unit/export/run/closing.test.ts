@@ -8,7 +8,6 @@ import { FUNCTION_SIZES } from '../../../../infra/function-sizes.js';
 import { appendReportRows } from '../../../../shared/export/format/flatten.js';
 import { JsonLinesBuffer } from '../../../../shared/export/format/jsonl.js';
 import { TableBuffer } from '../../../../shared/export/format/table-buffer.js';
-import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
 import { rawLine } from '../../../../shared/export/raw-lines.js';
 import { closeRuns } from '../../../../shared/export/run/close-runs.js';
 import { readClosing, startClosing, writeClosingPieces } from '../../../../shared/export/run/closing.js';
@@ -32,6 +31,7 @@ import { takeClosingLease } from '../../../../shared/export/state/closing-lease.
 import { loadCampaignState, planJobs } from '../../../../shared/export/state/incremental.js';
 import type { Manifest } from '../../../../shared/export/state/manifest.js';
 import { encodeRecord, type FileEntry, type UnitSummary } from '../../../../shared/export/state/records.js';
+import { manifestKey, STATE_KEYS } from '../../../../shared/layout.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import type { Storage } from '../../../../shared/storage/storage.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { manifestKey, STATE_KEYS } from '../../../../shared/export/layout.js';
 import { finishRun } from '../../../../shared/export/run/finish-run.js';
 import { loadCampaignState } from '../../../../shared/export/state/incremental.js';
+import { manifestKey, STATE_KEYS } from '../../../../shared/layout.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';

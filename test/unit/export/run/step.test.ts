@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IntegrationApiClient } from '../../../../shared/api/client.js';
 import { ExporterError } from '../../../../shared/errors.js';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { ExportDeps } from '../../../../shared/export/run/context.js';
 import { readRunRecords } from '../../../../shared/export/run/run-records.js';
 import { runStep } from '../../../../shared/export/run/step.js';
 import { encodeRecord, type RequestCounts } from '../../../../shared/export/state/records.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { silentLog } from '../../../../shared/log.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';

@@ -1,7 +1,7 @@
 /** The catalog an output records beside its table format, and what an output without one tells. */
 import { describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { recordCatalog, registeredCatalog } from '../../../../shared/export/state/table-format.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import type { DriftEntry } from '../../../../shared/export/schema-drift.js';
 import { DRIFT_KEYS_REMEMBERED, lookBack } from '../../../../shared/export/state/heartbeat.js';
 import { emptyCounts, type Manifest, type RunStatus } from '../../../../shared/export/state/manifest.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';

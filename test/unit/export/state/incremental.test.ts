@@ -2,7 +2,6 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import {
   applyOutcomes,
   type CampaignState,
@@ -12,6 +11,7 @@ import {
   planJobs,
   saveOutcomes,
 } from '../../../../shared/export/state/incremental.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 
 const state = (jobs: CampaignState['jobs']): CampaignState => ({ campaign_id: 7, jobs });

@@ -2,13 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
 import { describeError, OutputLockedError } from '../../../../shared/errors.js';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import {
   LockRecordSchema,
   MAX_CLOCK_SKEW_MS,
   OutputLock,
   releaseLockOf,
 } from '../../../../shared/export/state/lock.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
 

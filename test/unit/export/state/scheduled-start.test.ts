@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { STATE_KEYS } from '../../../../shared/export/layout.js';
 import { claimScheduledStart } from '../../../../shared/export/state/scheduled-start.js';
+import { STATE_KEYS } from '../../../../shared/layout.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { S3Storage } from '../../../../shared/storage/s3.js';
 import type { Storage } from '../../../../shared/storage/storage.js';

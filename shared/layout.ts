@@ -1,8 +1,9 @@
 /**
  * The output key layout (CONTRACT.md, "Output layout"), identical on a local folder and on
  * S3. The writer, the Glue tables' partition projection (CDK) and the tests derive from it.
+ * Below both the export and the Iceberg writer, so it imports nothing of either: a table or
+ * raw entity is named by its string here.
  */
-import type { RawEntity, TableName } from './tables.js';
 
 /** The partition column of every table and raw entity. */
 export const PARTITION_KEY = 'dt';
@@ -26,25 +27,25 @@ export type TableFormat = (typeof TABLE_FORMATS)[number];
 export const DEFAULT_TABLE_FORMAT: TableFormat = 'hive';
 
 /** Prefix of one table's files (the Glue table's location, relative to the root). */
-export const tablePrefix = (table: TableName): string => `${PARQUET_ROOT}/${table}/`;
+export const tablePrefix = (table: string): string => `${PARQUET_ROOT}/${table}/`;
 /** An Iceberg table's folder (its location, relative to the root): `iceberg/<table>`. */
 export const icebergTablePrefix = (table: string): string => `${ICEBERG_ROOT}/${table}`;
 /** The Iceberg table holding the newest report per job of a report table: `<table>_current`. */
 export const currentTableName = <T extends string>(table: T): `${T}_current` => `${table}_current`;
 /** Prefix of one raw entity's files. */
-export const rawPrefix = (entity: RawEntity): string => `${RAW_ROOT}/${entity}/`;
+export const rawPrefix = (entity: string): string => `${RAW_ROOT}/${entity}/`;
 /** Prefix of the run manifests (the `runs` table's location, relative to the root). */
 export const RUNS_PREFIX = `${RUNS_ROOT}/`;
 /** The storage location template for partition projection, relative to the root. */
 export const partitionTemplate = (prefix: string): string =>
   `${prefix}${PARTITION_KEY}=\${${PARTITION_KEY}}/`;
 
-export const parquetKey = (table: TableName, dt: string, stem: string): string =>
+export const parquetKey = (table: string, dt: string, stem: string): string =>
   `${tablePrefix(table)}${PARTITION_KEY}=${dt}/${stem}.parquet`;
 /** A data file of an Iceberg table: under its `data/`, partitioned by `dt` as the Hive files are. */
 export const icebergDataKey = (table: string, dt: string, stem: string): string =>
   `${ICEBERG_ROOT}/${table}/data/${PARTITION_KEY}=${dt}/${stem}.parquet`;
-export const rawKey = (entity: RawEntity, dt: string, stem: string): string =>
+export const rawKey = (entity: string, dt: string, stem: string): string =>
   `${rawPrefix(entity)}${PARTITION_KEY}=${dt}/${stem}.jsonl.gz`;
 export const manifestKey = (dt: string, runId: string): string =>
   `${RUNS_ROOT}/${PARTITION_KEY}=${dt}/${runId}.json`;
@@ -155,17 +156,17 @@ export const STATE_KEYS = {
 } as const;
 
 /** Where a run stages one Parquet file of `table` before publishing it. */
-export const stagedParquetKey = (runId: string, table: TableName, stem: string): string =>
+export const stagedParquetKey = (runId: string, table: string, stem: string): string =>
   STATE_KEYS.staged(runId, `${PARQUET_ROOT}/${table}/${stem}.parquet`);
 /** Where a run stages one raw JSON Lines file of `entity` before publishing it. */
-export const stagedRawKey = (runId: string, entity: RawEntity, stem: string): string =>
+export const stagedRawKey = (runId: string, entity: string, stem: string): string =>
   STATE_KEYS.staged(runId, `${RAW_ROOT}/${entity}/${stem}.jsonl.gz`);
 
 /**
  * Where a step (a unit's delivery, a campaign's listing, the campaigns snapshot) stages its files
  * as one object: its raw lines and its Parquet tables one after another (`run/staging.ts`).
  */
-export const stagedStepKey = (runId: string, entity: RawEntity, stem: string): string =>
+export const stagedStepKey = (runId: string, entity: string, stem: string): string =>
   STATE_KEYS.staged(runId, `steps/${entity}/${stem}.staged`);
 
 /** The run id a key under `state/runs/` belongs to. */
