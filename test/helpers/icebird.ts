@@ -25,19 +25,33 @@ function bytesResponse(bytes: Uint8Array | undefined, init?: RequestInit): Respo
   return new Response(bytes, { status: 200, headers: { 'content-length': String(bytes.length) } });
 }
 
-/** Runs `read` with `fetch` of absolute paths (and file:// URLs) served from disk. */
+/** The `fetch` in place before the first read began, while reads run; how many run. */
+let outer: typeof fetch | undefined;
+let reading = 0;
+
+/**
+ * Runs `read` with `fetch` of absolute paths (and file:// URLs) served from disk. Reads may
+ * overlap (concurrent tests): the first one installs the local `fetch`, the last one to end
+ * puts the original back.
+ */
 export async function withLocalFetch<T>(read: () => Promise<T>): Promise<T> {
-  const original = globalThis.fetch;
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (url.startsWith('/')) return fileResponse(url, init);
-    if (url.startsWith('file://')) return fileResponse(url.slice('file://'.length), init);
-    return original(input, init);
-  }) as typeof fetch;
+  if (reading++ === 0) {
+    const original = globalThis.fetch;
+    outer = original;
+    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      if (url.startsWith('/')) return fileResponse(url, init);
+      if (url.startsWith('file://')) return fileResponse(url.slice('file://'.length), init);
+      return original(input, init);
+    }) as typeof fetch;
+  }
   try {
     return await read();
   } finally {
-    globalThis.fetch = original;
+    if (--reading === 0 && outer) {
+      globalThis.fetch = outer;
+      outer = undefined;
+    }
   }
 }
 
