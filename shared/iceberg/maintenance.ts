@@ -6,7 +6,7 @@
 import type { Storage } from '../storage/storage.js';
 import { decodeManifest, decodeManifestList, type Long, type ManifestFile, STATUS } from './avro.js';
 import { keyOfLocation, sameId } from './locations.js';
-import type { Snapshot, SnapshotRef, TableMetadata } from './types.js';
+import type { Snapshot, SnapshotRef, StatisticsFile, TableMetadata } from './types.js';
 
 /** Snapshots are kept 7 days by default (Iceberg's own default is 5): time travel over a week of runs. */
 export const DEFAULT_MAX_SNAPSHOT_AGE_MS = 7 * 24 * 3_600_000;
@@ -70,10 +70,14 @@ function retained(
   return { keep, refs: kept };
 }
 
+/** The metadata's lists of a snapshot's statistics files (Puffin, and partition statistics). */
+const STATISTICS_KEYS = ['statistics', 'partition-statistics'] as const;
+
 /**
  * The next metadata: `base` with the new snapshot current on `main`, the snapshots no ref
- * needs any more expired ({@link retained}), refs past their age dropped, and the metadata log
- * bounded. Returns the snapshots it expired and the metadata files that fell off the log.
+ * needs any more expired ({@link retained}) with their statistics, refs past their age
+ * dropped, and the metadata log bounded. Returns the snapshots it expired, and the metadata
+ * files that fell off the log with the statistics files of the expired snapshots.
  */
 export function nextMetadata(
   base: TableMetadata,
@@ -94,9 +98,20 @@ export function nextMetadata(
     ...(baseLocation ? [{ 'timestamp-ms': base['last-updated-ms'], 'metadata-file': baseLocation }] : []),
   ];
   const droppedMetadata = log.slice(0, Math.max(0, log.length - previousMax)).map((e) => e['metadata-file']);
+  // Statistics of expired snapshots go with them, as Java's RemoveSnapshots drops them (their
+  // files deleted after the swap); a table without any keeps its metadata as it was.
+  const statistics: Partial<TableMetadata> = {};
+  for (const key of STATISTICS_KEYS) {
+    const entries = base[key];
+    if (!Array.isArray(entries)) continue;
+    const live = (e: StatisticsFile) => keep.has(BigInt(e['snapshot-id']));
+    statistics[key] = entries.filter(live);
+    droppedMetadata.push(...entries.filter((e) => !live(e)).map((e) => e['statistics-path']));
+  }
   return {
     metadata: {
       ...base,
+      ...statistics,
       'last-sequence-number': snapshot['sequence-number'],
       'last-updated-ms': snapshot['timestamp-ms'],
       'current-snapshot-id': snapshot['snapshot-id'],

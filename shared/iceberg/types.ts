@@ -70,6 +70,13 @@ export interface SnapshotRef {
   'min-snapshots-to-keep'?: number;
 }
 
+/** A snapshot's statistics file (spec, "Table Statistics" and "Partition Statistics"): other engines write them. */
+export interface StatisticsFile {
+  'snapshot-id': number | bigint;
+  'statistics-path': string;
+  [other: string]: unknown;
+}
+
 export interface TableMetadata {
   /** 2 for what the exporter writes; others' tables may hold 1 or 3 (refused by the commit). */
   'format-version': number;
@@ -91,5 +98,7 @@ export interface TableMetadata {
   'snapshot-log'?: { 'timestamp-ms': number; 'snapshot-id': number | bigint }[];
   'metadata-log'?: { 'timestamp-ms': number; 'metadata-file': string }[];
   refs?: Record<string, SnapshotRef>;
+  statistics?: StatisticsFile[];
+  'partition-statistics'?: StatisticsFile[];
   [other: string]: unknown;
 }

@@ -159,14 +159,19 @@ describe('the commit beside other engines', () => {
     // As Athena's ALTER TABLE … SET TBLPROPERTIES and a Java client's tag, branch, statistics,
     // sort order and column comment would leave it (the parts from Java's own test resources).
     const statistics = (
-      foreignJson(`${JAVA}/TableMetadataStatisticsFiles.json`).statistics as { 'blob-metadata': object[] }[]
+      foreignJson(`${JAVA}/TableMetadataStatisticsFiles.json`).statistics as {
+        'statistics-path': string;
+        'blob-metadata': object[];
+      }[]
     ).map((s) => ({
       ...s,
       'snapshot-id': snap,
       'blob-metadata': s['blob-metadata'].map((b) => ({ ...b, 'snapshot-id': snap })),
     }));
     const partitionStatistics = (
-      foreignJson(`${JAVA}/TableMetadataPartitionStatisticsFiles.json`)['partition-statistics'] as object[]
+      foreignJson(`${JAVA}/TableMetadataPartitionStatisticsFiles.json`)['partition-statistics'] as {
+        'statistics-path': string;
+      }[]
     ).map((s) => ({ ...s, 'snapshot-id': snap }));
     const [order] = JAVA_V2['sort-orders'] as { 'order-id': number; fields: { 'source-id': number }[] }[];
     const sortOrder = {

@@ -82,4 +82,31 @@ describe('snapshot expiry', () => {
     base.refs!.main = { 'snapshot-id': 3, type: 'branch' };
     expect(kept(nextMetadata(base, undefined, snap(4, 0, 3), NOW).metadata)).toEqual([2, 4]);
   });
+
+  it("drops the statistics of expired snapshots with them (their files to delete), as Java's RemoveSnapshots does", () => {
+    const base = table([snap(1, 40), snap(2, 30, 1), snap(3, 2, 2)], {
+      keep: { 'snapshot-id': 1, type: 'tag' },
+    });
+    base.statistics = [1, 2, 3].map((id) => ({
+      'snapshot-id': id,
+      'statistics-path': `s3://b/t/metadata/stats-${id}.puffin`,
+      'file-size-in-bytes': 413,
+      'blob-metadata': [],
+    }));
+    base['partition-statistics'] = [
+      { 'snapshot-id': 2, 'statistics-path': 's3://b/t/metadata/partition-stats-2.parquet' },
+    ];
+    const { metadata, droppedMetadata } = nextMetadata(base, undefined, snap(4, 0, 3), NOW);
+    expect(kept(metadata)).toEqual([1, 3, 4]);
+    expect(metadata.statistics!.map((s) => s['snapshot-id'])).toEqual([1, 3]);
+    expect(metadata.statistics![0]).toEqual(base.statistics[0]);
+    expect(metadata['partition-statistics']).toEqual([]);
+    expect(droppedMetadata.sort()).toEqual([
+      's3://b/t/metadata/partition-stats-2.parquet',
+      's3://b/t/metadata/stats-2.puffin',
+    ]);
+    // A table without statistics gets none.
+    const plain = nextMetadata(table([snap(1, 40)], {}), undefined, snap(2, 0, 1), NOW).metadata;
+    expect('statistics' in plain || 'partition-statistics' in plain).toBe(false);
+  });
 });
