@@ -56,7 +56,8 @@ function newestMetadata(s3: SimS3, table: string): TableMetadata | undefined {
 
 /**
  * The live rows of a table's current snapshot (`columns` of them), position deletes applied, in
- * the order of its manifests; undefined when a manifest list or manifest is missing. A data file
+ * the order of its manifests; undefined when a manifest list or manifest is missing or does not
+ * decode. A data file
  * may hold rows of several runs (another engine's compaction).
  */
 export async function liveRows(s3: SimS3, table: string, columns: string[]): Promise<Row[] | undefined> {
@@ -71,10 +72,14 @@ export async function liveRows(s3: SimS3, table: string, columns: string[]): Pro
   if (!list) return undefined;
   const data: string[] = [];
   const deleted = new Set<string>();
-  for (const mf of await decodeManifestList(list)) {
+  // One that does not decode is invariant 9's to report, as a missing one.
+  const manifests = await decodeManifestList(list).catch(() => undefined);
+  if (!manifests) return undefined;
+  for (const mf of manifests) {
     const body = s3.peek(mf.manifest_path.slice(ROOT.length));
-    if (!body) return undefined;
-    for (const e of await decodeManifest(body)) {
+    const entries = body && (await decodeManifest(body).catch(() => undefined));
+    if (!entries) return undefined;
+    for (const e of entries) {
       if (e.status === STATUS.DELETED) continue;
       const key = e.data_file.file_path.slice(ROOT.length);
       if (e.data_file.content === CONTENT.DATA) data.push(key);
