@@ -20,8 +20,19 @@
  *   same run, at once or after the first one died);
  * - `lateCommits`: runs that committed a table after a newer run had (an older closing taken up
  *   late; `lateRuns` in iceberg-current.ts, read from the metadata versions, not the log).
+ * Another engine's changes (other-engine.ts; its requests are left out of the counts above):
+ * - `othersCommits`, `othersRaceLost`: versions it created, and its creates that met 412 (an
+ *   exporter's commit came first); `compactions`, `currentCompactions`: its `replace` snapshots
+ *   of history and of `_current` tables (counted by the engine itself);
+ * - `othersRaceWon`: an exporter's create that met 412 from the other engine's version (the
+ *   exporter rebases over Java-shaped metadata and Athena's manifests);
+ * - `commitsAfterCompaction`: runs' snapshots committed over another engine's compaction
+ *   (`commitsAfterCompaction`, read from each table's newest metadata).
  */
-import type { StorageEvent } from './s3.js';
+import { parseJson } from '../../shared/iceberg/json.js';
+import type { TableMetadata } from '../../shared/iceberg/types.js';
+import { ICEBERG_ROOT } from '../../shared/layout.js';
+import type { SimS3, StorageEvent } from './s3.js';
 import type { Actor } from './scheduler.js';
 
 export interface IcebergCases {
@@ -37,6 +48,12 @@ export interface IcebergCases {
   concurrentRuns: number;
   recommitted: number;
   lateCommits: number;
+  othersCommits: number;
+  othersRaceLost: number;
+  othersRaceWon: number;
+  compactions: number;
+  currentCompactions: number;
+  commitsAfterCompaction: number;
 }
 
 export const noCases = (): IcebergCases => ({
@@ -52,6 +69,12 @@ export const noCases = (): IcebergCases => ({
   concurrentRuns: 0,
   recommitted: 0,
   lateCommits: 0,
+  othersCommits: 0,
+  othersRaceLost: 0,
+  othersRaceWon: 0,
+  compactions: 0,
+  currentCompactions: 0,
+  commitsAfterCompaction: 0,
 });
 
 const SWAP = /^iceberg\/([^/]+)\/metadata\/v\d+\.metadata\.json$/;
@@ -69,7 +92,11 @@ export function icebergCases(events: readonly StorageEvent[]): IcebergCases {
   const committing = new Map<string, Map<Actor, string | undefined>>();
   const writers = new Map<string, Set<Actor>>();
   const live = (actor: Actor, t: number) => actor.endedAt === undefined || actor.endedAt > t;
+  /** Who created each metadata version. */
+  const createdBy = new Map<string, Actor>();
   for (const e of events) {
+    if (e.op === 'put' && SWAP.test(e.key) && e.result.startsWith('ok')) createdBy.set(e.key, e.actor);
+    if (e.actor.kind === 'other') continue;
     const crashed = e.result === 'crash-before' || e.result === 'crash-after';
     const swap = SWAP.exec(e.key);
     if (crashed) {
@@ -106,11 +133,37 @@ export function icebergCases(events: readonly StorageEvent[]): IcebergCases {
     if (e.result === 'ok') {
       cases.swaps++;
       phase.set(e.actor, 'swapped');
-    } else if (e.result === '412 PreconditionFailed') cases.raceLost++;
-    else if (e.result === '412 PreconditionFailed (SDK retry)') cases.answerLost++;
+    } else if (e.result === '412 PreconditionFailed') {
+      cases.raceLost++;
+      if (createdBy.get(e.key)?.kind === 'other') cases.othersRaceWon++;
+    } else if (e.result === '412 PreconditionFailed (SDK retry)') cases.answerLost++;
     else if (e.result.startsWith('409')) cases.swapConflict++;
     else if (e.result.startsWith('503')) cases.swapSlowDown++;
   }
   cases.recommitted = [...writers.values()].filter((who) => who.size > 1).length;
   return cases;
+}
+
+/** Runs' snapshots (summary `run-id`) above another engine's `replace` snapshot, over every table. */
+export function commitsAfterCompaction(s3: SimS3): number {
+  let count = 0;
+  const newest = new Map<string, number>();
+  for (const key of s3.keys(`${ICEBERG_ROOT}/`)) {
+    const m = /^iceberg\/([^/]+)\/metadata\/v(\d+)\.metadata\.json$/.exec(key);
+    if (m) newest.set(m[1]!, Math.max(newest.get(m[1]!) ?? 0, Number(m[2])));
+  }
+  for (const [table, version] of newest) {
+    const body = s3.peek(`${ICEBERG_ROOT}/${table}/metadata/v${version}.metadata.json`);
+    if (!body) continue;
+    const snapshots = (parseJson(Buffer.from(body).toString('utf8')) as TableMetadata).snapshots ?? [];
+    const replaced = snapshots
+      .filter((s) => s.summary.operation === 'replace' && s.summary['run-id'] === undefined)
+      .map((s) => s['sequence-number']);
+    if (replaced.length === 0) continue;
+    const first = Math.min(...replaced);
+    count += snapshots.filter(
+      (s) => s.summary['run-id'] !== undefined && s['sequence-number'] > first,
+    ).length;
+  }
+  return count;
 }

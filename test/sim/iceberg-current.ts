@@ -33,9 +33,9 @@ const VERSION = /^v(\d+)\.metadata\.json$/;
 const arrayBuffer = (body: Uint8Array): ArrayBuffer =>
   body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
 
-type Row = Record<string, unknown>;
+export type Row = Record<string, unknown>;
 
-async function readRows(s3: SimS3, key: string, columns: string[]): Promise<Row[]> {
+export async function readRows(s3: SimS3, key: string, columns: string[]): Promise<Row[]> {
   const body = s3.peek(key);
   if (!body) return [];
   return (await parquetReadObjects({ file: arrayBuffer(body), columns, compressors: ZSTD })) as Row[];
@@ -54,9 +54,14 @@ function newestMetadata(s3: SimS3, table: string): TableMetadata | undefined {
   return body ? (parseJson(Buffer.from(body).toString('utf8')) as TableMetadata) : undefined;
 }
 
-/** The live rows of a table's current snapshot, position deletes applied, as `job/run` keys with counts. */
-async function currentRows(s3: SimS3, table: string): Promise<Map<string, number> | undefined> {
-  const out = new Map<string, number>();
+/**
+ * The live rows of a table's current snapshot (`columns` of them), position deletes applied, in
+ * the order of its manifests; undefined when a manifest list or manifest is missing or does not
+ * decode. A data file
+ * may hold rows of several runs (another engine's compaction).
+ */
+export async function liveRows(s3: SimS3, table: string, columns: string[]): Promise<Row[] | undefined> {
+  const out: Row[] = [];
   const metadata = newestMetadata(s3, table);
   if (!metadata) return out;
   const head = (metadata.snapshots ?? []).find(
@@ -67,10 +72,14 @@ async function currentRows(s3: SimS3, table: string): Promise<Map<string, number
   if (!list) return undefined;
   const data: string[] = [];
   const deleted = new Set<string>();
-  for (const mf of await decodeManifestList(list)) {
+  // One that does not decode is invariant 9's to report, as a missing one.
+  const manifests = await decodeManifestList(list).catch(() => undefined);
+  if (!manifests) return undefined;
+  for (const mf of manifests) {
     const body = s3.peek(mf.manifest_path.slice(ROOT.length));
-    if (!body) return undefined;
-    for (const e of await decodeManifest(body)) {
+    const entries = body && (await decodeManifest(body).catch(() => undefined));
+    if (!entries) return undefined;
+    for (const e of entries) {
       if (e.status === STATUS.DELETED) continue;
       const key = e.data_file.file_path.slice(ROOT.length);
       if (e.data_file.content === CONTENT.DATA) data.push(key);
@@ -80,12 +89,22 @@ async function currentRows(s3: SimS3, table: string): Promise<Map<string, number
     }
   }
   for (const key of data) {
-    const rows = await readRows(s3, key, ['job_id', 'run_id']);
+    const rows = await readRows(s3, key, columns);
     rows.forEach((r, pos) => {
-      if (deleted.has(`${ROOT}${key}#${pos}`)) return;
-      const pair = `${Number(r.job_id as bigint)}/${r.run_id}`;
-      out.set(pair, (out.get(pair) ?? 0) + 1);
+      if (!deleted.has(`${ROOT}${key}#${pos}`)) out.push(r);
     });
+  }
+  return out;
+}
+
+/** The live rows of a table's current snapshot as `job/run` keys with counts. */
+async function currentRows(s3: SimS3, table: string): Promise<Map<string, number> | undefined> {
+  const rows = await liveRows(s3, table, ['job_id', 'run_id']);
+  if (!rows) return undefined;
+  const out = new Map<string, number>();
+  for (const r of rows) {
+    const pair = `${Number(r.job_id as bigint)}/${r.run_id}`;
+    out.set(pair, (out.get(pair) ?? 0) + 1);
   }
   return out;
 }

@@ -17,6 +17,15 @@
  *    (none twice, none missing, none extra), each added by its run's snapshot, in its run's dt
  *    partition, with the size and rows its run manifest lists and its Parquet footer holds; per
  *    run, the records its snapshot adds are the rows its manifest lists.
+ * With another engine writing the tables (other-engine.ts; its requests are the `other` actors'):
+ * 9 also allows a version that changes metadata only (the same snapshots, current snapshot and
+ * sequence number: a property or a tag); 10 leaves out its snapshots (summary `trino_query_id`,
+ * no `run-id`); once it compacted a table (a `replace` snapshot of its own), 11 compares rows,
+ * not files: the table's live rows (position deletes applied) are, as a multiset of whole rows,
+ * the published runs' rows of that table, and each run's snapshot still added what its manifest
+ * lists. And
+ * 15. what the other engine committed stays: each property and tag it set is in the table's
+ *    newest metadata with its value, each `replace` snapshot it committed among its snapshots.
  * Invariant 6 (invariants.ts) covers `iceberg/<table>/data/`; `metadata/` is the catalog's.
  * Tables whose name ends in `_current` (the newest report per job, replaced rather than
  * appended) get 9 here, and 13 (their rows are the `*_latest` views', in run order) in
@@ -29,7 +38,8 @@ import { snapshotIdOf } from '../../shared/iceberg/commit.js';
 import { parseJson } from '../../shared/iceberg/json.js';
 import type { Snapshot, TableMetadata } from '../../shared/iceberg/types.js';
 import { ICEBERG_ROOT } from '../../shared/layout.js';
-import { checkCurrentTables } from './iceberg-current.js';
+import { checkCurrentTables, liveRows, type Row, readRows } from './iceberg-current.js';
+import { OTHER_ENGINE_SUMMARY_KEY, type OthersCommitted, parquetTableOf } from './other-engine.js';
 import type { SimS3 } from './s3.js';
 
 /** The bucket's root as the storage names it (`S3Storage.location`, actors.ts). */
@@ -42,6 +52,7 @@ type Violate = (invariant: string, message: string, runs: string[]) => void;
 const CHAIN = '9 iceberg metadata chain';
 const SNAPSHOTS = '10 one snapshot per run';
 const FILES = '11 iceberg files are the runs';
+const OTHERS = "15 another engine's changes stay";
 
 const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString('utf8');
 const id = (v: number | bigint | null | undefined): string | undefined =>
@@ -90,8 +101,10 @@ export async function checkIcebergInvariants(
   s3: SimS3,
   manifests: ReadonlyMap<string, Manifest>,
   violate: Violate,
+  others?: OthersCommitted,
 ): Promise<void> {
   const { tables } = icebergTables(s3);
+  const othersOn = s3.events.some((e) => e.actor.kind === 'other');
   // 10: a run that published a table's Parquet files names the table's snapshot.
   for (const m of manifests.values()) {
     if (m.table_format !== 'iceberg' || m.status === 'failed') continue;
@@ -110,17 +123,24 @@ export async function checkIcebergInvariants(
     }
   }
   for (const table of tables) {
-    const current = checkChain(s3, table, violate);
+    const current = checkChain(s3, table, violate, othersOn);
     if (!current) continue;
+    if (others) checkOthersKept(table, current, others, violate);
     const files = await currentFiles(s3, table, current, violate);
-    if (files && !isCurrentTable(table)) await checkRuns(s3, table, current, files, manifests, violate);
+    if (files && !isCurrentTable(table))
+      await checkRuns(s3, table, current, files, manifests, violate, othersOn);
   }
   // 14: the current tables hold what the latest views would, in run order.
   await checkCurrentTables(s3, manifests, violate);
 }
 
 /** 9: v1..vN parse and follow one another; returns vN (undefined when the chain is broken). */
-function checkChain(s3: SimS3, table: string, violate: Violate): TableMetadata | undefined {
+function checkChain(
+  s3: SimS3,
+  table: string,
+  violate: Violate,
+  othersOn: boolean,
+): TableMetadata | undefined {
   const prefix = `${ICEBERG_ROOT}/${table}/metadata/`;
   const versions = s3
     .keys(prefix)
@@ -161,17 +181,32 @@ function checkChain(s3: SimS3, table: string, violate: Violate): TableMetadata |
       const before = previous;
       const log = metadata['metadata-log'] ?? [];
       const logged = log[log.length - 1]?.['metadata-file'];
+      // Another engine's metadata-only change: the same snapshots, current one and sequence.
+      const metadataOnly =
+        othersOn &&
+        id(metadata['current-snapshot-id']) === id(before['current-snapshot-id']) &&
+        snapshots.length === (before.snapshots ?? []).length &&
+        metadata['last-sequence-number'] === before['last-sequence-number'];
       const problems = [
         logged !== `${ROOT}${prefix}v${v - 1}.metadata.json` && `its metadata log ends with ${logged}`,
-        id(head['parent-snapshot-id']) !== id(before['current-snapshot-id']) &&
-          `its current snapshot's parent is ${id(head['parent-snapshot-id'])}, v${v - 1}'s current is ${id(before['current-snapshot-id'])}`,
-        head['sequence-number'] !== before['last-sequence-number'] + 1 &&
-          `its snapshot has sequence number ${head['sequence-number']} after ${before['last-sequence-number']}`,
-        (before.snapshots ?? []).some(
-          (s) => !snapshots.some((t) => id(t['snapshot-id']) === id(s['snapshot-id'])),
-        ) && `it lost snapshots of v${v - 1}`,
-        snapshots.length !== (before.snapshots ?? []).length + 1 &&
-          `it holds ${snapshots.length} snapshots after ${(before.snapshots ?? []).length}`,
+        ...(metadataOnly
+          ? []
+          : [
+              id(head['parent-snapshot-id']) !== id(before['current-snapshot-id']) &&
+                `its current snapshot's parent is ${id(head['parent-snapshot-id'])}, v${v - 1}'s current is ${id(before['current-snapshot-id'])}`,
+              head['sequence-number'] !== before['last-sequence-number'] + 1 &&
+                `its snapshot has sequence number ${head['sequence-number']} after ${before['last-sequence-number']}`,
+              (before.snapshots ?? []).some(
+                (s) => !snapshots.some((t) => id(t['snapshot-id']) === id(s['snapshot-id'])),
+              ) && `it lost snapshots of v${v - 1}`,
+              snapshots.length !== (before.snapshots ?? []).length + 1 &&
+                `it holds ${snapshots.length} snapshots after ${(before.snapshots ?? []).length}`,
+            ]),
+        metadataOnly &&
+          (before.snapshots ?? []).some(
+            (s) => !snapshots.some((t) => id(t['snapshot-id']) === id(s['snapshot-id'])),
+          ) &&
+          `it lost snapshots of v${v - 1}`,
       ].filter((p): p is string => typeof p === 'string');
       for (const p of problems) violate(CHAIN, `${key} does not follow v${v - 1}: ${p}`, runsOf([head]));
       if (problems.length > 0) sound = false;
@@ -315,10 +350,16 @@ async function checkRuns(
   files: readonly TableFile[],
   manifests: ReadonlyMap<string, Manifest>,
   violate: Violate,
+  othersOn: boolean,
 ): Promise<void> {
   const published = [...manifests.values()].filter((m) => m.status !== 'failed' && m.iceberg?.tables[table]);
   const snapshotsOf = new Map<string, Snapshot[]>();
+  const theirs = (s: Snapshot) =>
+    othersOn && s.summary['run-id'] === undefined && s.summary[OTHER_ENGINE_SUMMARY_KEY] !== undefined;
+  // Once another engine rewrote the table's files, its rows are compared, not its files.
+  const compacted = (metadata.snapshots ?? []).some((s) => theirs(s) && s.summary.operation === 'replace');
   for (const s of metadata.snapshots ?? []) {
+    if (theirs(s)) continue;
     const run = s.summary['run-id'] ?? '(none)';
     snapshotsOf.set(run, [...(snapshotsOf.get(run) ?? []), s]);
   }
@@ -373,6 +414,10 @@ async function checkRuns(
       if (f.format !== 'parquet' || f.table_or_entity !== table) continue;
       expected.add(f.key);
       listedRows += f.rows;
+      if (compacted) {
+        tableRows += f.rows;
+        continue;
+      }
       const held = byKey.get(f.key);
       if (!held) {
         violate(FILES, `${f.key} (run ${m.run_id}) is not in ${table}'s current snapshot`, [m.run_id]);
@@ -398,9 +443,77 @@ async function checkRuns(
       );
     }
   }
+  if (compacted) {
+    await checkRows(s3, table, metadata, published, violate);
+    return;
+  }
   for (const key of byKey.keys()) {
     if (!expected.has(key))
       violate(FILES, `${table}'s current snapshot holds ${key}, which no published run lists`, runsIn(key));
+  }
+}
+
+/** 11 for a table another engine compacted: its live rows are the published runs' rows. */
+async function checkRows(
+  s3: SimS3,
+  table: string,
+  metadata: TableMetadata,
+  published: readonly Manifest[],
+  violate: Violate,
+): Promise<void> {
+  const columns = parquetTableOf(table, metadata).columns.map((c) => c.name);
+  const have = await liveRows(s3, table, columns);
+  if (!have) return; // a missing manifest is 9's to report
+  const count = new Map<string, number>();
+  const runOf = new Map<string, string>();
+  for (const r of have) {
+    const k = rowKey(r);
+    count.set(k, (count.get(k) ?? 0) + 1);
+  }
+  for (const m of published) {
+    for (const f of m.files) {
+      if (f.format !== 'parquet' || f.table_or_entity !== table) continue;
+      for (const r of await readRows(s3, f.key, columns)) {
+        const k = rowKey(r);
+        count.set(k, (count.get(k) ?? 0) - 1);
+        runOf.set(k, m.run_id);
+      }
+    }
+  }
+  for (const [k, n] of count) {
+    if (n === 0) continue;
+    const run = runOf.get(k);
+    violate(
+      FILES,
+      `${table}, compacted by another engine, holds ${n > 0 ? `${n} row(s) more` : `${-n} row(s) fewer`} than the published runs of ${k.slice(0, 160)}`,
+      run ? [run] : [],
+    );
+  }
+}
+
+const rowKey = (row: Row): string =>
+  JSON.stringify(row, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+
+/** 15: the other engine's properties, tags and compactions are in the table's newest metadata. */
+function checkOthersKept(
+  table: string,
+  metadata: TableMetadata,
+  others: OthersCommitted,
+  violate: Violate,
+): void {
+  for (const [key, value] of others.properties.get(table) ?? []) {
+    const held = metadata.properties?.[key];
+    if (held !== value)
+      violate(OTHERS, `${table}: property ${key} is ${held}, the other engine set ${value}`, []);
+  }
+  for (const [tag, snapshot] of others.tags.get(table) ?? []) {
+    const ref = metadata.refs?.[tag];
+    if (!ref || id(ref['snapshot-id']) !== snapshot || ref.type !== 'tag')
+      violate(OTHERS, `${table}: tag ${tag} on ${snapshot} is ${ref ? JSON.stringify(ref) : 'gone'}`, []);
+  }
+  for (const snapshot of others.compactions.get(table) ?? []) {
+    if (!(metadata.snapshots ?? []).some((s) => id(s['snapshot-id']) === snapshot))
+      violate(OTHERS, `${table}: the other engine's compaction ${snapshot} is gone`, []);
   }
 }
 

@@ -44,6 +44,21 @@ const EXPECTED_CASES: (keyof IcebergCases)[] = [
   'recommitted',
   'lateCommits',
 ];
+/**
+ * Another engine's changes (other-engine.ts) every run of 600 seeds reaches, each at least
+ * `OTHERS_AT_LEAST` times: its commits, its creates that lost to an exporter's and the
+ * exporter's that lost to its own, its compactions of history and `_current` tables, and runs
+ * committed over a compaction.
+ */
+const OTHERS_CASES: (keyof IcebergCases)[] = [
+  'othersCommits',
+  'othersRaceLost',
+  'othersRaceWon',
+  'compactions',
+  'currentCompactions',
+  'commitsAfterCompaction',
+];
+const OTHERS_AT_LEAST = 3;
 
 describe('the run lifecycle under faults (seeded simulation)', () => {
   for (let batch = 0; batch < BATCHES; batch++) {
@@ -79,6 +94,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     'reaches the faults of the Iceberg commit: crashes around the swap, lost answers, two committers',
     () => {
       const missed = EXPECTED_CASES.filter((name) => reached[name] === 0);
+      expect(missed, JSON.stringify(reached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    'reaches another engine beside the exporter: its commits, races both ways, compactions and commits over them',
+    () => {
+      const missed = OTHERS_CASES.filter((name) => reached[name] < OTHERS_AT_LEAST);
       expect(missed, JSON.stringify(reached)).toEqual([]);
     },
   );

@@ -76,7 +76,7 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   console.log(`iceberg: ${icebergSeeds} seeds; cases (times, in how many seeds):`);
   for (const name of Object.keys(cases) as (keyof IcebergCases)[]) {
     console.log(
-      `  ${name.padEnd(18)} ${String(cases[name]).padStart(6)}  ${String(seedsWith[name]).padStart(4)}`,
+      `  ${name.padEnd(22)} ${String(cases[name]).padStart(6)}  ${String(seedsWith[name]).padStart(4)}`,
     );
   }
   console.log("export-reports' time for requests: cases (times, in how many seeds):");

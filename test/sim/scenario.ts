@@ -15,6 +15,7 @@ import { manifestKey, STATE_KEYS } from '../../shared/layout.js';
 import {
   Announcer,
   cliRun,
+  depsFor,
   finishHandler,
   planHandler,
   type Settings,
@@ -26,10 +27,12 @@ import {
 import { generateDataset, SimApi } from './api.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
-import { type IcebergCases, icebergCases } from './iceberg-cases.js';
+import { commitsAfterCompaction, type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { lateRuns } from './iceberg-current.js';
+import { icebergTables } from './iceberg-invariants.js';
 import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
+import { OtherEngine } from './other-engine.js';
 import { Prng } from './prng.js';
 import { type FaultRates, SimS3 } from './s3.js';
 import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
@@ -86,6 +89,14 @@ export interface Scenario {
   redriveAt: number[];
   concurrency: { plan: number; report: number };
   horizon: number;
+  /**
+   * Another engine's changes to the Iceberg tables (other-engine.ts), at these times (until a
+   * run deadline past the horizon, while the last closings commit); empty but in a share of the
+   * Iceberg seeds. `triggered`: changes more, each set off by an exporter's write to a table
+   * (an S3 event notification starting a job), on that table, so that they meet the exporter's
+   * commits. `compactShare`: of them all, compactions.
+   */
+  others: { at: number[]; triggered: number; compactShare: number };
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -144,6 +155,7 @@ export function generateScenario(rng: Prng): Scenario {
     redriveAt: rng.chance(0.3) ? [EPOCH + rng.int(0, horizon - EPOCH)] : [],
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
     horizon,
+    others: { at: [], triggered: 0, compactShare: 0 },
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -163,6 +175,19 @@ export function generateScenario(rng: Prng): Scenario {
     // commit, manifest, format record and state included: the next run completes the switch.
     const kill = rng.int(0, 4 * MINUTE);
     if (rng.chance(0.5)) cli.killAfterMs = kill;
+  }
+  // Another engine (Athena, Spark) writing the Iceberg tables in 40% of the Iceberg seeds: a few
+  // changes at random times while runs go on, racing their commits (other-engine.ts).
+  if (scenario.settings.tableFormat === 'iceberg' && rng.chance(0.4)) {
+    const count = rng.int(2, 6);
+    scenario.others = {
+      at: Array.from(
+        { length: count },
+        () => EPOCH + rng.int(5 * MINUTE, horizon - EPOCH + scenario.settings.deadlineMs),
+      ).sort((a, b) => a - b),
+      triggered: rng.int(0, 4),
+      compactShare: rng.pick([0.5, 0.8]),
+    };
   }
   return scenario;
 }
@@ -362,6 +387,38 @@ async function simulate(
     });
   }
 
+  // Another engine's changes to the Iceberg tables, racing the runs' commits: at random times,
+  // and set off by an exporter's write to a table (a commit under way), within 120 ms.
+  const others = new OtherEngine();
+  const otherChange = (tables: () => string[], delayMs = 0) =>
+    sim.spawn('other', 'other-engine', { offsetMs: offset() }, async (actor) => {
+      if (delayMs > 0) await sim.sleep(actor, delayMs);
+      const { storage } = depsFor(world, actor);
+      await others.act(
+        actor,
+        storage,
+        tables(),
+        () => sim.now + actor.offsetMs,
+        scenario.others.compactShare,
+      );
+    });
+  for (const at of scenario.others.at) {
+    sim.spawn('invoker', 'other-engine-launch', { canCrash: false }, async (self) => {
+      await sim.sleep(self, at - sim.now);
+      otherChange(() => icebergTables(s3).tables);
+    });
+  }
+  let triggers = scenario.others.triggered;
+  const lastTrigger = scenario.horizon + scenario.settings.deadlineMs;
+  s3.listeners.push((actor, op, key) => {
+    const table = /^iceberg\/([^/]+)\/(?:data|metadata)\/.*\.(?:parquet|avro)$/.exec(key)?.[1];
+    if (op !== 'put' || !table || actor.kind === 'other' || triggers === 0 || sim.now > lastTrigger) return;
+    // A table that exists already (the exporter's first commit of it has nothing to race).
+    if (!s3.peek(`iceberg/${table}/metadata/v1.metadata.json`) || !sim.rng.chance(0.2)) return;
+    triggers--;
+    otherChange(() => [table], sim.rng.int(0, 120));
+  });
+
   for (const at of scenario.redriveAt) {
     sim.spawn('redrive', 'redrive', { canCrash: false }, async (self) => {
       await sim.sleep(self, at - sim.now);
@@ -491,7 +548,7 @@ async function simulate(
     fetcherLost: world.fetcherSlots.cases.lost,
     fetcherOpen: world.fetcherSlots.cases.open,
   };
-  await checkInvariants(s3, world.api, monitor, world.announcer);
+  await checkInvariants(s3, world.api, monitor, world.announcer, others.committed);
   return {
     seed,
     violations: monitor.violations,
@@ -500,7 +557,12 @@ async function simulate(
     steps: sim.steps,
     runsStarted: monitor.started.size,
     manifests: s3.keys('runs/').length,
-    iceberg: { ...icebergCases(s3.events), lateCommits: lateRuns(s3) },
+    iceberg: {
+      ...icebergCases(s3.events),
+      lateCommits: lateRuns(s3),
+      ...others.cases,
+      commitsAfterCompaction: commitsAfterCompaction(s3),
+    },
     unitDeadline,
     formatSwitch: formatSwitchCases(s3, monitor),
   };

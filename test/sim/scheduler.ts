@@ -22,6 +22,7 @@ export type ActorKind =
   | 'unit'
   | 'finish'
   | 'cli'
+  | 'other'
   | 'redrive'
   | 'final';
 
