@@ -14,7 +14,7 @@ import {
   type UpdateTableCommandInput,
 } from '@aws-sdk/client-glue';
 import type { AwsClientStub } from 'aws-sdk-client-mock';
-import { ICEBERG_TABLE_NAMES, icebergSchema } from '../../shared/iceberg/schema.js';
+import { ICEBERG_TABLE_NAMES, type IcebergTableName, icebergSchema } from '../../shared/iceberg/schema.js';
 import type { TableMetadata } from '../../shared/iceberg/types.js';
 import type { Storage } from '../../shared/storage/storage.js';
 
@@ -105,49 +105,76 @@ export class GlueFake {
 }
 
 /**
+ * The first metadata Glue writes for a stack's Iceberg table: its own field ids and names (all
+ * strings, optional), no partition spec, no snapshot.
+ */
+export function glueMadeMetadata(
+  table: IcebergTableName,
+  location: string,
+  made: Pick<TableMetadata, 'table-uuid' | 'last-column-id' | 'properties'> = {
+    'table-uuid': crypto.randomUUID(),
+    'last-column-id': 200,
+    properties: {},
+  },
+): TableMetadata {
+  return {
+    'format-version': 2,
+    'table-uuid': made['table-uuid'],
+    location,
+    'last-sequence-number': 0,
+    'last-updated-ms': 1_700_000_000_000,
+    'last-column-id': made['last-column-id'],
+    'current-schema-id': 0,
+    schemas: [
+      {
+        type: 'struct',
+        'schema-id': 0,
+        fields: icebergSchema(table, 'freeze').fields.map((f, i) => ({
+          id: 100 + i,
+          name: f.name,
+          required: false,
+          type: 'string',
+        })),
+      },
+    ],
+    'default-spec-id': 0,
+    'partition-specs': [{ 'spec-id': 0, fields: [] }],
+    'last-partition-id': 999,
+    'default-sort-order-id': 0,
+    'sort-orders': [{ 'order-id': 0, fields: [] }],
+    properties: made.properties ?? {},
+    'current-snapshot-id': -1,
+    snapshots: [],
+  };
+}
+
+/** Registers Glue's first metadata of `table` (written at `key`) as the stack's Glue table. */
+export async function createStackTable(
+  fake: GlueFake,
+  database: string,
+  storage: Storage,
+  table: IcebergTableName,
+  key: string,
+  metadata: TableMetadata,
+): Promise<void> {
+  await storage.put(key, JSON.stringify(metadata));
+  fake.create(database, {
+    Name: table,
+    TableType: 'EXTERNAL_TABLE',
+    Parameters: { table_type: 'ICEBERG', metadata_location: `${storage.location}/${key}` },
+    StorageDescriptor: { Location: metadata.location, Columns: [] },
+  });
+}
+
+/**
  * What deploying the stack with tableFormat=iceberg makes: a Glue table of type Iceberg per
  * exporter table in `database`, and Glue's first metadata file of each under the output's
- * `iceberg/<table>/metadata/` (Glue's own field ids and names, no partition spec, no snapshot).
+ * `iceberg/<table>/metadata/`.
  */
 export async function createStackTables(fake: GlueFake, database: string, storage: Storage): Promise<void> {
   for (const table of ICEBERG_TABLE_NAMES) {
     const location = `${storage.location}/iceberg/${table}`;
-    const glueMade: TableMetadata = {
-      'format-version': 2,
-      'table-uuid': crypto.randomUUID(),
-      location,
-      'last-sequence-number': 0,
-      'last-updated-ms': 1_700_000_000_000,
-      'last-column-id': 200,
-      'current-schema-id': 0,
-      schemas: [
-        {
-          type: 'struct',
-          'schema-id': 0,
-          fields: icebergSchema(table, 'freeze').fields.map((f, i) => ({
-            id: 100 + i,
-            name: f.name,
-            required: false,
-            type: 'string',
-          })),
-        },
-      ],
-      'default-spec-id': 0,
-      'partition-specs': [{ 'spec-id': 0, fields: [] }],
-      'last-partition-id': 999,
-      'default-sort-order-id': 0,
-      'sort-orders': [{ 'order-id': 0, fields: [] }],
-      properties: {},
-      'current-snapshot-id': -1,
-      snapshots: [],
-    };
     const key = `iceberg/${table}/metadata/00000-${crypto.randomUUID()}.metadata.json`;
-    await storage.put(key, JSON.stringify(glueMade));
-    fake.create(database, {
-      Name: table,
-      TableType: 'EXTERNAL_TABLE',
-      Parameters: { table_type: 'ICEBERG', metadata_location: `${storage.location}/${key}` },
-      StorageDescriptor: { Location: location, Columns: [] },
-    });
+    await createStackTable(fake, database, storage, table, key, glueMadeMetadata(table, location));
   }
 }

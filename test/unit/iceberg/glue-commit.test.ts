@@ -11,11 +11,10 @@ import { commitRun } from '../../../shared/iceberg/commit.js';
 import { GlueCatalog } from '../../../shared/iceberg/glue-catalog.js';
 import { dataFileMetrics } from '../../../shared/iceberg/metrics.js';
 import { icebergParquetTable, icebergSchema, partitionSpec } from '../../../shared/iceberg/schema.js';
-import type { TableMetadata } from '../../../shared/iceberg/types.js';
 import { encodeParquet } from '../../../shared/parquet/encode.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { tempDir } from '../../helpers/export.js';
-import { GlueFake } from '../../helpers/glue-fake.js';
+import { createStackTable, GlueFake, glueMadeMetadata } from '../../helpers/glue-fake.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
 
 const DB = 'exporter';
@@ -34,43 +33,18 @@ describe('commitRun through the Glue catalog', () => {
     catalog = new GlueCatalog({ client: new GlueClient({ region: 'eu-west-1' }), databaseName: DB, storage });
     // What Glue writes for the stack's table: its own ids (1.., in column order), no partition spec.
     const location = catalog.tableLocation('jobs');
-    const glueMade: TableMetadata = {
-      'format-version': 2,
-      'table-uuid': '0b6c3c1e-1111-4222-8333-444455556666',
-      location,
-      'last-sequence-number': 0,
-      'last-updated-ms': 1_700_000_000_000,
-      'last-column-id': 8,
-      'current-schema-id': 0,
-      schemas: [
-        {
-          type: 'struct',
-          'schema-id': 0,
-          fields: icebergSchema('jobs', 'freeze').fields.map((f, i) => ({
-            id: 100 + i,
-            name: f.name,
-            required: false,
-            type: 'string',
-          })),
-        },
-      ],
-      'default-spec-id': 0,
-      'partition-specs': [{ 'spec-id': 0, fields: [] }],
-      'last-partition-id': 999,
-      'default-sort-order-id': 0,
-      'sort-orders': [{ 'order-id': 0, fields: [] }],
-      properties: { 'write.parquet.compression-codec': 'zstd' },
-      'current-snapshot-id': -1,
-      snapshots: [],
-    };
-    const key = 'iceberg/jobs/metadata/00000-glue.metadata.json';
-    await storage.put(key, JSON.stringify(glueMade));
-    fake.create(DB, {
-      Name: 'jobs',
-      TableType: 'EXTERNAL_TABLE',
-      Parameters: { table_type: 'ICEBERG', metadata_location: `${storage.location}/${key}` },
-      StorageDescriptor: { Location: location, Columns: [] },
-    });
+    await createStackTable(
+      fake,
+      DB,
+      storage,
+      'jobs',
+      'iceberg/jobs/metadata/00000-glue.metadata.json',
+      glueMadeMetadata('jobs', location, {
+        'table-uuid': '0b6c3c1e-1111-4222-8333-444455556666',
+        'last-column-id': 8,
+        properties: { 'write.parquet.compression-codec': 'zstd' },
+      }),
+    );
   });
 
   async function stage(runId: string, ids: number[]) {
