@@ -1,8 +1,8 @@
 /**
  * Step 1 of a run: take the output's lock (one run at a time; before any API request), close
  * runs left open by interrupted ones, check its table format against what the output then
- * holds (`state/table-format.ts`: a format switch that was interrupted is completed first), verify the key, list every campaign (checkpointed in
- * pieces: `campaign-listing.ts`), stage the campaigns snapshot, and record the run. A fatal API
+ * holds (`state/table-format.ts`: a format switch that was interrupted is completed first),
+ * verify the key, list every campaign (checkpointed in pieces: `campaign-listing.ts`), stage the campaigns snapshot, and record the run. A fatal API
  * error is recorded (the run then ends as failed), not thrown; a lock held by another run throws
  * `OutputLockedError`. Given a deadline (AWS), the listing hands on before it: the run stays
  * `starting`, holding the output, and `continueStart` (a later delivery) lists the rest and

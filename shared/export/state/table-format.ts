@@ -4,9 +4,9 @@
  * that miss every report exported before: such a run is refused before it starts, unless it is
  * a full run, which fetches everything again. The check comes after the run has closed the runs
  * left open (start-run), so that a switch killed before it recorded its format is completed,
- * in its own format, before a run of the other format is let in. The format is recorded when a run of it
- * publishes (the first run of an output, or a full run that switches it); an output written
- * before the option existed holds Hive tables.
+ * in its own format, before a run of the other format is let in. The format is recorded when a
+ * run of it publishes (the first run of an output, or a full run that switches it); an output
+ * written before the option existed holds Hive tables.
  */
 import * as z from 'zod';
 import { ConfigError } from '../../errors.js';
