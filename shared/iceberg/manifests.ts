@@ -18,9 +18,9 @@ import {
 import type { IcebergCatalog } from './catalog.js';
 import { stringifyJson } from './json.js';
 import { keyOfLocation, locationOfKey, metadataPrefix, sameId } from './locations.js';
-import { type IcebergTableName, partitionSpec, SCHEMA_ID, SPEC_ID } from './schema.js';
+import { type IcebergTableName, partitionSpec, SCHEMA_ID } from './schema.js';
 import { boundsUnder, currentSchemaOf } from './schema-evolution.js';
-import type { TableMetadata } from './types.js';
+import type { PartitionSpec, TableMetadata } from './types.js';
 
 /** One data file of the run, as published. */
 export interface CommitFile {
@@ -77,13 +77,28 @@ function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): Mani
 }
 
 /** The header of a manifest of `table` written on `metadata`: its current schema, as the spec asks. */
-export const headerOf = (table: IcebergTableName, metadata: TableMetadata, content: 'data' | 'deletes') => ({
-  schema: stringifyJson(currentSchemaOf(metadata)),
-  schemaId: metadata['current-schema-id'],
-  partitionSpec: stringifyJson(partitionSpec(table).fields),
-  partitionSpecId: SPEC_ID,
-  content,
-});
+export const headerOf = (table: IcebergTableName, metadata: TableMetadata, content: 'data' | 'deletes') => {
+  const spec = defaultSpecOf(table, metadata);
+  return {
+    schema: stringifyJson(currentSchemaOf(metadata)),
+    schemaId: metadata['current-schema-id'],
+    partitionSpec: stringifyJson(spec.fields),
+    partitionSpecId: spec['spec-id'],
+    content,
+  };
+};
+
+/**
+ * The partition spec the commit writes under: the table's default spec, as the table holds it
+ * (the commit builds only on a spec equal to the exporter's by meaning, `sameSpec`, whose id and
+ * field names another engine may have changed); the exporter's own before the table has one.
+ */
+export function defaultSpecOf(table: IcebergTableName, metadata: TableMetadata): PartitionSpec {
+  return (
+    metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id']) ??
+    partitionSpec(table)
+  );
+}
 
 /**
  * Writes a manifest of `entries` at `key`, its header the current schema of `metadata` (the
@@ -112,7 +127,7 @@ export async function writeManifest(
   return {
     manifest_path: locationOfKey(storage, key),
     manifest_length: bytes.length,
-    partition_spec_id: SPEC_ID,
+    partition_spec_id: defaultSpecOf(table, metadata)['spec-id'],
     content: added.content,
     sequence_number: added.sequenceNumber,
     min_sequence_number: sequences.length > 0 ? Math.min(...sequences) : added.sequenceNumber,

@@ -46,17 +46,18 @@ export function sameFields(a: IcebergSchema, b: IcebergSchema): boolean {
   );
 }
 
-/** The same partition fields by source id, field id, name and transform (key order aside). */
+/**
+ * The same partition fields by source id, field id and transform (key order aside): a field
+ * another engine renamed (`ALTER TABLE … RENAME PARTITION FIELD`) is the same field, as readers
+ * match partition values by field id.
+ */
 export function sameSpec(a: PartitionSpec, b: PartitionSpec): boolean {
   return (
     a.fields.length === b.fields.length &&
     a.fields.every((f, i) => {
       const g = b.fields[i]!;
       return (
-        f['source-id'] === g['source-id'] &&
-        f['field-id'] === g['field-id'] &&
-        f.name === g.name &&
-        f.transform === g.transform
+        f['source-id'] === g['source-id'] && f['field-id'] === g['field-id'] && f.transform === g.transform
       );
     })
   );

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExporterError } from '../../../shared/errors.js';
-import { decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
+import { avroMetadata, decodeManifest, decodeManifestList } from '../../../shared/iceberg/avro.js';
 import { commitRun } from '../../../shared/iceberg/commit.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { parseJson } from '../../../shared/iceberg/json.js';
@@ -407,6 +407,51 @@ describe('the exporter commits to a reports table another engine changed', () =>
     await expect(
       commitReports(lake, 'run-b', '2026-11-23', 'freeze', [reportRow(2, 'run-b')]),
     ).rejects.toThrow(/it requires the column owner, which the exporter does not write; make it optional/);
+  });
+});
+
+describe('the exporter commits to a table another engine re-partitioned by meaning alone', () => {
+  it('takes a partition field another engine renamed under a new spec id, and writes its manifests under that spec', async () => {
+    const lake = await frozenReports();
+    // As Java's UpdatePartitionSpec commits `RENAME PARTITION FIELD dt TO day`: a new spec (id 1),
+    // the same source id, field id and transform, Java's key order.
+    const loaded = await lake.catalog.load('reports');
+    const metadata = loaded.metadata!;
+    const [field] = metadata['partition-specs'][0]!.fields;
+    const renamed = {
+      'spec-id': 1,
+      fields: [
+        {
+          name: 'day',
+          transform: field!.transform,
+          'source-id': field!['source-id'],
+          'field-id': field!['field-id'],
+        },
+      ],
+    };
+    const next: TableMetadata = {
+      ...metadata,
+      'partition-specs': [...metadata['partition-specs'], renamed],
+      'default-spec-id': 1,
+      'last-updated-ms': metadata['last-updated-ms'] + 1,
+    };
+    expect((await lake.catalog.commit(loaded, next)).committed).toBe(true);
+
+    const after = await commitReports(lake, 'run-b', '2026-11-23', 'freeze', [reportRow(2, 'run-b')]);
+    expect(after['default-spec-id']).toBe(1);
+    expect(after['partition-specs']).toEqual(next['partition-specs']);
+    const snapshot = after.snapshots!.find((s) => s['snapshot-id'] === after['current-snapshot-id'])!;
+    const list = await decodeManifestList(
+      await readFile(join(lake.storage.location, keyOfLocation(lake.storage, snapshot['manifest-list']))),
+    );
+    const added = list.filter((m) => sameId(m.added_snapshot_id, snapshot['snapshot-id']));
+    expect(added.map((m) => m.partition_spec_id)).toEqual([1]);
+    const header = await avroMetadata(
+      await readFile(join(lake.storage.location, keyOfLocation(lake.storage, added[0]!.manifest_path))),
+    );
+    expect(header['partition-spec-id']).toBe('1');
+    expect(JSON.parse(header['partition-spec']!)).toEqual(renamed.fields);
+    expect([...(await rowsByJob(lake.catalog)).keys()].sort()).toEqual([1, 2]);
   });
 });
 
