@@ -74,6 +74,12 @@ export interface Settings {
    * the Glue catalog is not simulated.
    */
   tableFormat: TableFormat;
+  /**
+   * Per start-run invocation while faults are on: its recovery hands a run left open on to
+   * finish-run at once (a closing larger than start-run's recovery takes on, RECOVERY_OUTPUT_BYTES),
+   * so that the start goes on while the older run's closing is still open.
+   */
+  startHandsOn?: number;
 }
 
 /** functions/aws/start-run.ts: the lock of a queue-carried run outlives its deadline by this. */
@@ -208,6 +214,8 @@ export async function startRunHandler(
   // listing and the plan messages are handed on, through every interleaving of the seed.
   const deadline = outOfTimeDeadline(world, actor, START_TIMEOUT_MS, START_OUT_OF_TIME);
   const send = (messages: PlanMessage[]) => world.planQueue.sendAll(actor, messages);
+  const recovery = recoveryLimits(deps.now().getTime(), invokedAt + START_TIMEOUT_MS - world.sim.now);
+  const handsOn = world.sim.faultsOn && actor.rng.chance(world.settings.startHandsOn ?? 0);
   let started: StartStep;
   try {
     started = await startRunStep(deps, {
@@ -222,7 +230,7 @@ export async function startRunHandler(
       announce: world.announcer.for(actor),
       // As the handler: a run left open is closed as far as start-run's time allows (its lease
       // held for the invocation's remaining time), the rest handed on to finish-run.
-      recovery: recoveryLimits(deps.now().getTime(), invokedAt + START_TIMEOUT_MS - world.sim.now),
+      recovery: handsOn ? { ...recovery, handOnAt: deps.now().getTime() } : recovery,
       listing: { deadline, send },
     });
   } catch (error) {

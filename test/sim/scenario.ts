@@ -164,17 +164,19 @@ export function generateScenario(rng: Prng): Scenario {
   // Fetcher slots (REPORT_FETCHERS): none in a quarter of the seeds (every invocation fetches).
   scenario.settings.fetchers = rng.pick([undefined, 1, 1, 2]);
   scenario.finishLease = rng.chance(0.5);
-  // A format switch in a fifth of the seeds with a CLI run: its first is a full run in the other
+  // A format switch in half the seeds with a CLI run: its first is a full run in the other
   // format (a `--full --table-format` by hand). The stack's incremental runs are refused once it
   // is recorded, its full runs switch back: both directions, crashes at every step included.
+  // (`chance(p)` is one draw whatever p: a larger share adds seeds, it keeps the earlier ones.)
   const cli = scenario.clis[0];
-  if (rng.chance(0.2) && cli) {
+  if (rng.chance(0.5) && cli) {
     cli.mode = 'full';
     cli.tableFormat = scenario.settings.tableFormat === 'hive' ? 'iceberg' : 'hive';
-    // Half of them killed (a closed laptop, a SIGKILL) at any point of the run, its publish,
-    // commit, manifest, format record and state included: the next run completes the switch.
+    // 80% of them killed (a closed laptop, a SIGKILL) at any point of the run, its publish,
+    // commit, manifest, format record and state included: the next run completes the switch,
+    // or meets it open (a start its recovery closes, or hands on to finish-run).
     const kill = rng.int(0, 4 * MINUTE);
-    if (rng.chance(0.5)) cli.killAfterMs = kill;
+    if (rng.chance(0.8)) cli.killAfterMs = kill;
   }
   // Another engine (Athena, Spark) writing the Iceberg tables in 40% of the Iceberg seeds: a few
   // changes at random times while runs go on, racing their commits (other-engine.ts).
@@ -188,6 +190,18 @@ export function generateScenario(rng: Prng): Scenario {
       triggered: rng.int(0, 4),
       compactShare: rng.pick([0.5, 0.8]),
     };
+  }
+  // A killed switch met by one more of the stack's starts 2-8 minutes after the kill (once the
+  // CLI's lock, renewed each minute, has lapsed): its recovery closes the switch, or (in half of
+  // these seeds, at every start) hands it on to finish-run, and its format check must come after
+  // that recovery and refuse while the switch is still open. Drawn last: other seeds keep theirs.
+  if (cli?.killAfterMs !== undefined) {
+    scenario.starts.push({
+      at: cli.at + cli.killAfterMs + rng.int(2 * MINUTE, 8 * MINUTE),
+      mode: 'incremental',
+      duplicate: 'none',
+    });
+    scenario.settings.startHandsOn = rng.pick([0, 1]);
   }
   return scenario;
 }
