@@ -54,8 +54,8 @@ import {
   scanDataFile,
   sortedRule,
 } from './current-scan.js';
-import { keyOfLocation, locationOfKey, metadataPrefix } from './locations.js';
-import { currentManifests, writeManifest } from './manifests.js';
+import { keyOfLocation, metadataPrefix } from './locations.js';
+import { addedEntry, currentManifests, writeManifest } from './manifests.js';
 import { dataFileMetrics } from './metrics.js';
 import { baseTableOf, fieldId, type IcebergTableName } from './schema.js';
 import { type ChangeCounts, NO_CHANGE } from './summary.js';
@@ -111,28 +111,19 @@ function deleteEntry(
     ...(bounds ?? []).filter((b) => b.key !== DELETE_FILE_PATH_ID),
     { key: DELETE_FILE_PATH_ID, value: Buffer.from(path, 'utf8') },
   ];
-  return {
-    status: STATUS.ADDED,
-    snapshot_id: snapshotId,
-    sequence_number: null,
-    file_sequence_number: null,
-    data_file: {
-      content: CONTENT.POSITION_DELETES,
-      file_path: locationOfKey(storage, key),
-      file_format: 'PARQUET',
-      partition: { dt },
-      // With file_path's bounds, a reader skips the delete file for every other data file.
+  // With file_path's bounds, a reader skips the delete file for every other data file.
+  return addedEntry(storage, snapshotId, {
+    content: CONTENT.POSITION_DELETES,
+    key,
+    dt,
+    bytes: bytes.length,
+    metrics: {
       ...metrics,
       lower_bounds: whole(metrics.lower_bounds, rows[0]!.file_path),
       upper_bounds: whole(metrics.upper_bounds, rows[rows.length - 1]!.file_path),
-      file_size_in_bytes: bytes.length,
-      nan_value_counts: null,
-      key_metadata: null,
-      split_offsets: null,
-      equality_ids: null,
-      sort_order_id: null,
     },
-  };
+    sortOrderId: null,
+  });
 }
 
 /**

@@ -48,15 +48,22 @@ function partitionSummary(dts: readonly string[]): FieldSummary[] {
   ];
 }
 
-/** A data file's manifest entry: added by `snapshotId`, its sequence number inherited. */
-function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): ManifestEntry {
+/** A new file's manifest entry: added by `snapshotId`, its sequence numbers inherited. */
+export function addedEntry(
+  storage: Storage,
+  snapshotId: number,
+  file: Pick<CommitFile, 'key' | 'dt' | 'bytes' | 'metrics'> & {
+    content: number;
+    sortOrderId: number | null;
+  },
+): ManifestEntry {
   return {
     status: STATUS.ADDED,
     snapshot_id: snapshotId,
     sequence_number: null,
     file_sequence_number: null,
     data_file: {
-      content: CONTENT.DATA,
+      content: file.content,
       file_path: locationOfKey(storage, file.key),
       file_format: 'PARQUET',
       partition: { dt: file.dt },
@@ -71,7 +78,7 @@ function dataEntry(storage: Storage, snapshotId: number, file: CommitFile): Mani
       key_metadata: null,
       split_offsets: null,
       equality_ids: null,
-      sort_order_id: 0,
+      sort_order_id: file.sortOrderId,
     },
   };
 }
@@ -158,7 +165,7 @@ export async function writeDataManifest(
   if (request.files.length === 0) return undefined;
   const schema = currentSchemaOf(metadata);
   const entries = request.files.map((f) => {
-    const entry = dataEntry(storage, snapshotId, f);
+    const entry = addedEntry(storage, snapshotId, { ...f, content: CONTENT.DATA, sortOrderId: 0 });
     // A column another engine promoted (int→long): bounds in the table's type (schema-evolution.ts).
     entry.data_file.lower_bounds = boundsUnder(schema, entry.data_file.lower_bounds);
     entry.data_file.upper_bounds = boundsUnder(schema, entry.data_file.upper_bounds);
