@@ -8,32 +8,31 @@
  * failed (the next run asks again). At most REPORT_FETCHERS invocations fetch at once (a slot
  * each, shared/api/fetcher-slots.ts): one that gets none hands its units on to a later delivery.
  */
-import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describeError, ExporterError } from '../../shared/errors.js';
 import { exportSendMs, exportUnit, unitDelivery, unitWaits } from '../../shared/export/run/export-unit.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { type Unit, UnitSchema } from '../../shared/export/state/records.js';
 import { required } from './env.js';
-import { takeFetcherSlot } from './fetcher-slots.js';
 import { eachMessage, type MessageSource, receiveCountOf, sendAll } from './queue.js';
-import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
+import { countFatal, type HandlerRuntime, lambdaHandler, lambdaRuntime } from './runtime.js';
 
 export async function exportReportsHandler(
+  rt: HandlerRuntime,
   event: SQSEvent,
   context: Pick<Context, 'getRemainingTimeInMillis'>,
 ): Promise<SQSBatchResponse> {
   // The invocation's whole time, taken first: no request is sent past exportSendMs of it.
   const timeoutMs = context.getRemainingTimeInMillis();
-  const queueUrl = required(env, 'REPORT_QUEUE_URL');
-  const source = { sqs: clients.sqs, queueUrl, log: coreLog };
-  const hold = await takeFetcherSlot(env, randomUUID(), coreLog);
+  const queueUrl = required(rt.env, 'REPORT_QUEUE_URL');
+  const source = { sqs: rt.sqs, queueUrl, log: rt.log, random: rt.random };
+  const hold = await rt.takeFetcherSlot(rt.uuid());
   if (hold?.kind === 'busy') return waitForSlot(event, source);
   // A slot lost to another holder (this one outlived its lease) ends the time for requests.
   const msUntilStop = () =>
     hold?.lost() ? 0 : exportSendMs(timeoutMs) - (timeoutMs - context.getRemainingTimeInMillis());
   try {
-    return await exportBatch(event, source, msUntilStop);
+    return await exportBatch(rt, event, source, msUntilStop);
   } finally {
     await hold?.release();
   }
@@ -53,7 +52,12 @@ async function waitForSlot(event: SQSEvent, source: MessageSource): Promise<SQSB
     waiting.push(record);
   });
   try {
-    await sendAll(source.sqs, source.queueUrl, units, unitWaits({}));
+    await sendAll(
+      source.sqs,
+      source.queueUrl,
+      units,
+      unitWaits({ ...(source.random && { random: source.random }) }),
+    );
   } catch (error) {
     source.log.error('units could not wait for a fetcher slot', { error: describeError(error) });
     const failed = waiting.map((record) => ({ itemIdentifier: record.messageId }));
@@ -62,9 +66,15 @@ async function waitForSlot(event: SQSEvent, source: MessageSource): Promise<SQSB
   return unparsed;
 }
 
-async function exportBatch(event: SQSEvent, source: MessageSource, msUntilStop: () => number) {
+async function exportBatch(
+  rt: HandlerRuntime,
+  event: SQSEvent,
+  source: MessageSource,
+  msUntilStop: () => number,
+) {
+  const { env, log: logger } = rt;
   const { queueUrl } = source;
-  const deps = await apiDeps({ msUntilStop });
+  const deps = await rt.apiDeps({ msUntilStop });
   // One unit at a time: each fetches its reports concurrently, and memory stays one unit's worth.
   return eachMessage(event, source, async (record) => {
     const unit = UnitSchema.parse(JSON.parse(record.body));
@@ -81,12 +91,12 @@ async function exportBatch(event: SQSEvent, source: MessageSource, msUntilStop: 
       logger.warn('unit of a finished run dropped', { run_id: unit.run_id, unit: unit.unit });
       return;
     }
-    countFatal(exported.value.fatal);
+    countFatal(rt, exported.value.fatal);
     const next = delivery.next(exported.value);
     if (next.kind === 'hand-on') {
       // Sent before this one is deleted: a crash in between leaves two deliveries, which resume
       // from one summary.
-      await sendAll(clients.sqs, queueUrl, [unit]);
+      await sendAll(rt.sqs, queueUrl, [unit]);
       logger.info('unit handed on before the deadline', {
         run_id: unit.run_id,
         unit: unit.unit,
@@ -102,4 +112,6 @@ async function exportBatch(event: SQSEvent, source: MessageSource, msUntilStop: 
   });
 }
 
-export const handler = lambdaHandler(exportReportsHandler);
+export const handler = lambdaHandler((event: SQSEvent, context: Context) =>
+  exportReportsHandler(lambdaRuntime(), event, context),
+);

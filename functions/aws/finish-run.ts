@@ -10,16 +10,17 @@ import { closeRuns } from '../../shared/export/run/close-runs.js';
 import { finisherLimits } from '../../shared/export/run/publish-closing.js';
 import { lookBack } from '../../shared/export/state/heartbeat.js';
 import { METRIC, runMetrics } from '../../shared/metrics.js';
-import { announce } from './announce.js';
 import { required } from './env.js';
 import { queuesDrained } from './queue.js';
-import { clients, env, exportDeps, lambdaHandler, metrics, putMetrics, withCatalog } from './runtime.js';
+import { type HandlerRuntime, lambdaHandler, lambdaRuntime, putMetrics } from './runtime.js';
 
 export async function finishRunHandler(
+  rt: HandlerRuntime,
   _event?: unknown,
   context?: Pick<Context, 'getRemainingTimeInMillis'>,
 ) {
-  const deps = await withCatalog(exportDeps());
+  const { env } = rt;
+  const deps = await rt.withCatalog(rt.exportDeps());
   const now = deps.now();
   const remaining = context?.getRemainingTimeInMillis();
   const { closed, failures, handedOn } = await closeRuns(deps, {
@@ -28,20 +29,20 @@ export async function finishRunHandler(
     ...(remaining !== undefined && finisherLimits(now.getTime(), remaining)),
     deadlineMs: env.RUN_DEADLINE_MINUTES * 60_000,
     queuesDrained: () =>
-      queuesDrained(clients.sqs, [required(env, 'PLAN_QUEUE_URL'), required(env, 'REPORT_QUEUE_URL')]),
-    announce,
+      queuesDrained(rt.sqs, [required(env, 'PLAN_QUEUE_URL'), required(env, 'REPORT_QUEUE_URL')]),
+    announce: rt.announce,
   });
   for (const { manifest, unfinished } of closed) {
-    if (unfinished) putMetrics([{ name: METRIC.runsUnfinished, value: 1 }]);
-    putMetrics(runMetrics(manifest));
+    if (unfinished) putMetrics(rt, [{ name: METRIC.runsUnfinished, value: 1 }]);
+    putMetrics(rt, runMetrics(manifest));
   }
   // On every look, whatever else failed: no datapoint means finish-run itself has stopped.
   const manifests = closed.map((c) => c.manifest);
   const { hours, newDrift } = await lookBack(deps.storage, now, manifests);
   // Evolve runs: the drift no earlier run had, which the SchemaDrift alarm watches.
-  for (const paths of newDrift.values()) putMetrics([{ name: METRIC.schemaDriftNewPaths, value: paths }]);
+  for (const paths of newDrift.values()) putMetrics(rt, [{ name: METRIC.schemaDriftNewPaths, value: paths }]);
   // Hours have no CloudWatch unit; the alarm compares the number.
-  metrics.addMetric(METRIC.hoursSinceFinishedRun, MetricUnit.NoUnit, hours);
+  rt.addMetric(METRIC.hoursSinceFinishedRun, MetricUnit.NoUnit, hours);
   if (failures.length > 0) {
     throw new ExporterError(`${failures.length} run(s) could not be finished; see the log`, {
       cause: failures[0]?.error,
@@ -53,4 +54,6 @@ export async function finishRunHandler(
   };
 }
 
-export const handler = lambdaHandler(finishRunHandler);
+export const handler = lambdaHandler((event: unknown, context: Context) =>
+  finishRunHandler(lambdaRuntime(), event, context),
+);

@@ -16,21 +16,26 @@ import { runStep } from '../../shared/export/run/step.js';
 import { PlanQueueMessageSchema, type StartListingMessage } from '../../shared/export/state/records.js';
 import { required } from './env.js';
 import { eachMessage, sendAll } from './queue.js';
-import { apiDeps, clients, coreLog, countFatal, env, lambdaHandler, logger } from './runtime.js';
+import { countFatal, type HandlerRuntime, lambdaHandler, lambdaRuntime } from './runtime.js';
 
-export async function planCampaignHandler(event: SQSEvent, context: Context) {
+export async function planCampaignHandler(
+  rt: HandlerRuntime,
+  event: SQSEvent,
+  context: Pick<Context, 'getRemainingTimeInMillis'>,
+) {
+  const { env, log: logger } = rt;
   // The invocation's whole time, taken first: the listing stops starting pages in time to end
   // within half of it (job-listing.ts `listingStopMs`).
   const deadline = {
     remainingMs: () => context.getRemainingTimeInMillis(),
     timeoutMs: context.getRemainingTimeInMillis(),
   };
-  const deps = await apiDeps();
+  const deps = await rt.apiDeps();
   const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
-  const source = { sqs: clients.sqs, queueUrl: planQueueUrl, log: coreLog };
+  const source = { sqs: rt.sqs, queueUrl: planQueueUrl, log: rt.log, random: rt.random };
   return eachMessage(event, source, async (record) => {
     const body = PlanQueueMessageSchema.parse(JSON.parse(record.body));
-    if (!('campaign_id' in body)) return continueRunStart(deps, body, deadline);
+    if (!('campaign_id' in body)) return continueRunStart(rt, deps, body, deadline);
     const message = body;
     // A listing out of retries (5xx, 429) throws retryable: the message comes back later.
     const planned = await runStep(deps, message.run_id, (d) =>
@@ -48,13 +53,13 @@ export async function planCampaignHandler(event: SQSEvent, context: Context) {
       // each hands on only after a page of progress, so the chain ends with the listing. Sent
       // before this one is deleted: a crash in between leaves two deliveries of one message,
       // which resume from the same pieces.
-      await sendAll(clients.sqs, planQueueUrl, [message]);
+      await sendAll(rt.sqs, planQueueUrl, [message]);
       return;
     }
     const { record: plan, units } = step;
-    countFatal(plan.fatal);
+    countFatal(rt, plan.fatal);
     // If sending fails, the message comes back and the stored plan's units are sent again.
-    await sendAll(clients.sqs, required(env, 'REPORT_QUEUE_URL'), units);
+    await sendAll(rt.sqs, required(env, 'REPORT_QUEUE_URL'), units);
     logger.info('campaign planned', {
       run_id: message.run_id,
       campaign_id: message.campaign_id,
@@ -68,13 +73,15 @@ export async function planCampaignHandler(event: SQSEvent, context: Context) {
  * stands and, if time is up again, hands on to a new message, for the reason given above.
  */
 async function continueRunStart(
+  rt: HandlerRuntime,
   deps: ExportDeps,
   message: StartListingMessage,
   deadline: ListingDeadline,
 ): Promise<void> {
-  const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
+  const logger = rt.log;
+  const planQueueUrl = required(rt.env, 'PLAN_QUEUE_URL');
   const send = async (messages: readonly unknown[]) => {
-    await sendAll(clients.sqs, planQueueUrl, messages);
+    await sendAll(rt.sqs, planQueueUrl, messages);
   };
   const { list: _list, ...run } = message;
   const step = await runStep(deps, run.run_id, (d) => continueStart(d, run, { deadline, send }));
@@ -84,7 +91,7 @@ async function continueRunStart(
   }
   const started = step.value;
   if (started.kind === 'recorded') {
-    countFatal(started.record.fatal);
+    countFatal(rt, started.record.fatal);
     const { campaign_ids: ids } = started.record;
     const done =
       started.record.fatal !== undefined ||
@@ -98,4 +105,6 @@ async function continueRunStart(
   await send([message]);
 }
 
-export const handler = lambdaHandler(planCampaignHandler);
+export const handler = lambdaHandler((event: SQSEvent, context: Context) =>
+  planCampaignHandler(lambdaRuntime(), event, context),
+);

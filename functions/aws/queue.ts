@@ -55,10 +55,13 @@ export async function sendAll(
   return requests;
 }
 
-/** Seconds before a message delivered `receiveCount` times comes back: exponential, capped, jittered. */
-export function visibilityBackoff(receiveCount: number): number {
+/**
+ * Seconds before a message delivered `receiveCount` times comes back: exponential, capped,
+ * jittered by `random` (uniform in [0, 1)).
+ */
+export function visibilityBackoff(receiveCount: number, random: () => number = Math.random): number {
   const exp = Math.min(MAX_VISIBILITY_SECONDS, BASE_VISIBILITY_SECONDS * 2 ** Math.max(0, receiveCount - 1));
-  return Math.round(exp / 2 + Math.random() * (exp / 2));
+  return Math.round(exp / 2 + random() * (exp / 2));
 }
 
 /** Hands a message back to the queue to be delivered again after a backoff, instead of sleeping in the Lambda. */
@@ -67,12 +70,13 @@ export async function retryLater(
   queueUrl: string,
   receiptHandle: string,
   receiveCount: number,
+  random?: () => number,
 ) {
   await sqs.send(
     new ChangeMessageVisibilityCommand({
       QueueUrl: queueUrl,
       ReceiptHandle: receiptHandle,
-      VisibilityTimeout: visibilityBackoff(receiveCount),
+      VisibilityTimeout: visibilityBackoff(receiveCount, random),
     }),
   );
 }
@@ -82,6 +86,8 @@ export interface MessageSource {
   sqs: SQSClient;
   queueUrl: string;
   log: Log;
+  /** The backoff's jitter (default Math.random). */
+  random?: () => number;
 }
 
 /**
@@ -102,7 +108,8 @@ export async function eachMessage(
       source.log.error('message failed', { messageId: record.messageId, error: describeError(error) });
       batchItemFailures.push({ itemIdentifier: record.messageId });
       if (error instanceof ExporterError && error.retryable) {
-        await retryLater(source.sqs, source.queueUrl, record.receiptHandle, receiveCountOf(record)).catch(
+        const { sqs, queueUrl, random } = source;
+        await retryLater(sqs, queueUrl, record.receiptHandle, receiveCountOf(record), random).catch(
           (handBack: unknown) =>
             // It comes back after the queue's visibility timeout instead.
             source.log.warn('could not hand the message back', { error: describeError(handBack) }),

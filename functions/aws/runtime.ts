@@ -1,9 +1,12 @@
 /**
  * What a Lambda container keeps between invocations: configuration, AWS clients, logger,
  * metrics, the API key's cache, and one rate limiter shared by every request of the container.
- * Handlers wrap themselves with `lambdaHandler()` and get the core's dependencies from
- * `apiDeps()` (functions that call the API) or `exportDeps()`.
+ * Each handler is a function of a `HandlerRuntime` (what the container gives it) and its event;
+ * the deployed handler binds it to `lambdaRuntime()`, built from process.env on first use and
+ * wrapped with `lambdaHandler()`. Importing this module reads no configuration and builds no
+ * client, so the simulation (test/sim/runtime.ts) calls the same handlers with its own runtime.
  */
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -16,21 +19,68 @@ import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { IntegrationApiClient } from '../../shared/api/client.js';
 import { limiterUntil } from '../../shared/api/deadline-limiter.js';
+import type { FetcherHold } from '../../shared/api/fetcher-slots.js';
 import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { LAMBDA_API_RETRY } from '../../shared/export/run/time-budget.js';
-import type { SchemaContract } from '../../shared/export/tables.js';
+import type { Manifest } from '../../shared/export/state/manifest.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
-import type { TableFormat } from '../../shared/layout.js';
 import type { Log } from '../../shared/log.js';
 import { METRIC, type MetricDatum } from '../../shared/metrics.js';
 import { bodyLimitBytes } from '../../shared/run-defaults.js';
 import { S3Storage } from '../../shared/storage/s3.js';
+import { eventBridgeAnnouncer } from './announce.js';
 import { type Env, readEnv, required } from './env.js';
+import { takeFetcherSlot } from './fetcher-slots.js';
 import { containerLimiter } from './request-budget.js';
 
-export const env: Env = readEnv();
+/**
+ * What a handler gets from its container: configuration, the core's dependencies, SQS,
+ * EventBridge, metrics, its fetcher slot, identities and the clock. The deployed handlers get
+ * `lambdaRuntime()`; the simulation gives them its storage, queues, announcer and virtual clock.
+ */
+export interface HandlerRuntime {
+  env: Env;
+  /** The handler's log (the core's too). */
+  log: Log;
+  /** Keys added to every later log line of the invocation (the run id, once known). */
+  logKeys(keys: Record<string, unknown>): void;
+  /** The core's dependencies for a function that calls the API (reads the key first). */
+  apiDeps(options?: { msUntilStop?: () => number }): Promise<ExportDeps>;
+  /** The core's dependencies for a function that does not call the API. */
+  exportDeps(): ExportDeps;
+  /** `deps` with the Iceberg catalog when the deployment writes Iceberg tables. */
+  withCatalog(deps: ExportDeps): Promise<ExportDeps>;
+  /** What functions/aws/queue.ts sends: SendMessageBatch, ChangeMessageVisibility, GetQueueAttributes. */
+  sqs: SQSClient;
+  /** Puts a finished run's ExportRunFinished event (functions/aws/announce.ts). */
+  announce(manifest: Manifest): Promise<void>;
+  addMetric(name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void;
+  /** export-reports' fetcher slot for `holder` (functions/aws/fetcher-slots.ts); none: every invocation fetches. */
+  takeFetcherSlot(holder: string): Promise<FetcherHold | undefined>;
+  /** A new random UUID (a fetcher slot's holder). */
+  uuid(): string;
+  /** A new random token of 16 hex digits (a scheduled start's claim). */
+  token(): string;
+  /** Epoch ms, on the clock `deps.now()` reads. */
+  nowMs(): number;
+  /** A uniform number in [0, 1) (backoff jitter). */
+  random(): number;
+  /**
+   * The largest output start-run's recovery publishes itself (`recoveryLimits`); undefined:
+   * RECOVERY_OUTPUT_BYTES, sized for start-run's memory.
+   */
+  recoveryOutputBytes?: number | undefined;
+}
+
+/** The Lambda environment, read and validated at the first invocation (not at import). */
+export function lambdaEnv(): Env {
+  envRead ??= readEnv();
+  return envRead;
+}
+let envRead: Env | undefined;
+
 export const logger = new Logger();
 export const metrics = new Metrics();
 
@@ -120,6 +170,7 @@ function noKey(secretId: string, what: string, cause?: unknown): ConfigError {
  * cache (after a 401: the key may have been rotated) and caches what it read.
  */
 export async function readApiKey(fresh = false): Promise<string> {
+  const env = lambdaEnv();
   const secretId = required(env, 'API_KEY_SECRET_ID');
   secrets ??= new SecretsProvider();
   const provider = secrets;
@@ -157,6 +208,7 @@ export async function apiDeps(options: { msUntilStop?: () => number } = {}): Pro
 
 /** The core's dependencies, with the API key to use (none: the function does not call the API). */
 export function exportDeps(key: { apiKey?: unknown; msUntilStop?: () => number } = {}): ExportDeps {
+  const env = lambdaEnv();
   const apiKey = typeof key.apiKey === 'string' ? key.apiKey : undefined;
   const { msUntilStop } = key;
   return {
@@ -185,12 +237,6 @@ export function exportDeps(key: { apiKey?: unknown; msUntilStop?: () => number }
   };
 }
 
-/** How the deployment stores the contract tables (context key `tableFormat`), for the core. */
-export const tableFormat: TableFormat = env.TABLE_FORMAT;
-
-/** What the deployment's runs do with reports that differ from the spec (context key `schemaContract`). */
-export const schemaContract: SchemaContract = env.SCHEMA_CONTRACT;
-
 let catalog: Promise<IcebergCatalog> | undefined;
 
 /**
@@ -206,7 +252,7 @@ export function icebergCatalog(): Promise<IcebergCatalog> {
     ]);
     return new GlueCatalog({
       client: new GlueClient({}),
-      databaseName: required(env, 'GLUE_DATABASE'),
+      databaseName: required(lambdaEnv(), 'GLUE_DATABASE'),
       storage: exportDeps().storage,
     });
   })();
@@ -222,16 +268,43 @@ export function icebergCatalog(): Promise<IcebergCatalog> {
  * when the deployment writes Iceberg tables.
  */
 export async function withCatalog(deps: ExportDeps): Promise<ExportDeps> {
-  return tableFormat === 'iceberg' ? { ...deps, catalog: await icebergCatalog() } : deps;
+  return lambdaEnv().TABLE_FORMAT === 'iceberg' ? { ...deps, catalog: await icebergCatalog() } : deps;
 }
 
 /** Counts a fatal 401/403 so the AuthFailures alarm tells a person. */
-export function countFatal(fatal: { status?: number | undefined } | undefined): void {
+export function countFatal(
+  runtime: Pick<HandlerRuntime, 'addMetric'>,
+  fatal: { status?: number | undefined } | undefined,
+): void {
   if (fatal?.status === 401 || fatal?.status === 403)
-    metrics.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
+    runtime.addMetric(METRIC.authFailures, MetricUnit.Count, 1);
 }
 
 /** Puts metrics (counts) computed by the core. */
-export function putMetrics(data: readonly MetricDatum[]): void {
-  for (const { name, value } of data) metrics.addMetric(name, MetricUnit.Count, value);
+export function putMetrics(runtime: Pick<HandlerRuntime, 'addMetric'>, data: readonly MetricDatum[]): void {
+  for (const { name, value } of data) runtime.addMetric(name, MetricUnit.Count, value);
 }
+
+/** The deployed container's runtime, made at the first invocation from process.env. */
+export function lambdaRuntime(): HandlerRuntime {
+  runtime ??= {
+    env: lambdaEnv(),
+    log: coreLog,
+    logKeys: (keys) => logger.appendKeys(keys),
+    apiDeps,
+    exportDeps: () => exportDeps(),
+    withCatalog,
+    get sqs() {
+      return clients.sqs;
+    },
+    announce: eventBridgeAnnouncer(lambdaEnv()),
+    addMetric: (name, unit, value) => metrics.addMetric(name, unit, value),
+    takeFetcherSlot: (holder) => takeFetcherSlot(lambdaEnv(), holder, coreLog),
+    uuid: () => randomUUID(),
+    token: () => randomBytes(8).toString('hex'),
+    nowMs: () => Date.now(),
+    random: () => Math.random(),
+  };
+  return runtime;
+}
+let runtime: HandlerRuntime | undefined;

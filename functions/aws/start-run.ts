@@ -8,7 +8,6 @@
  * with it); the run holds the output meanwhile.
  */
 
-import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import {
   backfillBeforeProjection,
@@ -34,24 +33,13 @@ import { REQUEST_WORST_MS, stopStartingAfter } from '../../shared/export/run/tim
 import { lockedError, lockHolder } from '../../shared/export/state/lock.js';
 import type { RunRecord, StartListingMessage } from '../../shared/export/state/records.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
-import { announce } from './announce.js';
 import { required } from './env.js';
 import { sendAll } from './queue.js';
 import { deploymentRate } from './request-budget.js';
-import {
-  apiDeps,
-  clients,
-  countFatal,
-  env,
-  lambdaHandler,
-  logger,
-  schemaContract,
-  tableFormat,
-  withCatalog,
-} from './runtime.js';
+import { countFatal, type HandlerRuntime, lambdaHandler, lambdaRuntime } from './runtime.js';
 
 /** The lock of a queue-carried run outlives its deadline by this much (finish-run looks every 5 minutes). */
-const QUEUE_LOCK_MARGIN_MINUTES = 15;
+export const QUEUE_LOCK_MARGIN_MINUTES = 15;
 /**
  * What start-run does after its estimate: sends a chunk of plan messages (1,000 campaigns, ten a
  * request, a few seconds: `run-plans.ts`) and hands the rest on.
@@ -60,8 +48,16 @@ const START_WRAP_UP_MS = 10_000;
 /** The lock's owner for runs the Lambdas carry (a CLI writes `pid@host`). */
 const LOCK_OWNER = 'aws-lambda';
 
-export async function startRunHandler(event: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>) {
-  const startedAt = Date.now();
+/** What start-run answers (its invocation's result: `aws start` reads it). */
+export type StartRunAnswer = Awaited<ReturnType<typeof startRunHandler>>;
+
+export async function startRunHandler(
+  rt: HandlerRuntime,
+  event: unknown,
+  context?: Pick<Context, 'getRemainingTimeInMillis'>,
+) {
+  const { env, log: logger } = rt;
+  const startedAt = rt.nowMs();
   // The invocation's whole time (start-run's timeout is RUN_START_GRACE_MS): a full run's
   // estimate starts no request past the point that keeps the invocation within half of it.
   const timeoutMs = context?.getRemainingTimeInMillis() ?? RUN_START_GRACE_MS;
@@ -78,8 +74,8 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     });
     return { status: 'refused', reason: refused };
   }
-  if (input.estimate === 'only') return estimateOnly(await apiDeps(), estimateStopAt);
-  const deps = await withCatalog(await apiDeps());
+  if (input.estimate === 'only') return estimateOnly(rt, await rt.apiDeps(), estimateStopAt);
+  const deps = await rt.withCatalog(await rt.apiDeps());
   // A start that starts no run gives its scheduled time back: a later delivery may start one.
   let release = async () => {};
   if (input.scheduled_time !== undefined) {
@@ -87,7 +83,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
       mode: input.mode,
       scheduledTime: input.scheduled_time,
       now: deps.now(),
-      token: randomBytes(8).toString('hex'),
+      token: rt.token(),
     };
     const claim = await claimScheduledStart(deps.storage, scheduled);
     if (!claim.claimed) {
@@ -107,15 +103,15 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     );
   const planQueueUrl = required(env, 'PLAN_QUEUE_URL');
   const send = async (messages: readonly unknown[]) => {
-    await sendAll(clients.sqs, planQueueUrl, messages);
+    await sendAll(rt.sqs, planQueueUrl, messages);
   };
   let started: StartStep;
   try {
     started = await startRunStep(deps, {
       mode: input.mode,
       dt: input.date,
-      tableFormat,
-      schemaContract,
+      tableFormat: env.TABLE_FORMAT,
+      schemaContract: env.SCHEMA_CONTRACT,
       driver: 'queues',
       // Held until finish-run closes the run; it closes overdue runs at the deadline, so the lock
       // outlives the run by the finisher's interval at most.
@@ -125,10 +121,16 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
         // A start that died between the lock and its first record frees the output after this.
         recordGraceMs: FIRST_RECORD_GRACE_MS,
       },
-      announce,
+      announce: rt.announce,
       // A run left open is closed only as far as start-run's time allows (small outputs, for
       // RECOVERY_STOP_MS); finish-run's next look publishes the rest.
-      ...(context && { recovery: recoveryLimits(deps.now().getTime(), context.getRemainingTimeInMillis()) }),
+      ...(context && {
+        recovery: recoveryLimits(
+          deps.now().getTime(),
+          context.getRemainingTimeInMillis(),
+          rt.recoveryOutputBytes,
+        ),
+      }),
       listing: { deadline, send },
     });
   } catch (error) {
@@ -140,7 +142,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     return { status: 'skipped', reason: describeError(error) };
   }
   const { run_id: runId } = started.run;
-  logger.appendKeys({ run_id: runId });
+  rt.logKeys({ run_id: runId });
   const continuation: StartListingMessage = { ...started.run, list: 'campaigns' };
   /** A failed send: the schedule retries the invocation, which must find neither the output locked nor the time claimed. */
   const handBack = async (error: unknown): Promise<never> => {
@@ -159,7 +161,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
     return { run_id: runId, status: 'listing', next_page: started.nextPage };
   }
   if (started.record.fatal) {
-    countFatal(started.record.fatal);
+    countFatal(rt, started.record.fatal);
     // finish-run closes it on its next look (a fatal run is complete): one finisher, one
     // manifest, one ExportRunFinished event.
     logger.error('run failed at start', { ...started.record.fatal });
@@ -169,7 +171,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
   // asked for it before the start, and skips it here).
   const estimate =
     input.mode === 'full' && input.estimate !== 'skip'
-      ? await estimateFullRun(deps, started.record, estimateStopAt)
+      ? await estimateFullRun(rt, deps, started.record, estimateStopAt)
       : undefined;
   const campaigns = started.record.campaign_ids.length;
   // Those of stored pieces went as the listing went (`campaign-listing.ts`); the rest a chunk at
@@ -188,6 +190,7 @@ export async function startRunHandler(event: unknown, context?: Pick<Context, 'g
  * stack's rate and deadline; logged, and answered for `aws start`. None when it could not count.
  */
 async function estimateFullRun(
+  rt: HandlerRuntime,
   deps: ExportDeps,
   record: RunRecord,
   stopAt: number,
@@ -197,11 +200,11 @@ async function estimateFullRun(
     keep: (requests) => recordUnrecordedRequests(deps, record.run_id, requests),
   });
   if (!size) return undefined;
-  return logEstimate(size);
+  return logEstimate(rt, size);
 }
 
 /** The stack's pace for a run of `size`, logged as `full run estimated`. */
-function logEstimate(size: SizeEstimate): FullRunEstimate {
+function logEstimate({ env, log: logger }: HandlerRuntime, size: SizeEstimate): FullRunEstimate {
   const estimate: FullRunEstimate = {
     size,
     rate: deploymentRate(env),
@@ -224,16 +227,18 @@ function logEstimate(size: SizeEstimate): FullRunEstimate {
  * holds is answered `skipped` before any request, as the start would be. A key or an API that
  * fails is answered as `error`: the start that follows meets it and says it.
  */
-async function estimateOnly(deps: ExportDeps, stopAt: number) {
+async function estimateOnly(rt: HandlerRuntime, deps: ExportDeps, stopAt: number) {
   const held = await lockHolder(deps.storage, deps.now(), FIRST_RECORD_GRACE_MS);
   if (held) return { status: 'skipped', reason: describeError(lockedError(deps.storage, held)) };
   try {
     const size = await sizeBeforeStart(deps, { stopAt });
-    return { status: 'estimated', estimate: logEstimate(size) };
+    return { status: 'estimated', estimate: logEstimate(rt, size) };
   } catch (error) {
-    logger.warn('could not estimate the full run', { error: describeError(error) });
+    rt.log.warn('could not estimate the full run', { error: describeError(error) });
     return { status: 'estimated', error: describeError(error) };
   }
 }
 
-export const handler = lambdaHandler(startRunHandler);
+export const handler = lambdaHandler((event: unknown, context: Context) =>
+  startRunHandler(lambdaRuntime(), event, context),
+);

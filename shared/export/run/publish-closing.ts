@@ -97,13 +97,18 @@ export const RECOVERY_OUTPUT_BYTES = 16 * 1024 * 1024;
  * start after it: it freezes a closing and publishes what is small for RECOVERY_STOP_MS at
  * most, so that it ends in about 75 s (a quarter of start-run's 300 s), and hands the rest on to
  * finish-run. A freeze not done by then (about 300k reports at start-run's CPU, BENCHMARKS.md
- * freeze) is given up and left to finish-run whole.
+ * freeze) is given up and left to finish-run whole. `maxOutputBytes`: the largest output it
+ * publishes (the simulation's start-runs meet closings larger than that with a smaller one).
  */
-export const recoveryLimits = (nowMs: number, remainingMs: number) => ({
+export const recoveryLimits = (
+  nowMs: number,
+  remainingMs: number,
+  maxOutputBytes = RECOVERY_OUTPUT_BYTES,
+) => ({
   freezeBy: nowMs + RECOVERY_STOP_MS,
   handOnAt: nowMs + RECOVERY_STOP_MS,
   leaseMs: remainingMs,
-  maxOutputBytes: RECOVERY_OUTPUT_BYTES,
+  maxOutputBytes,
 });
 
 /** Thrown when a finisher's time is up: what it did is recorded, and the next finisher goes on. */
