@@ -16,7 +16,7 @@ import { manifestKey, STATE_ROOT } from '../../shared/layout.js';
 import { checkWritable } from '../../shared/storage/open.js';
 import { cliCatalog } from './catalog.js';
 import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';
-import { cliDeps, consoleLog, formatRequestEvent } from './deps.js';
+import { type CliDepsOptions, cliDeps, consoleLog, formatRequestEvent } from './deps.js';
 import { exportEstimateLine } from './estimate-line.js';
 import { exitCodeOf, listenForInterrupt, type SignalSource, type StopSignal } from './interrupt.js';
 import { formatSummary, Progress, type ProgressClock, type ProgressStream } from './progress.js';
@@ -31,6 +31,13 @@ export interface CliIo {
   clock?: ProgressClock;
   /** Where SIGINT and SIGTERM come from (default: the process). */
   signals?: SignalSource;
+  /**
+   * The run's dependencies from the parsed flags (default: `cliDeps`, the real API and storage
+   * clients); the simulation passes its own storage, API and clock.
+   */
+  deps?: (options: CliDepsOptions) => ExportDeps;
+  /** A new unique id, for the write check's key (default: the process id and a random UUID). */
+  uniqueId?: () => string;
 }
 
 const USAGE_HINT = 'see --help';
@@ -73,7 +80,7 @@ export async function exportCommand(
   try {
     let deps: ExportDeps;
     try {
-      deps = cliDeps({
+      deps = (io.deps ?? cliDeps)({
         ...config,
         log,
         signal: interrupt.signal,
@@ -93,7 +100,8 @@ export async function exportCommand(
 
     // --out is proven writable before the first API request: a wrong one costs nothing.
     try {
-      await checkWritable(deps.storage, `${STATE_ROOT}/write-check-${process.pid}-${randomUUID()}`);
+      const id = io.uniqueId?.() ?? `${process.pid}-${randomUUID()}`;
+      await checkWritable(deps.storage, `${STATE_ROOT}/write-check-${id}`);
     } catch (error) {
       fail(error);
       return EXIT.failed;
