@@ -1,59 +1,43 @@
 /**
- * The actors' glue, in one file so that it is easy to follow the core when its signatures
- * change. Each handler mirrors its Lambda in functions/aws/*.ts by calling the same core
- * functions (those modules are not imported: they read process.env and build real clients):
- * start-run (claimScheduledStart + startRunStep + plan messages in chunks, or a continuation
- * message when the campaign listing hands on), plan-campaign (runStep + planCampaignStep + unit
- * messages, or the plan message again when the listing hands on; a continuation: continueStart
- * + plan messages), export-reports (runStep + exportUnit with resume, its requests through the real
- * limiterUntil, and the unit's fate by the handler's own unitDelivery), finish-run
- * (closeRuns with announce + heartbeat); and the CLI (runExport).
+ * The actors' glue, in one file so that it is easy to follow when the handlers' signatures
+ * change. The Lambda actors call the real handlers of functions/aws/*.ts through their seam
+ * (`HandlerRuntime`, made of the simulation's parts in runtime.ts): start-run
+ * (`startRunHandler`), plan-campaign and export-reports (`planCampaignHandler`,
+ * `exportReportsHandler`, given their delivery as an SQSEvent by `invokeWithBatch`, Lambda's
+ * event source mapping: the partial batch response's successes are deleted), finish-run
+ * (`finishRunHandler`). Faults the handlers cannot see reach them as the world would: an
+ * invocation whose remaining time runs out (its Lambda context), a closing larger than
+ * start-run's recovery takes on. The CLI runs its `export` command's entry (`exportCommand`)
+ * through the command's seam.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { takeFetcher } from '../../shared/api/fetcher-slots.js';
-import { ExporterError, OutputLockedError } from '../../shared/errors.js';
-import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
-import { closeRuns } from '../../shared/export/run/close-runs.js';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { exportReportsHandler } from '../../functions/aws/export-reports.js';
+import { finishRunHandler } from '../../functions/aws/finish-run.js';
+import { planCampaignHandler } from '../../functions/aws/plan-campaign.js';
+import { type StartRunAnswer, startRunHandler as startRun } from '../../functions/aws/start-run.js';
+import { EXIT } from '../../functions/cli/config.js';
+import { exportCommand } from '../../functions/cli/export-command.js';
+import { ExporterError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
-import {
-  exportSendMs,
-  exportUnit,
-  pendingJobs,
-  unitDelivery,
-  unitWaits,
-} from '../../shared/export/run/export-unit.js';
-import { recordUnrecordedRequests } from '../../shared/export/run/finish-run.js';
-import { sizeOfRun } from '../../shared/export/run/job-counts.js';
-import type { ListingDeadline } from '../../shared/export/run/job-listing.js';
-import { runExport } from '../../shared/export/run/local-run.js';
-import { planCampaignStep } from '../../shared/export/run/plan-campaign.js';
-import { finisherLimits, recoveryLimits } from '../../shared/export/run/publish-closing.js';
-import { sendPlans } from '../../shared/export/run/run-plans.js';
-import {
-  continueStart,
-  FIRST_RECORD_GRACE_MS,
-  type StartStep,
-  startRunStep,
-} from '../../shared/export/run/start-run.js';
-import { runStep } from '../../shared/export/run/step.js';
-import { lookBack } from '../../shared/export/state/heartbeat.js';
+import { exportSendMs, pendingJobs } from '../../shared/export/run/export-unit.js';
+import { RUN_START_GRACE_MS } from '../../shared/export/run/start-run.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import {
   type Mode,
-  type PlanMessage,
-  PlanQueueMessageSchema,
-  type RunRef,
-  type StartListingMessage,
+  parseRecord,
   type TableFormat,
   UnitSchema,
+  UnitSummarySchema,
 } from '../../shared/export/state/records.js';
-import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
+import { STATE_KEYS } from '../../shared/layout.js';
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { ApiTally, SimApi } from './api.js';
 import type { SimFetcherSlots } from './fetcher-slots.js';
+import { lambdaContext, simRuntime } from './runtime.js';
 import type { SimS3 } from './s3.js';
-import { type Actor, describe, type Sim } from './scheduler.js';
+import type { Actor, Sim } from './scheduler.js';
 import type { Delivery, SimQueue } from './sqs.js';
 import type { UnitDeadlines, UnitDeliveryFacts } from './unit-deadline.js';
 
@@ -82,17 +66,8 @@ export interface Settings {
   startHandsOn?: number;
 }
 
-/** functions/aws/start-run.ts: the lock of a queue-carried run outlives its deadline by this. */
-const QUEUE_LOCK_MARGIN_MS = 15 * 60_000;
-/** functions/aws/start-run.ts: a full run's estimate asks no more after this. */
-const ESTIMATE_TIME_MS = 60_000;
-/** start-run's timeout (RUN_START_GRACE_MS), which its handler's deadline is taken from. */
-const START_TIMEOUT_MS = 300_000;
 /** Start invocations, while faults are on, whose time runs out after every page (as plan-campaign's). */
 const START_OUT_OF_TIME = 0.3;
-/** functions/aws/queue.ts `visibilityBackoff`. */
-const BASE_VISIBILITY_SECONDS = 30;
-const MAX_VISIBILITY_SECONDS = 900;
 
 /** Counts ExportRunFinished events per run (the event bus's consumers). */
 export class Announcer {
@@ -152,7 +127,7 @@ export interface World {
   fetcherSlots: SimFetcherSlots;
 }
 
-function logFor(sim: Sim, actor: Actor): Log {
+export function logFor(sim: Sim, actor: Actor): Log {
   const line =
     (level: string) =>
     (message: string, fields?: Record<string, unknown>): void => {
@@ -191,174 +166,106 @@ export function depsFor(
 
 export type StartResult = 'duplicate' | 'skipped' | 'failed' | 'started';
 
-/** functions/aws/start-run.ts `startRunHandler`. */
+/** functions/aws/start-run.ts `startRunHandler`, invoked by the schedule (or by hand). */
 export async function startRunHandler(
   world: World,
   actor: Actor,
   input: { mode: Mode; scheduledTime?: string; tableFormat?: TableFormat },
 ): Promise<StartResult> {
-  const deps = depsFor(world, actor);
-  const invokedAt = world.sim.now;
-  let release = async () => {};
-  if (input.scheduledTime !== undefined) {
-    const claim = await claimScheduledStart(deps.storage, {
-      mode: input.mode,
-      scheduledTime: input.scheduledTime,
-      now: deps.now(),
-    });
-    if (!claim.claimed) return 'duplicate';
-    release = claim.release;
-  }
-  const giveBack = () => release().catch(() => undefined);
   // A fault: an API so slow that the invocation's time runs out after each page: the campaign
   // listing and the plan messages are handed on, through every interleaving of the seed.
-  const deadline = outOfTimeDeadline(world, actor, START_TIMEOUT_MS, START_OUT_OF_TIME);
-  const send = (messages: PlanMessage[]) => world.planQueue.sendAll(actor, messages);
-  const recovery = recoveryLimits(deps.now().getTime(), invokedAt + START_TIMEOUT_MS - world.sim.now);
+  const context = outOfTime(world, actor, RUN_START_GRACE_MS, START_OUT_OF_TIME);
+  // A fault: the recovery meets a closing larger than it takes on (RECOVERY_OUTPUT_BYTES), and
+  // hands it on to finish-run at once, so that the start goes on while it is still open.
   const handsOn = world.sim.faultsOn && actor.rng.chance(world.settings.startHandsOn ?? 0);
-  let started: StartStep;
-  try {
-    started = await startRunStep(deps, {
-      mode: input.mode,
-      tableFormat: input.tableFormat ?? world.settings.tableFormat,
-      driver: 'queues',
-      lock: {
-        ttlMs: world.settings.deadlineMs + QUEUE_LOCK_MARGIN_MS,
-        owner: 'aws-lambda',
-        recordGraceMs: FIRST_RECORD_GRACE_MS,
-      },
-      announce: world.announcer.for(actor),
-      // As the handler: a run left open is closed as far as start-run's time allows (its lease
-      // held for the invocation's remaining time), the rest handed on to finish-run.
-      recovery: handsOn ? { ...recovery, handOnAt: deps.now().getTime() } : recovery,
-      listing: { deadline, send },
-    });
-  } catch (error) {
-    await giveBack();
-    if (!(error instanceof OutputLockedError)) throw error;
-    world.sim.log(actor, `skipped: ${describe(error)}`);
-    return 'skipped';
+  const rt = simRuntime(world, actor, { tableFormat: input.tableFormat, recoveryHandsOn: handsOn });
+  const event = { mode: input.mode, ...(input.scheduledTime && { scheduled_time: input.scheduledTime }) };
+  const answer: StartRunAnswer = await startRun(rt, event, context);
+  world.sim.log(actor, `start-run answered ${JSON.stringify(answer).slice(0, 200)}`);
+  switch (answer.status) {
+    case 'duplicate':
+    case 'skipped':
+    case 'failed':
+      return answer.status;
+    case 'started':
+    case 'listing':
+      return 'started';
+    default:
+      throw new Error(`start-run answered ${answer.status}`);
   }
-  const continuation: StartListingMessage = { ...started.run, list: 'campaigns' };
-  const lock = started.lock;
-  const handBack = async (error: unknown): Promise<never> => {
-    await lock?.release();
-    await giveBack();
-    throw error;
-  };
-  if (started.kind === 'handed-on') {
-    await world.planQueue.sendAll(actor, [continuation]).catch(handBack);
-    return 'started';
-  }
-  if (started.record.fatal) return 'failed';
-  if (input.mode === 'full') {
-    // Its `estimateFullRun`: counts the campaigns' jobs, keeps the requests for the manifest.
-    await sizeOfRun(deps, started.record, {
-      stopAt: deps.now().getTime() + ESTIMATE_TIME_MS,
-      keep: (requests) => recordUnrecordedRequests(deps, started.run.run_id, requests),
-    });
-  }
-  const { run, record } = started;
-  const sent = await sendPlans(deps, run, record.campaign_ids, send, {
-    timeUp: () => listingTimeUp(deadline),
-  }).catch(handBack);
-  if (!sent) await world.planQueue.sendAll(actor, [continuation]).catch(handBack);
-  return 'started';
 }
 
 /**
- * An invocation's deadline `timeoutMs` after it starts, on the simulation's clock (Lambda's
- * remaining time is not skewed); with the fault's chance, one whose time runs out after each page.
+ * The Lambda context of an invocation of `timeoutMs`; with the fault's chance (while faults are
+ * on), one whose time runs out after the handler took it: an API so slow that no further page
+ * starts.
  */
-function outOfTimeDeadline(world: World, actor: Actor, timeoutMs: number, chance: number): ListingDeadline {
-  const startedAt = world.sim.now;
+function outOfTime(world: World, actor: Actor, timeoutMs: number, chance: number) {
   const slowApi = world.sim.faultsOn && actor.rng.chance(chance);
-  return { remainingMs: () => (slowApi ? 0 : startedAt + timeoutMs - world.sim.now), timeoutMs };
+  // Half its time gone at once: past every point where a listing starts no further page
+  // (`stopStartingAfter` keeps within half), while what it leases for its remaining time (a
+  // recovery's closing) still ends before the invocation does.
+  const slow = (elapsed: number) => Math.min(timeoutMs - elapsed, timeoutMs / 2);
+  return lambdaContext(world, timeoutMs, slowApi ? slow : undefined);
 }
 
-/** functions/aws/queue.ts `visibilityBackoff`, with the actor's randomness. */
-function visibilityBackoff(actor: Actor, receiveCount: number): number {
-  const exp = Math.min(MAX_VISIBILITY_SECONDS, BASE_VISIBILITY_SECONDS * 2 ** Math.max(0, receiveCount - 1));
-  return Math.round(exp / 2 + actor.rng.next() * (exp / 2));
-}
-
-/** functions/aws/queue.ts `eachMessage` for one record: delete on success, hand back a retryable failure. */
-async function eachMessage(
-  world: World,
+/**
+ * Lambda's event source mapping for one delivery: the record as an SQSEvent, the handler's
+ * partial batch response, and the message deleted unless it failed. An invocation that throws
+ * or dies leaves its message to come back after the visibility timeout.
+ */
+async function invokeWithBatch(
   actor: Actor,
   queue: SimQueue,
   delivery: Delivery,
-  work: () => Promise<void>,
+  handler: (event: SQSEvent) => Promise<SQSBatchResponse>,
 ): Promise<void> {
-  try {
-    await work();
-  } catch (error) {
-    world.sim.log(actor, `message failed: ${describe(error)}`);
-    if (error instanceof ExporterError && error.retryable) {
-      await queue
-        .retryLater(actor, delivery.message, visibilityBackoff(actor, delivery.receiveCount))
-        .catch(() => undefined);
-    }
-    return; // a batch item failure: the message stays
-  }
-  await queue.delete(actor, delivery.message);
+  const { message } = delivery;
+  const event: SQSEvent = {
+    Records: [
+      {
+        messageId: message.id,
+        // The simulated queue takes a message's id as its receipt handle.
+        receiptHandle: message.id,
+        body: JSON.stringify(message.body),
+        attributes: {
+          ApproximateReceiveCount: String(delivery.receiveCount),
+          SentTimestamp: '0',
+          SenderId: 'sim',
+          ApproximateFirstReceiveTimestamp: '0',
+        },
+        messageAttributes: {},
+        md5OfBody: '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: `arn:aws:sqs:sim:000000000000:${queue.name}`,
+        awsRegion: 'sim',
+      },
+    ],
+  };
+  const { batchItemFailures } = await handler(event);
+  const failed = new Set(batchItemFailures.map((f) => f.itemIdentifier));
+  if (!failed.has(message.id)) await queue.delete(actor, message);
 }
 
 /** Plan invocations, while faults are on, whose time runs out after every page. */
 const PLAN_OUT_OF_TIME = 0.3;
 
-/**
- * functions/aws/plan-campaign.ts `planCampaignHandler`, one record: its deadline `timeoutMs`
- * after the invocation starts, on the simulation's clock (Lambda's remaining time is not skewed).
- */
+/** functions/aws/plan-campaign.ts `planCampaignHandler`, one delivery. */
 export async function planHandler(
   world: World,
   actor: Actor,
   delivery: Delivery,
   timeoutMs: number,
 ): Promise<void> {
-  const deps = depsFor(world, actor);
   // A fault: an API so slow that the invocation's time runs out after each page. The listing
   // is then checkpointed and handed on page by page, through every interleaving of the seed.
-  const deadline = outOfTimeDeadline(world, actor, timeoutMs, PLAN_OUT_OF_TIME);
-  await eachMessage(world, actor, world.planQueue, delivery, async () => {
-    const body = PlanQueueMessageSchema.parse(delivery.message.body);
-    if (!('campaign_id' in body)) return continueRunStart(world, actor, deps, body, deadline);
-    const message = body;
-    const planned = await runStep(deps, message.run_id, (d) =>
-      planCampaignStep(d, message, { unitSize: world.settings.unitSize, deadline }),
-    );
-    if (!planned.ran) return;
-    if (planned.value.kind === 'handed-on') {
-      // The listing goes on in a new message (the handler's choice, see there).
-      await world.planQueue.sendAll(actor, [message]);
-      return;
-    }
-    await world.reportQueue.sendAll(actor, planned.value.units);
-  });
+  const context = outOfTime(world, actor, timeoutMs, PLAN_OUT_OF_TIME);
+  const rt = simRuntime(world, actor);
+  await invokeWithBatch(actor, world.planQueue, delivery, (event) => planCampaignHandler(rt, event, context));
 }
 
-/** functions/aws/plan-campaign.ts `continueRunStart`: a run's start handed on. */
-async function continueRunStart(
-  world: World,
-  actor: Actor,
-  deps: ExportDeps,
-  message: StartListingMessage,
-  deadline: ListingDeadline,
-): Promise<void> {
-  const send = (messages: PlanMessage[]) => world.planQueue.sendAll(actor, messages);
-  const { list: _list, ...run } = message;
-  const ref: RunRef = run;
-  const step = await runStep(deps, ref.run_id, (d) => continueStart(d, ref, { deadline, send }));
-  if (!step.ran || step.value.kind === 'gone') return;
-  const started = step.value;
-  if (started.kind === 'recorded') {
-    if (started.record.fatal) return;
-    const timeUp = () => listingTimeUp(deadline);
-    if (await sendPlans(deps, ref, started.record.campaign_ids, send, { timeUp })) return;
-  }
-  await world.planQueue.sendAll(actor, [message]);
-}
+/** What export-reports' error says when its delivery decided to retry the unit (`unitNext`). */
+const RETRY_DECIDED = 'report(s) pending, retried later';
 
 /** Unit invocations, while faults are on, whose time for requests ends early. */
 const UNIT_OUT_OF_TIME = 0.3;
@@ -371,9 +278,11 @@ const UNIT_NO_TIME = 0.3;
 const UNIT_TIME_WITHIN_MS = 600;
 
 /**
- * functions/aws/export-reports.ts `exportReportsHandler`, one record: its requests through the
+ * functions/aws/export-reports.ts `exportReportsHandler`, one delivery: its requests through the
  * real `limiterUntil`, none sent past `exportSendMs` of its timeout on the simulation's clock,
- * and what becomes of the unit by the handler's own rule (`unitDelivery`).
+ * and what becomes of the unit by the handler's own rule. The facts of invariant 12 are
+ * gathered beside it (unit-deadline.ts): the deadline drawn, the API's answers, and the unit's
+ * summary as the delivery left it.
  */
 export async function unitHandler(
   world: World,
@@ -381,163 +290,124 @@ export async function unitHandler(
   delivery: Delivery,
   timeoutMs: number,
 ): Promise<void> {
-  const startedAt = world.sim.now;
   // A fault: an invocation whose time for requests ends early, at a random point (seeded by the
   // actor's randomness, so that a seed replays): a unit cut short after some reports, before
-  // any, or reached with no time at all.
+  // any, or reached with no time at all. The context's remaining time after the handler took
+  // its timeout says so: exportSendMs(timeoutMs) of it is used up `sendMs` after the start.
   const cut = world.sim.faultsOn && actor.rng.chance(UNIT_OUT_OF_TIME);
   const noTime = cut && actor.rng.chance(UNIT_NO_TIME);
-  const sendMs = !cut ? exportSendMs(timeoutMs) : noTime ? 0 : actor.rng.int(1, UNIT_TIME_WITHIN_MS);
-  const hold = await takeSlot(world, actor);
-  if (hold?.kind === 'busy') {
-    // Nothing fetched: the unit waits in a new message (functions/aws/export-reports.ts).
-    world.fetcherSlots.cases.waited++;
-    await eachMessage(world, actor, world.reportQueue, delivery, async () => {
-      const unit = UnitSchema.parse(delivery.message.body);
-      const next = unitWaits({ random: actor.rng.fn });
-      world.sim.log(actor, `unit ${unit.unit} waits ${next.delaySeconds}s for a fetcher slot`);
-      await world.reportQueue.sendAll(actor, [unit], next.delaySeconds);
-    });
-    return;
-  }
-  if (hold?.kind === 'open') world.fetcherSlots.cases.open++;
-  // A slot lost to another holder ends the time for requests, as in the handler.
-  const msUntilStop = () => (hold?.lost() ? 0 : startedAt + sendMs - world.sim.now);
+  const sendMs = !cut ? 0 : noTime ? 0 : actor.rng.int(1, UNIT_TIME_WITHIN_MS);
+  const used = exportSendMs(timeoutMs);
+  const context = lambdaContext(
+    world,
+    timeoutMs,
+    cut ? (elapsed) => timeoutMs - used + sendMs - elapsed : undefined,
+  );
+  const unit = UnitSchema.parse(delivery.message.body);
   const tally: ApiTally = { decided: 0, notSent: 0 };
-  const deps = depsFor(world, actor, { msUntilStop, tally });
-  try {
-    await exportOne(world, actor, delivery, { msUntilStop, tally, deps, cut, noTime });
-  } finally {
-    if (hold?.kind === 'held' && hold.lost()) world.fetcherSlots.cases.lost++;
-    await hold?.release();
-  }
-}
-
-/** functions/aws/fetcher-slots.ts `takeFetcherSlot`: the real `takeFetcher` on the simulated table. */
-function takeSlot(world: World, actor: Actor) {
-  const slots = world.settings.fetchers;
-  if (slots === undefined) return undefined;
-  return takeFetcher(world.fetcherSlots.for(actor), {
-    slots,
-    holder: actor.name,
-    random: actor.rng.fn,
-    clock: {
-      wallNow: () => world.sim.now + actor.offsetMs,
-      // An aborted sleep ends at once (the renewal stops when its holder releases).
-      sleep: (ms, signal) =>
-        Promise.race([
-          world.sim.sleep(actor, ms, 'fetcher renewal'),
-          new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
-        ]),
+  let facts: UnitDeliveryFacts | undefined;
+  // A delivery that failed otherwise than by its decision to retry (a storage error) is not
+  // judged, as one that crashed: it returned no summary.
+  let failed = false;
+  const judged = simRuntime(world, actor, {
+    tally,
+    // Asked once the invocation may fetch (it took a slot, or there are none): no time also when
+    // taking the slot outlasted the time for requests (a stalled table), or the slot was lost.
+    onApiDeps: (msUntilStop) => {
+      const late = msUntilStop !== undefined && msUntilStop() <= 0;
+      const base = { actor, delivery, run: unit.run_id, unit: unit.unit, tally, pending: undefined };
+      facts = { ...base, cut: cut || late, noTime: noTime || late };
+      world.unitDeadlines.record(facts);
     },
   });
+  const rt = {
+    ...judged,
+    log: {
+      ...judged.log,
+      error: (message: string, fields?: Record<string, unknown>) => {
+        if (message === 'message failed' && !String(fields?.error).includes(RETRY_DECIDED)) failed = true;
+        judged.log.error(message, fields);
+      },
+    },
+  };
+  await invokeWithBatch(actor, world.reportQueue, delivery, (event) =>
+    exportReportsHandler(rt, event, context),
+  );
+  if (facts && !failed) facts.pending = pendingOf(world, unit.run_id, unit.unit);
 }
 
-/** One unit delivery by an invocation that may fetch. */
-async function exportOne(
-  world: World,
-  actor: Actor,
-  delivery: Delivery,
-  at: {
-    msUntilStop: () => number;
-    tally: ApiTally;
-    deps: ExportDeps;
-    cut: boolean;
-    noTime: boolean;
-  },
-): Promise<void> {
-  const { msUntilStop, tally, deps, cut, noTime } = at;
-  await eachMessage(world, actor, world.reportQueue, delivery, async () => {
-    const unit = UnitSchema.parse(delivery.message.body);
-    // No time also when taking the fetcher slot outlasted the time for requests (a stalled
-    // table), or the slot was lost before the unit began.
-    const late = msUntilStop() <= 0;
-    const facts: UnitDeliveryFacts = {
-      ...{
-        actor,
-        delivery,
-        run: unit.run_id,
-        unit: unit.unit,
-        cut: cut || late,
-        noTime: noTime || late,
-        tally,
-      },
-      pending: undefined,
-    };
-    world.unitDeadlines.record(facts);
-    const next = unitDelivery(msUntilStop, {
-      receiveCount: delivery.receiveCount,
-      maxReceiveCount: world.settings.maxReceiveCount,
-    });
-    const options = { resume: true, concurrency: world.settings.fetchConcurrency, onReport: next.onReport };
-    const exported = await runStep(deps, unit.run_id, (d) => exportUnit(d, unit, options));
-    if (!exported.ran) return;
-    facts.pending = exported.value.fatal ? 0 : pendingJobs(exported.value);
-    const decided = next.next(exported.value);
-    if (decided.kind === 'hand-on') {
-      world.sim.log(actor, `unit ${unit.unit} handed on before the deadline (${decided.pending} pending)`);
-      await world.reportQueue.sendAll(actor, [unit]);
-      return;
-    }
-    if (decided.kind === 'retry') {
-      throw new ExporterError(`unit ${unit.unit}: ${decided.pending} report(s) pending, retried later`, {
-        retryable: true,
-      });
-    }
-  });
+/**
+ * Pending jobs of a unit's summary as a delivery left it, read directly; undefined when it has
+ * none, or its run is not open (as `runIsOpen` says: the delivery dropped the unit, or its run
+ * began closing meanwhile).
+ */
+function pendingOf(world: World, runId: string, unit: string): number | undefined {
+  const { s3 } = world;
+  const open =
+    s3.peek(STATE_KEYS.runRecord(runId)) !== undefined &&
+    s3.peek(STATE_KEYS.closing(runId)) === undefined &&
+    s3.peek(STATE_KEYS.closed(runId)) === undefined;
+  if (!open) return undefined;
+  const key = STATE_KEYS.unit(runId, unit);
+  const body = world.s3.peek(key);
+  if (body === undefined) return undefined;
+  const summary = parseRecord(UnitSummarySchema, body, key);
+  return summary.fatal ? 0 : pendingJobs(summary);
 }
+
+/**
+ * A finish-run invocation whose time is up at once lives this long (the scenario spawns it so):
+ * `finisherLimits` makes it publish one output and hand on, its lease ending with it.
+ */
+export const FINISH_TIME_UP_MS = 20_000;
 
 /** functions/aws/finish-run.ts `finishRunHandler`. */
 export async function finishHandler(
   world: World,
   actor: Actor,
-  limits: { timeoutMs: number; handOnShare: number | undefined; lease: boolean },
+  limits: { timeoutMs: number; timeUp: boolean },
 ): Promise<string[]> {
-  const deps = depsFor(world, actor);
-  const now = deps.now();
-  const { closed, failures } = await closeRuns(deps, {
-    now: now.getTime(),
-    ...finisherLimits(now.getTime(), limits.timeoutMs, limits.handOnShare),
-    // Seeds without the lease model finishers that take none (scenario.ts `finishLease`).
-    ...(!limits.lease && { leaseMs: undefined }),
-    deadlineMs: world.settings.deadlineMs,
-    queuesDrained: () =>
-      world.sim.call(
-        actor,
-        world.sim.rng.int(10, 60),
-        'GetQueueAttributes',
-        () => world.planQueue.inQueue() + world.reportQueue.inQueue() === 0,
-      ),
-    announce: world.announcer.for(actor),
-  });
-  await lookBack(
-    deps.storage,
-    now,
-    closed.map((c) => c.manifest),
-  );
-  if (failures.length > 0) {
-    throw new ExporterError(
-      `${failures.length} run(s) could not be finished: ${describe(failures[0]?.error)}`,
-    );
-  }
-  return closed.map((c) => c.manifest.run_id);
+  // A finisher whose time is up at once publishes one output of a closing and hands the rest on
+  // (`finisherLimits`), so that a closing is worked on by several invocations.
+  const context = lambdaContext(world, limits.timeUp ? FINISH_TIME_UP_MS : limits.timeoutMs);
+  const answer = await finishRunHandler(simRuntime(world, actor), {}, context);
+  return answer.finished;
 }
 
+/** The CLI's environment: its API is the simulated one whatever the URL and key say. */
+const CLI_ENV = { INTEGRATION_API_BASE_URL: 'https://api.sim', INTEGRATION_API_KEY: 'sim-key' };
+
 /**
- * The CLI: `runExport` into the same bucket. It renews its lock with a real `setInterval`; the
- * scenario installs a shim (timers.ts) that turns that interval into a virtual one of this actor.
+ * The CLI: the `export` command's entry (functions/cli/export-command.ts `exportCommand`) with
+ * the flags a person would type, into the same bucket: its flag parsing, the write check, the
+ * catalog it settles, `runExport` and its exit code. Its dependencies are the actor's (the
+ * command's `deps` seam); no signal comes. It renews its lock with a real `setInterval`; the
+ * scenario installs a shim (timers.ts) that turns that interval into a virtual one of this
+ * actor. Resolves to the command's stdout; a run that failed or could not start throws its
+ * stderr, as the process's exit code would say.
  */
 export async function cliRun(
   world: World,
   actor: Actor,
   options: { mode: Mode; waitForLockMs: number; tableFormat?: TableFormat | undefined },
-): Promise<Manifest> {
-  const deps = depsFor(world, actor);
-  return runExport(deps, {
-    mode: options.mode,
-    tableFormat: options.tableFormat ?? world.settings.tableFormat,
-    unitSize: world.settings.unitSize,
-    fetchConcurrency: world.settings.fetchConcurrency,
-    ...(options.waitForLockMs > 0 ? { waitForLockMs: options.waitForLockMs } : {}),
+): Promise<string> {
+  const { settings } = world;
+  const argv = [
+    ...['--out', 's3://sim-bucket', '--quiet'],
+    ...['--table-format', options.tableFormat ?? settings.tableFormat],
+    ...['--unit-size', String(settings.unitSize), '--concurrency', String(settings.fetchConcurrency)],
+    ...(options.mode === 'full' ? ['--full'] : []),
+    ...(options.waitForLockMs > 0 ? ['--wait-lock', String(Math.ceil(options.waitForLockMs / 1000))] : []),
+  ];
+  const out = { stdout: '', stderr: '' };
+  const code = await exportCommand(argv, CLI_ENV, {
+    stdout: { write: (text: string) => (out.stdout += text) },
+    stderr: { write: (text: string) => (out.stderr += text) },
+    cwd: '/',
+    signals: { on: () => undefined, off: () => undefined, exit: () => undefined },
+    deps: () => depsFor(world, actor),
+    uniqueId: () => actor.name,
   });
+  if (code !== EXIT.ok) throw new ExporterError(`the CLI exited ${code}: ${out.stderr.trim()}`);
+  return out.stdout;
 }

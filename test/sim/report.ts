@@ -14,7 +14,7 @@ export function describeScenario(result: SeedResult): string {
     `${s.starts.length} start(s)${s.starts.some((x) => x.duplicate !== 'none') ? ' (duplicated)' : ''}`,
     `${s.clis.length} CLI run(s)`,
     `finish overlap ${s.finishOverlap} within ${s.finishOverlapWithinMs / 1000}s`,
-    `finish hands on ${s.finishHandsOn}, ${s.finishLease ? 'with' : 'without'} the closing lease`,
+    `finish hands on ${s.finishHandsOn}`,
     `${s.settings.tableFormat}`,
     `duplicate deliveries ${s.duplicateDelivery}`,
     `unit size ${s.settings.unitSize}`,

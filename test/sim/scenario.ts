@@ -16,6 +16,7 @@ import {
   Announcer,
   cliRun,
   depsFor,
+  FINISH_TIME_UP_MS,
   finishHandler,
   planHandler,
   type Settings,
@@ -78,12 +79,6 @@ export interface Scenario {
    * and hands the rest on (a closing larger than one invocation, worked on by several).
    */
   finishHandsOn: number;
-  /**
-   * finish-run takes the closing lease. Seeds without it model finishers that hold none (the
-   * CLI's recovery; an invocation of a release before 0.5 during a stack update): two of them
-   * publish and commit one closing side by side, which the lease otherwise rules out.
-   */
-  finishLease: boolean;
   /** Per receive: the message goes to a second consumer at once. */
   duplicateDelivery: number;
   redriveAt: number[];
@@ -150,7 +145,6 @@ export function generateScenario(rng: Prng): Scenario {
     finishOverlap: rng.pick([0, 0.2, 0.5]),
     finishOverlapWithinMs: MINUTE,
     finishHandsOn: 0,
-    finishLease: true,
     duplicateDelivery: rng.pick([0, 0.1, 0.3]),
     redriveAt: rng.chance(0.3) ? [EPOCH + rng.int(0, horizon - EPOCH)] : [],
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
@@ -163,7 +157,9 @@ export function generateScenario(rng: Prng): Scenario {
   scenario.finishHandsOn = rng.pick([0, 0.5, 1]);
   // Fetcher slots (REPORT_FETCHERS): none in a quarter of the seeds (every invocation fetches).
   scenario.settings.fetchers = rng.pick([undefined, 1, 1, 2]);
-  scenario.finishLease = rng.chance(0.5);
+  // Drawn still (it chose finishers without the closing lease, before the simulation called the
+  // real finish-run, which always takes it), so that the seeds keep their other choices.
+  rng.chance(0.5);
   // A format switch in half the seeds with a CLI run: its first is a full run in the other
   // format (a `--full --table-format` by hand). The stack's incremental runs are refused once it
   // is recorded, its full runs switch back: both directions, crashes at every step included.
@@ -395,8 +391,8 @@ async function simulate(
       await sim.sleep(self, cli.at - sim.now);
       const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
       sim.spawn('cli', 'cli', { offsetMs: offset(), ...kill }, async (actor) => {
-        const manifest = await cliRun(world, actor, cli);
-        sim.log(actor, `cli: run ${manifest.run_id} ${manifest.status}`);
+        const summary = await cliRun(world, actor, cli);
+        sim.log(actor, `cli: exited 0 ${summary.trim().split('\n')[0] ?? ''}`);
       });
     });
   }
@@ -441,22 +437,26 @@ async function simulate(
     });
   }
 
-  // finish-run's limits (functions/aws/finish-run.ts): the closing lease for its timeout, and a
-  // hand-on at 30% of it, or at once when the scenario makes a closing outlast an invocation.
-  const finishLimits = () => ({
-    timeoutMs: FINISH_TIMEOUT_MS,
-    lease: scenario.finishLease,
-    handOnShare: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn) ? 0 : undefined,
-  });
+  // finish-run's invocation: its timeout, or a time up at once when the scenario makes a
+  // closing outlast an invocation (the handler's own limits follow from its remaining time).
+  const finish = () => {
+    const limits = {
+      timeoutMs: FINISH_TIMEOUT_MS,
+      timeUp: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn),
+    };
+    lambda('finish', limits.timeUp ? FINISH_TIME_UP_MS : FINISH_TIMEOUT_MS, (actor) =>
+      finishHandler(world, actor, limits),
+    );
+  };
 
   const startTicks = () =>
     sim.spawn('driver', 'finish-schedule', { canCrash: false }, async (self) => {
       await sim.sleep(self, sim.rng.int(0, FINISH_EVERY_MS));
       while (!stop.ticks) {
-        lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor, finishLimits()));
+        finish();
         if (sim.faultsOn && sim.rng.chance(scenario.finishOverlap)) {
           await sim.sleep(self, sim.rng.int(0, scenario.finishOverlapWithinMs));
-          lambda('finish', FINISH_TIMEOUT_MS, (actor) => finishHandler(world, actor, finishLimits()));
+          finish();
         }
         await sim.sleep(self, FINISH_EVERY_MS);
       }

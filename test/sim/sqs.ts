@@ -3,6 +3,10 @@
  * consumers at once), a visibility timeout after which a message not deleted is delivered
  * again, a message handed back with a delay (ChangeMessageVisibility), receive counts, and a
  * dead-letter queue past the maximum receive count. A redrive moves dead letters back.
+ * `SimSqs` is the `SQSClient.send` surface functions/aws/queue.ts calls (SendMessageBatch,
+ * ChangeMessageVisibility, GetQueueAttributes) over the queues by URL; Lambda's event source
+ * mapping (a batch as an SQSEvent, the partial batch response's successes deleted) is
+ * `invokeWithBatch` in actors.ts.
  */
 import type { Actor, Sim } from './scheduler.js';
 
@@ -108,12 +112,15 @@ export class SimQueue {
     });
   }
 
-  /** ChangeMessageVisibility: delivered again after `seconds`. */
-  retryLater(actor: Actor, message: Message, seconds: number): Promise<void> {
-    return this.#op(actor, `visibility ${message.id} ${seconds}s`, () => {
-      const current = this.messages.get(message.id);
+  /**
+   * ChangeMessageVisibility of the message `messageId` (its receipt handle): delivered again
+   * after `seconds`. One deleted meanwhile is left alone (SQS answers an error the handler logs).
+   */
+  retryLater(actor: Actor, messageId: string, seconds: number): Promise<void> {
+    return this.#op(actor, `visibility ${messageId} ${seconds}s`, () => {
+      const current = this.messages.get(messageId);
       if (current) current.visibleAt = this.sim.now + seconds * 1000;
-      this.ops.push({ actor, op: 'visibility', messageId: message.id });
+      this.ops.push({ actor, op: 'visibility', messageId });
       this.wake();
     });
   }
@@ -161,5 +168,69 @@ export class SimQueue {
   holdsRun(runId: string): boolean {
     for (const message of this.messages.values()) if (message.body.run_id === runId) return true;
     return false;
+  }
+}
+
+/** A command as the SDK's clients send it: its class's name and its input. */
+interface Command {
+  constructor: { name: string };
+  input: Record<string, unknown>;
+}
+
+/** The queues by URL, behind the `SQSClient.send` surface functions/aws/queue.ts uses. */
+export class SimSqs {
+  constructor(
+    private readonly sim: Sim,
+    private readonly queues: readonly SimQueue[],
+  ) {}
+
+  /** The URL the handlers' environment names `queue` by (PLAN_QUEUE_URL, REPORT_QUEUE_URL). */
+  static urlOf(queue: Pick<SimQueue, 'name'>): string {
+    return `https://sqs.sim/000000000000/${queue.name}`;
+  }
+
+  /** A client for one actor: what `sendAll`, `retryLater` and `queuesDrained` need of an SQSClient. */
+  clientFor(actor: Actor): unknown {
+    return { send: (command: Command) => this.#send(actor, command) };
+  }
+
+  #queue(url: unknown): SimQueue {
+    const queue = this.queues.find((q) => SimSqs.urlOf(q) === url);
+    if (!queue) throw new Error(`no simulated queue at ${String(url)}`);
+    return queue;
+  }
+
+  async #send(actor: Actor, command: Command): Promise<unknown> {
+    const input = command.input;
+    switch (command.constructor.name) {
+      case 'SendMessageBatchCommand': {
+        const entries = input.Entries as Array<{ Id: string; MessageBody: string; DelaySeconds?: number }>;
+        // sendAll sends at most ten per request, each batch with one delay.
+        const delay = entries[0]?.DelaySeconds ?? 0;
+        await this.#queue(input.QueueUrl).sendAll(
+          actor,
+          entries.map((e) => JSON.parse(e.MessageBody) as unknown),
+          delay,
+        );
+        return { Successful: entries.map((e) => ({ Id: e.Id })), Failed: [] };
+      }
+      case 'ChangeMessageVisibilityCommand':
+        await this.#queue(input.QueueUrl).retryLater(
+          actor,
+          input.ReceiptHandle as string,
+          input.VisibilityTimeout as number,
+        );
+        return {};
+      case 'GetQueueAttributesCommand': {
+        const queue = this.#queue(input.QueueUrl);
+        const inQueue = await this.sim.call(actor, this.sim.rng.int(10, 60), 'GetQueueAttributes', () =>
+          queue.inQueue(),
+        );
+        // Every message not deleted, visible or not, delayed or not (`inQueue`).
+        return { Attributes: { ApproximateNumberOfMessages: String(inQueue) } };
+      }
+      default:
+        throw new Error(`the simulated SQS does not answer ${command.constructor.name}`);
+    }
   }
 }

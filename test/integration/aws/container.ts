@@ -1,7 +1,8 @@
 /**
  * One Lambda "container" of the loopback topology: the four handlers and the clients their
- * runtime module built. Importing this module runs the handlers' module-load code (environment,
- * logger, metrics), so set the environment and the mocks first, and import it once per
+ * runtime module built. Importing this module runs the handlers' module-load code (logger,
+ * metrics; the environment is read at the first invocation), so set the environment and the
+ * mocks first, and import it once per
  * container in a fresh module registry (`vi.resetModules()`, or a tsx namespace in the benchmark).
  */
 import { clients } from '../../../functions/aws/runtime.js';

@@ -3,8 +3,9 @@
  * server), and the handlers' environment. SQS, Secrets Manager and EventBridge are mocked by
  * the test files (aws-sdk-client-mock) so that they can assert on the commands sent.
  *
- * The handlers read their environment when their module loads (the secret at their first
- * invocation): call `startTestbed()` and set up the mocks first, then `await import()` the handler.
+ * The handlers read their environment, once per module registry, at their first invocation
+ * (the runtime's `lambdaEnv()`), and the secret then too: call `startTestbed()` and set up the
+ * mocks first, then `await import()` the handler.
  */
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
