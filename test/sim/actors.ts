@@ -11,6 +11,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { takeFetcher } from '../../shared/api/fetcher-slots.js';
+import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ExporterError, OutputLockedError } from '../../shared/errors.js';
 import { listingTimeUp } from '../../shared/export/run/campaign-listing.js';
 import { closeRuns } from '../../shared/export/run/close-runs.js';
@@ -51,6 +52,7 @@ import { claimScheduledStart } from '../../shared/export/state/scheduled-start.j
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { ApiTally, SimApi } from './api.js';
+import type { SimBudget } from './budget.js';
 import type { SimFetcherSlots } from './fetcher-slots.js';
 import type { SimS3 } from './s3.js';
 import { type Actor, describe, type Sim } from './scheduler.js';
@@ -150,6 +152,8 @@ export interface World {
   settings: Settings;
   unitDeadlines: UnitDeadlines;
   fetcherSlots: SimFetcherSlots;
+  /** The deployment's request budget over the simulated DynamoDB (budget.ts); unset: none. */
+  budget?: SimBudget | undefined;
 }
 
 function logFor(sim: Sim, actor: Actor): Log {
@@ -170,7 +174,7 @@ function logFor(sim: Sim, actor: Actor): Log {
 export function depsFor(
   world: World,
   actor: Actor,
-  api: { msUntilStop?: () => number; tally?: ApiTally } = {},
+  api: { msUntilStop?: () => number; tally?: ApiTally; limiter?: RateLimiter } = {},
 ): ExportDeps {
   const storage = new S3Storage({
     bucket: 'sim-bucket',
@@ -404,13 +408,22 @@ export async function unitHandler(
   // A slot lost to another holder ends the time for requests, as in the handler.
   const msUntilStop = () => (hold?.lost() ? 0 : startedAt + sendMs - world.sim.now);
   const tally: ApiTally = { decided: 0, notSent: 0 };
-  const deps = depsFor(world, actor, { msUntilStop, tally });
+  const deps = depsFor(world, actor, { msUntilStop, tally, ...containerServices(world, actor) });
   try {
     await exportOne(world, actor, delivery, { msUntilStop, tally, deps, cut, noTime });
   } finally {
     if (hold?.kind === 'held' && hold.lost()) world.fetcherSlots.cases.lost++;
     await hold?.release();
   }
+}
+
+/**
+ * What a container gets from the deployment's services beside S3 and SQS (the one place the
+ * simulated DynamoDB is wired in): the container's limiter on the request budget
+ * (functions/aws/request-budget.ts `containerLimiter`, budget.ts).
+ */
+function containerServices(world: World, actor: Actor): { limiter?: RateLimiter } {
+  return world.budget ? { limiter: world.budget.limiterFor(actor) } : {};
 }
 
 /** functions/aws/fetcher-slots.ts `takeFetcherSlot`: the real `takeFetcher` on the simulated table. */

@@ -25,7 +25,9 @@ import {
   type World,
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
+import { type BudgetSettings, SimBudget } from './budget.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
+import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
 import { commitsAfterCompaction, type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { lateRuns } from './iceberg-current.js';
@@ -41,6 +43,8 @@ import { installTimerShim } from './timers.js';
 import { type UnitDeadlineCases, UnitDeadlines } from './unit-deadline.js';
 
 const MINUTE = 60_000;
+/** Invariant 16 (budget.ts). */
+const BUDGET_INVARIANT = '16 the request budget holds';
 export const EPOCH = Date.parse('2026-11-22T03:00:00.000Z');
 /** Lambda timeouts (infra/constructs/functions.ts) and the queues' visibility (6 ×). */
 const LAMBDA_TIMEOUT_MS = 5 * MINUTE;
@@ -97,6 +101,11 @@ export interface Scenario {
    * commits. `compactShare`: of them all, compactions.
    */
   others: { at: number[]; triggered: number; compactShare: number };
+  /**
+   * The deployment's request budget (budget.ts) over the simulated DynamoDB table (dynamo.ts):
+   * its ceiling, API_CONTAINERS, the budget clocks' extra skew, and the table's faults.
+   */
+  budget: BudgetSettings & { faults: DynamoFaults };
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -156,6 +165,7 @@ export function generateScenario(rng: Prng): Scenario {
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
     horizon,
     others: { at: [], triggered: 0, compactShare: 0 },
+    budget: { ceiling: 0, containers: 1, skewMs: 0, faults: NO_DYNAMO_FAULTS },
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -203,8 +213,27 @@ export function generateScenario(rng: Prng): Scenario {
     });
     scenario.settings.startHandsOn = rng.pick([0, 1]);
   }
+  // The request budget's DynamoDB item, in every seed: a ceiling the units' requests meet (a
+  // unit sends up to 3 at once, 20-400 ms each), API_CONTAINERS as the report poller's
+  // concurrency allows, clocks apart beyond the seed's skew (past the budget's 60 s allowance in
+  // a third of the seeds), and the table's faults while faults are on. Drawn last.
+  const tableFaults = rng.pick(['none', 'lost', 'throttled', 'mixed'] as const);
+  scenario.budget = {
+    ceiling: rng.pick([1, 2, 4]),
+    containers: scenario.concurrency.report + 1,
+    skewMs: rng.pick([0, 30_000, 90_000, 300_000]),
+    faults: DYNAMO_PROFILES[tableFaults],
+  };
   return scenario;
 }
+
+const NO_DYNAMO_FAULTS: DynamoFaults = { crash: 0, lost: 0, throttled: 0, failed: 0, slow: 0, stall: 0 };
+const DYNAMO_PROFILES: Record<'none' | 'lost' | 'throttled' | 'mixed', DynamoFaults> = {
+  none: NO_DYNAMO_FAULTS,
+  lost: { crash: 0, lost: 0.1, throttled: 0, failed: 0, slow: 0.02, stall: 0 },
+  throttled: { crash: 0, lost: 0, throttled: 0.05, failed: 0.02, slow: 0.02, stall: 0.005 },
+  mixed: { crash: 0.003, lost: 0.05, throttled: 0.02, failed: 0.01, slow: 0.02, stall: 0.005 },
+};
 
 /** The format `state/table-format.json` records, if any. */
 function recordedFormat(s3: SimS3): TableFormat | undefined {
@@ -233,6 +262,11 @@ export interface SeedResult {
   unitDeadline: UnitDeadlineCases;
   /** Format switches: the cases this seed reached. */
   formatSwitch: FormatSwitchCases;
+  /**
+   * The request budget: what its table's calls met (dynamo.ts), the units' requests granted,
+   * containers that fell back, and the most granted in a window over what the ceiling allows.
+   */
+  budget: DynamoCases & { grants: number; fallbacks: number; peakShare: number };
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -341,6 +375,8 @@ async function simulate(
     unitDeadlines: new UnitDeadlines(),
     fetcherSlots: new SimFetcherSlots(sim, scenario.faults.crash),
   };
+  const dynamo = new SimDynamo(sim, scenario.budget.faults);
+  world.budget = new SimBudget(sim, dynamo, scenario.budget);
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
   const stop = { ticks: false, pollers: false };
@@ -562,6 +598,7 @@ async function simulate(
     fetcherLost: world.fetcherSlots.cases.lost,
     fetcherOpen: world.fetcherSlots.cases.open,
   };
+  for (const problem of world.budget.check()) monitor.violate(BUDGET_INVARIANT, problem, []);
   await checkInvariants(s3, world.api, monitor, world.announcer, others.committed);
   return {
     seed,
@@ -579,5 +616,11 @@ async function simulate(
     },
     unitDeadline,
     formatSwitch: formatSwitchCases(s3, monitor),
+    budget: {
+      ...dynamo.cases,
+      grants: world.budget.grants.length,
+      fallbacks: world.budget.fallbackFrom.size,
+      peakShare: world.budget.peakShare(),
+    },
   };
 }
