@@ -9,6 +9,7 @@
  * limiterUntil, and the unit's fate by the handler's own unitDelivery), finish-run
  * (closeRuns with announce + heartbeat); and the CLI (runExport).
  */
+import type { GlueClient } from '@aws-sdk/client-glue';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { takeFetcher } from '../../shared/api/fetcher-slots.js';
 import type { RateLimiter } from '../../shared/api/limiter.js';
@@ -49,11 +50,13 @@ import {
   UnitSchema,
 } from '../../shared/export/state/records.js';
 import { claimScheduledStart } from '../../shared/export/state/scheduled-start.js';
+import { GlueCatalog } from '../../shared/iceberg/glue-catalog.js';
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { ApiTally, SimApi } from './api.js';
 import type { SimBudget } from './budget.js';
 import type { SimFetcherSlots } from './fetcher-slots.js';
+import { GLUE_DATABASE, type SimGlue } from './glue.js';
 import type { SimS3 } from './s3.js';
 import { type Actor, describe, type Sim } from './scheduler.js';
 import type { Delivery, SimQueue } from './sqs.js';
@@ -72,8 +75,8 @@ export interface Settings {
   /**
    * How every run of the seed writes its tables: the CLI's `--table-format`, and for start-run
    * the CDK context `tableFormat` (CONTRACT.md), which functions/aws/start-run.ts does not pass
-   * yet. Iceberg runs commit through the file catalog on the same bucket (`deps.catalog` unset);
-   * the Glue catalog is not simulated.
+   * yet. Iceberg runs commit through the file catalog on the same bucket (`deps.catalog` unset),
+   * or in the Glue seeds through the real GlueCatalog over the simulated Glue (`World.glue`).
    */
   tableFormat: TableFormat;
   /**
@@ -154,6 +157,8 @@ export interface World {
   fetcherSlots: SimFetcherSlots;
   /** The deployment's request budget over the simulated DynamoDB (budget.ts); unset: none. */
   budget?: SimBudget | undefined;
+  /** The Glue catalog the seed's Iceberg tables are in (glue.ts); unset: the file catalog. */
+  glue?: SimGlue | undefined;
 }
 
 function logFor(sim: Sim, actor: Actor): Log {
@@ -186,6 +191,7 @@ export function depsFor(
   return {
     api: () => world.api.client(actor, api),
     storage,
+    ...catalogFor(world, actor, storage),
     log: logFor(world.sim, actor),
     now: () => new Date(world.sim.now + actor.offsetMs),
     random: actor.rng.fn,
@@ -424,6 +430,23 @@ export async function unitHandler(
  */
 function containerServices(world: World, actor: Actor): { limiter?: RateLimiter } {
   return world.budget ? { limiter: world.budget.limiterFor(actor) } : {};
+}
+
+/**
+ * The catalog of an actor's Iceberg commits: in the Glue seeds, the real `GlueCatalog` over the
+ * simulated Glue (new metadata files named from the actor's randomness: a seed replays).
+ */
+function catalogFor(world: World, actor: Actor, storage: S3Storage): { catalog?: GlueCatalog } {
+  if (!world.glue) return {};
+  const hex = () => actor.rng.int(0, 0xffff).toString(16).padStart(4, '0');
+  return {
+    catalog: new GlueCatalog({
+      client: world.glue.clientFor(actor) as GlueClient,
+      databaseName: GLUE_DATABASE,
+      storage,
+      uuid: () => `${hex()}${hex()}-${hex()}-4${hex().slice(1)}-8${hex().slice(1)}-${hex()}${hex()}${hex()}`,
+    }),
+  };
 }
 
 /** functions/aws/fetcher-slots.ts `takeFetcherSlot`: the real `takeFetcher` on the simulated table. */

@@ -30,6 +30,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
     console.log(`iceberg cases: ${formatCases(result.iceberg)}`);
   console.log(`export-reports' time for requests: ${formatCases(result.unitDeadline)}`);
   console.log(`request budget: ${formatCases(result.budget)}`);
+  if (result.scenario.glue) console.log(`glue: ${formatCases(result.glue)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -59,6 +60,11 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       deadline[name] += n;
       if (n > 0) deadlineSeeds[name]++;
     }
+    for (const [name, n] of Object.entries(result.glue)) {
+      const [times, seeds] = budget.get(`glue ${name}`) ?? [0, 0];
+      budget.set(`glue ${name}`, [times + n, seeds + (n > 0 ? 1 : 0)]);
+    }
+    if (result.scenario.glue) budget.set('glue seeds', [(budget.get('glue seeds')?.[0] ?? 0) + 1, 0]);
     for (const [name, n] of Object.entries(result.budget)) {
       const [times, seeds] = budget.get(name) ?? [0, 0];
       budget.set(
@@ -94,7 +100,9 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       `  ${name.padEnd(22)} ${String(deadline[name]).padStart(6)}  ${String(deadlineSeeds[name]).padStart(4)}`,
     );
   }
-  console.log('request budget: cases (times, in how many seeds; peakShare: the highest of any seed):');
+  console.log(
+    'request budget and glue: cases (times, in how many seeds; peakShare: the highest of any seed):',
+  );
   for (const [name, [times, seeds]] of budget) {
     console.log(
       `  ${name.padEnd(22)} ${String(Math.round(times * 100) / 100).padStart(6)}  ${String(seeds).padStart(4)}`,

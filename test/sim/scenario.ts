@@ -29,6 +29,7 @@ import { type BudgetSettings, SimBudget } from './budget.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
+import { type GlueCases, type GlueFaults, noGlueCases, SimGlue } from './glue.js';
 import { commitsAfterCompaction, type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { lateRuns } from './iceberg-current.js';
 import { icebergTables } from './iceberg-invariants.js';
@@ -106,6 +107,12 @@ export interface Scenario {
    * its ceiling, API_CONTAINERS, the budget clocks' extra skew, and the table's faults.
    */
   budget: BudgetSettings & { faults: DynamoFaults };
+  /**
+   * The Iceberg tables are in Glue (glue.ts; the stack's catalog, recorded in
+   * state/table-format.json) with these faults, in half the Iceberg seeds without another
+   * engine (it writes the file catalog's versions); undefined: the file catalog.
+   */
+  glue?: GlueFaults | undefined;
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -224,8 +231,23 @@ export function generateScenario(rng: Prng): Scenario {
     skewMs: rng.pick([0, 30_000, 90_000, 300_000]),
     faults: DYNAMO_PROFILES[tableFaults],
   };
+  // Glue in half the Iceberg seeds without another engine. Drawn last.
+  if (rng.chance(0.5) && scenario.settings.tableFormat === 'iceberg' && scenario.others.at.length === 0) {
+    scenario.glue = rng.pick([GLUE_CALM, GLUE_FAULTS, GLUE_FAULTS]);
+    // Finishers side by side, without the closing lease, in most of them: two commits of one
+    // Glue table at once, which only the VersionId decides.
+    if (rng.chance(0.7)) {
+      scenario.finishOverlap = 0.5;
+      scenario.finishOverlapWithinMs = rng.pick([200, 2_000]);
+      scenario.finishLease = false;
+    }
+  }
   return scenario;
 }
+
+const GLUE_CALM: GlueFaults = { crash: 0, lostAfter: 0, lostBefore: 0, throttled: 0 };
+/** Crashes at Glue's swap are ten times likelier than at a storage call, as at the file catalog's. */
+const GLUE_FAULTS: GlueFaults = { crash: 0.05, lostAfter: 0.1, lostBefore: 0.05, throttled: 0.05 };
 
 const NO_DYNAMO_FAULTS: DynamoFaults = { crash: 0, lost: 0, throttled: 0, failed: 0, slow: 0, stall: 0 };
 const DYNAMO_PROFILES: Record<'none' | 'lost' | 'throttled' | 'mixed', DynamoFaults> = {
@@ -267,6 +289,8 @@ export interface SeedResult {
    * containers that fell back, and the most granted in a window over what the ceiling allows.
    */
   budget: DynamoCases & { grants: number; fallbacks: number; peakShare: number };
+  /** What the seed's Glue calls met (all zero but in the Glue seeds). */
+  glue: GlueCases;
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -377,6 +401,7 @@ async function simulate(
   };
   const dynamo = new SimDynamo(sim, scenario.budget.faults);
   world.budget = new SimBudget(sim, dynamo, scenario.budget);
+  if (scenario.glue) world.glue = new SimGlue(sim, scenario.glue, s3);
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
   const stop = { ticks: false, pollers: false };
@@ -616,6 +641,7 @@ async function simulate(
     },
     unitDeadline,
     formatSwitch: formatSwitchCases(s3, monitor),
+    glue: world.glue?.cases ?? noGlueCases(),
     budget: {
       ...dynamo.cases,
       grants: world.budget.grants.length,
