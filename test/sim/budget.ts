@@ -15,10 +15,12 @@
  *     + fallbackRate × W per container that was in fallback in the window (its table failed:
  *       it keeps to its share of the headroom, FALLBACK_HEADROOM of the ceiling shared by the
  *       API_CONTAINERS − 1 others), plus its own limiter's first second (it starts at that rate)
- *     + one lease slice and MAX_QUEUE_MS of slots at the ceiling per clock jump, plus
- *       BURST_MS of them: where a faster clock first writes, the slots leased just before may
- *       overlap the first lease after the jump (once per jump; a jump is a container whose
- *       clock is ahead of every container that leased before it in the seed);
+ *     + one lease slice and MAX_QUEUE_MS of slots at the ceiling per jump of the item's time,
+ *       plus BURST_MS of them: where a faster clock first writes, the slots leased just before
+ *       may overlap the first lease after the jump (once per jump). A jump is read from the
+ *       item's writes (dynamo.ts `budgetWrites`): a write that moved its stamp further than
+ *       virtual time moved (a faster clock), or set its `tat` back (a repair of times written
+ *       by a clock beyond MAX_SKEW_MS ahead: each such repair is a jump);
  *   with the ceiling taken at leasingCeiling (the rate never grows past it: no 429 reaches the
  *   simulated limiters, so the shared rate never falls either);
  * - the wait: no caller waits longer than its bound: MAX_QUEUE_MS and a slice at the lowest rate
