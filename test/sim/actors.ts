@@ -10,6 +10,7 @@
  * start-run's recovery takes on. The CLI runs its `export` command's entry (`exportCommand`)
  * through the command's seam.
  */
+import type { GlueClient } from '@aws-sdk/client-glue';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { exportReportsHandler } from '../../functions/aws/export-reports.js';
@@ -18,6 +19,7 @@ import { planCampaignHandler } from '../../functions/aws/plan-campaign.js';
 import { type StartRunAnswer, startRunHandler as startRun } from '../../functions/aws/start-run.js';
 import { EXIT } from '../../functions/cli/config.js';
 import { exportCommand } from '../../functions/cli/export-command.js';
+import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ExporterError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportSendMs, pendingJobs } from '../../shared/export/run/export-unit.js';
@@ -30,11 +32,14 @@ import {
   UnitSchema,
   UnitSummarySchema,
 } from '../../shared/export/state/records.js';
+import { GlueCatalog } from '../../shared/iceberg/glue-catalog.js';
 import { STATE_KEYS } from '../../shared/layout.js';
 import type { Log } from '../../shared/log.js';
 import { S3Storage } from '../../shared/storage/s3.js';
 import type { ApiTally, SimApi } from './api.js';
+import type { SimBudget } from './budget.js';
 import type { SimFetcherSlots } from './fetcher-slots.js';
+import { GLUE_DATABASE, type SimGlue } from './glue.js';
 import { lambdaContext, simRuntime } from './runtime.js';
 import type { SimS3 } from './s3.js';
 import type { Actor, Sim } from './scheduler.js';
@@ -125,6 +130,10 @@ export interface World {
   settings: Settings;
   unitDeadlines: UnitDeadlines;
   fetcherSlots: SimFetcherSlots;
+  /** The deployment's request budget over the simulated DynamoDB (budget.ts); unset: none. */
+  budget?: SimBudget | undefined;
+  /** The Glue catalog the seed's Iceberg tables are in (glue.ts); unset: the file catalog. */
+  glue?: SimGlue | undefined;
 }
 
 export function logFor(sim: Sim, actor: Actor): Log {
@@ -145,7 +154,7 @@ export function logFor(sim: Sim, actor: Actor): Log {
 export function depsFor(
   world: World,
   actor: Actor,
-  api: { msUntilStop?: () => number; tally?: ApiTally } = {},
+  api: { msUntilStop?: () => number; tally?: ApiTally; limiter?: RateLimiter } = {},
 ): ExportDeps {
   const storage = new S3Storage({
     bucket: 'sim-bucket',
@@ -157,10 +166,37 @@ export function depsFor(
   return {
     api: () => world.api.client(actor, api),
     storage,
+    ...catalogFor(world, actor, storage),
     log: logFor(world.sim, actor),
     now: () => new Date(world.sim.now + actor.offsetMs),
     random: actor.rng.fn,
     sleep: (ms) => world.sim.sleep(actor, ms),
+  };
+}
+
+/**
+ * What a container gets from the deployment's services beside S3 and SQS (the one place the
+ * simulated DynamoDB is wired in): the container's limiter on the request budget
+ * (functions/aws/request-budget.ts `containerLimiter`, budget.ts).
+ */
+export function containerServices(world: World, actor: Actor): { limiter?: RateLimiter } {
+  return world.budget ? { limiter: world.budget.limiterFor(actor) } : {};
+}
+
+/**
+ * The catalog of an actor's Iceberg commits: in the Glue seeds, the real `GlueCatalog` over the
+ * simulated Glue (new metadata files named from the actor's randomness: a seed replays).
+ */
+function catalogFor(world: World, actor: Actor, storage: S3Storage): { catalog?: GlueCatalog } {
+  if (!world.glue) return {};
+  const hex = () => actor.rng.int(0, 0xffff).toString(16).padStart(4, '0');
+  return {
+    catalog: new GlueCatalog({
+      client: world.glue.clientFor(actor) as GlueClient,
+      databaseName: GLUE_DATABASE,
+      storage,
+      uuid: () => `${hex()}${hex()}-${hex()}-4${hex().slice(1)}-8${hex().slice(1)}-${hex()}${hex()}${hex()}`,
+    }),
   };
 }
 
@@ -311,6 +347,7 @@ export async function unitHandler(
   let failed = false;
   const judged = simRuntime(world, actor, {
     tally,
+    budgeted: true,
     // Asked once the invocation may fetch (it took a slot, or there are none): no time also when
     // taking the slot outlasted the time for requests (a stalled table), or the slot was lost.
     onApiDeps: (msUntilStop) => {

@@ -194,8 +194,13 @@ export class SimApi {
    * requests go through the real `limiterUntil` (as export-reports' do, functions/aws/runtime.ts):
    * none is sent once it is zero or less, and the caller gets the client's `not sent` answer.
    * `tally` counts what the step got: answers that decide a report, and requests not sent.
+   * `limiter`: the container's limiter under `limiterUntil` (the request budget, budget.ts);
+   * without it, one that grants at once.
    */
-  client(actor: Actor, options: { msUntilStop?: () => number; tally?: ApiTally } = {}): ApiClient {
+  client(
+    actor: Actor,
+    options: { msUntilStop?: () => number; tally?: ApiTally; limiter?: RateLimiter } = {},
+  ): ApiClient {
     const stats = { total: 0, retried: 0, byStatus: {} as Record<string, number> };
     const count = (status: number | 'error') => {
       stats.total++;
@@ -228,7 +233,9 @@ export class SimApi {
         release();
       }
     };
-    const limiter = options.msUntilStop ? limiterUntil(GRANT_AT_ONCE, options.msUntilStop) : undefined;
+    const limiter = options.msUntilStop
+      ? limiterUntil(options.limiter ?? GRANT_AT_ONCE, options.msUntilStop)
+      : undefined;
     const call = <T>(label: string, apply: () => T): Promise<T> =>
       limiter ? limited(limiter, label, apply) : send(label, apply);
     return {

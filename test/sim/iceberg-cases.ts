@@ -2,7 +2,8 @@
  * Which faults of the Iceberg commit a seed reached, counted from the bucket's request log
  * (`SimS3.events`), so that a run of many seeds can show that the simulation exercises them
  * (`npm run sim -- --seeds N` prints the totals; the vitest file asserts that each occurs):
- * - `swaps`: metadata files created (`vN.metadata.json`, the file catalog's swap);
+ * - `swaps`: metadata files created (`vN.metadata.json`, the file catalog's swap; Glue's swaps,
+ *   UpdateTable, are glue.ts's `GlueCases`, and a Glue commit ends at its metadata file here);
  * - `raceLost`: a create that met 412 from another committer's file (two committers on one base:
  *   the loser rebases, or finds its own snapshot);
  * - `answerLost`: a create whose answer was lost after it applied (the SDK's retry met its own
@@ -78,6 +79,8 @@ export const noCases = (): IcebergCases => ({
 });
 
 const SWAP = /^iceberg\/([^/]+)\/metadata\/v\d+\.metadata\.json$/;
+/** A Glue commit's metadata file (`NNNNN-<uuid>.metadata.json`), written just before its UpdateTable (glue.ts counts those). */
+const GLUE_METADATA = /^iceberg\/([^/]+)\/metadata\/\d+-[^/]+\.metadata\.json$/;
 const AVRO = /^iceberg\/([^/]+)\/metadata\/(?:snap-.*|.*-m0)\.avro$/;
 const DATA_MANIFEST = /-m0\.avro$/;
 const RUN = /(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+-m0\.avro$/;
@@ -128,6 +131,9 @@ export function icebergCases(events: readonly StorageEvent[]): IcebergCases {
         writers.set(e.key, who);
       }
     }
+    // A Glue commit's swap is its UpdateTable, a moment after this put: its commit ends here.
+    const glue = GLUE_METADATA.exec(e.key);
+    if (glue) committing.get(glue[1]!)?.delete(e.actor);
     if (!swap) continue;
     committing.get(swap[1]!)?.delete(e.actor);
     if (e.result === 'ok') {

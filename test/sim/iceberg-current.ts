@@ -21,6 +21,7 @@ import { parseJson } from '../../shared/iceberg/json.js';
 import { currentTableOf } from '../../shared/iceberg/schema.js';
 import type { TableMetadata } from '../../shared/iceberg/types.js';
 import { ICEBERG_ROOT } from '../../shared/layout.js';
+import { metadataChain } from './iceberg-chain.js';
 import type { SimS3 } from './s3.js';
 
 type Violate = (invariant: string, message: string, runs: string[]) => void;
@@ -28,7 +29,6 @@ type Violate = (invariant: string, message: string, runs: string[]) => void;
 const CURRENT = '14 _current is the newest run per job';
 const ROOT = 's3://sim-bucket/';
 const ZSTD = { ZSTD: (input: Uint8Array) => new Uint8Array(zstdDecompressSync(input)) };
-const VERSION = /^v(\d+)\.metadata\.json$/;
 
 const arrayBuffer = (body: Uint8Array): ArrayBuffer =>
   body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
@@ -43,14 +43,8 @@ export async function readRows(s3: SimS3, key: string, columns: string[]): Promi
 
 /** The newest metadata of a table, undefined when it has none. */
 function newestMetadata(s3: SimS3, table: string): TableMetadata | undefined {
-  const prefix = `${ICEBERG_ROOT}/${table}/metadata/`;
-  const versions = s3
-    .keys(prefix)
-    .map((k) => VERSION.exec(k.slice(prefix.length)))
-    .filter((m) => m !== null)
-    .map((m) => Number(m[1]));
-  if (versions.length === 0) return undefined;
-  const body = s3.peek(`${prefix}v${Math.max(...versions)}.metadata.json`);
+  const newest = metadataChain(s3, table).at(-1);
+  const body = newest === undefined ? undefined : s3.peek(newest);
   return body ? (parseJson(Buffer.from(body).toString('utf8')) as TableMetadata) : undefined;
 }
 
@@ -205,17 +199,10 @@ export function lateRuns(s3: SimS3): number {
       .filter((t): t is string => t !== undefined),
   );
   for (const table of tables) {
-    const prefix = `${ICEBERG_ROOT}/${table}/metadata/`;
     let newest = '';
     const seen = new Set<string>();
-    const versions = s3
-      .keys(prefix)
-      .map((k) => VERSION.exec(k.slice(prefix.length)))
-      .filter((m) => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
-    for (const v of versions) {
-      const body = s3.peek(`${prefix}v${v}.metadata.json`);
+    for (const key of metadataChain(s3, table)) {
+      const body = s3.peek(key);
       if (!body) continue;
       const metadata = parseJson(Buffer.from(body).toString('utf8')) as TableMetadata;
       for (const s of metadata.snapshots ?? []) {

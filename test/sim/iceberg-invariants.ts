@@ -38,13 +38,12 @@ import { snapshotIdOf } from '../../shared/iceberg/commit.js';
 import { parseJson } from '../../shared/iceberg/json.js';
 import type { Snapshot, TableMetadata } from '../../shared/iceberg/types.js';
 import { ICEBERG_ROOT } from '../../shared/layout.js';
+import { glueOf } from './glue.js';
+import { keyOf, metadataChain, ROOT } from './iceberg-chain.js';
 import { checkCurrentTables, liveRows, type Row, readRows } from './iceberg-current.js';
 import { OTHER_ENGINE_SUMMARY_KEY, type OthersCommitted, parquetTableOf } from './other-engine.js';
 import type { SimS3 } from './s3.js';
 
-/** The bucket's root as the storage names it (`S3Storage.location`, actors.ts). */
-const ROOT = 's3://sim-bucket/';
-const VERSION = /^v(\d+)\.metadata\.json$/;
 const CURRENT_SUFFIX = '_current';
 
 type Violate = (invariant: string, message: string, runs: string[]) => void;
@@ -57,10 +56,6 @@ const OTHERS = "15 another engine's changes stay";
 const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString('utf8');
 const id = (v: number | bigint | null | undefined): string | undefined =>
   v === undefined || v === null ? undefined : BigInt(v).toString();
-
-/** A file's key from its location, or undefined when it is not in the bucket. */
-const keyOf = (location: string): string | undefined =>
-  location.startsWith(ROOT) ? location.slice(ROOT.length) : undefined;
 
 /** Metadata files as parsed, by their stored bytes (a run's manifest names one the chain read). */
 const parsed = new WeakMap<Uint8Array, TableMetadata>();
@@ -142,23 +137,25 @@ function checkChain(
   othersOn: boolean,
 ): TableMetadata | undefined {
   const prefix = `${ICEBERG_ROOT}/${table}/metadata/`;
-  const versions = s3
-    .keys(prefix)
-    .map((k) => VERSION.exec(k.slice(prefix.length)))
-    .filter((m) => m !== null)
-    .map((m) => Number(m[1]));
-  if (versions.length === 0) {
+  const chain = metadataChain(s3, table);
+  if (chain.length === 0) {
     violate(CHAIN, `${table} has files but no metadata`, []);
     return undefined;
   }
-  const last = Math.max(...versions);
+  const last = chain.length;
   const hint = s3.peek(`${prefix}version-hint.text`);
   if (hint && !(Number(text(hint).trim()) <= last))
     violate(CHAIN, `${table}: version-hint.text says ${text(hint)}, the last metadata is v${last}`, []);
+  // With Glue: every pointer an UpdateTable set is a commit, and the table's history holds it.
+  for (const pointer of glueOf(s3)?.committed.get(table) ?? []) {
+    const key = keyOf(pointer);
+    if (key === undefined || !chain.includes(key))
+      violate(CHAIN, `${table}: Glue took ${pointer}, which its pointer's metadata log does not hold`, []);
+  }
   let previous: TableMetadata | undefined;
   let sound = true;
   for (let v = 1; v <= last; v++) {
-    const key = `${prefix}v${v}.metadata.json`;
+    const key = chain[v - 1]!;
     const body = s3.peek(key);
     let metadata: TableMetadata;
     try {
@@ -188,7 +185,7 @@ function checkChain(
         snapshots.length === (before.snapshots ?? []).length &&
         metadata['last-sequence-number'] === before['last-sequence-number'];
       const problems = [
-        logged !== `${ROOT}${prefix}v${v - 1}.metadata.json` && `its metadata log ends with ${logged}`,
+        logged !== `${ROOT}${chain[v - 2]}` && `its metadata log ends with ${logged}`,
         ...(metadataOnly
           ? []
           : [

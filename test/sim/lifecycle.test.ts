@@ -28,6 +28,22 @@ const deadlineReached = noUnitDeadlineCases();
 /** Format switches: the cases the batches reached (scenario.ts). */
 const switchReached = noFormatSwitchCases();
 /**
+ * The request budget's table (dynamo.ts) and the Glue catalog (glue.ts): the cases the batches
+ * reached. Every run of 600 seeds reaches each at least SERVICES_AT_LEAST times: a conditional
+ * write whose answer was lost (its SDK retry met its own write), throttling, budget writes by
+ * clocks more than a minute apart (beyond the budget's allowance); a stale VersionId, an
+ * UpdateTable answer lost after it applied, two commits of one Glue table at once.
+ */
+const servicesReached = {
+  lostConditional: 0,
+  throttled: 0,
+  skewedWrites: 0,
+  staleVersion: 0,
+  lostAnswer: 0,
+  concurrentCommits: 0,
+};
+const SERVICES_AT_LEAST = 3;
+/**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two runs
  * committing one table at once (`concurrentRuns`) is left out: the output's lock serialises runs.
  */
@@ -78,6 +94,12 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
             deadlineReached[name] += result.unitDeadline[name];
           for (const name of Object.keys(switchReached) as (keyof FormatSwitchCases)[])
             switchReached[name] += result.formatSwitch[name];
+          servicesReached.lostConditional += result.budget.lostConditional;
+          servicesReached.throttled += result.budget.throttled;
+          servicesReached.skewedWrites += result.budget.skewedWrites;
+          servicesReached.staleVersion += result.glue.staleVersion;
+          servicesReached.lostAnswer += result.glue.lostAnswer;
+          servicesReached.concurrentCommits += result.glue.concurrentCommits;
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -119,6 +141,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(switchReached).filter(([, n]) => n === 0);
       expect(missed, JSON.stringify(switchReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    "reaches the services' faults: the budget item's lost answers, throttling and clocks apart; Glue's stale VersionId, lost answers and two commits at once",
+    () => {
+      const missed = Object.entries(servicesReached).filter(([, n]) => n < SERVICES_AT_LEAST);
+      expect(missed, JSON.stringify(servicesReached)).toEqual([]);
     },
   );
 

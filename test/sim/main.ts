@@ -29,6 +29,8 @@ async function one(seed: number, trace: boolean): Promise<number> {
   if (result.scenario.settings.tableFormat === 'iceberg')
     console.log(`iceberg cases: ${formatCases(result.iceberg)}`);
   console.log(`export-reports' time for requests: ${formatCases(result.unitDeadline)}`);
+  console.log(`request budget: ${formatCases(result.budget)}`);
+  if (result.scenario.glue) console.log(`glue: ${formatCases(result.glue)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -45,6 +47,7 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   const seedsWith = noCases();
   const deadline = noUnitDeadlineCases();
   const deadlineSeeds = noUnitDeadlineCases();
+  const budget = new Map<string, [number, number]>();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -56,6 +59,18 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     for (const [name, n] of Object.entries(result.unitDeadline) as [keyof UnitDeadlineCases, number][]) {
       deadline[name] += n;
       if (n > 0) deadlineSeeds[name]++;
+    }
+    for (const [name, n] of Object.entries(result.glue)) {
+      const [times, seeds] = budget.get(`glue ${name}`) ?? [0, 0];
+      budget.set(`glue ${name}`, [times + n, seeds + (n > 0 ? 1 : 0)]);
+    }
+    if (result.scenario.glue) budget.set('glue seeds', [(budget.get('glue seeds')?.[0] ?? 0) + 1, 0]);
+    for (const [name, n] of Object.entries(result.budget)) {
+      const [times, seeds] = budget.get(name) ?? [0, 0];
+      budget.set(
+        name,
+        name === 'peakShare' ? [Math.max(times, n), seeds] : [times + n, seeds + (n > 0 ? 1 : 0)],
+      );
     }
     if (result.violations.length > 0) {
       failed++;
@@ -85,13 +100,21 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       `  ${name.padEnd(22)} ${String(deadline[name]).padStart(6)}  ${String(deadlineSeeds[name]).padStart(4)}`,
     );
   }
+  console.log(
+    'request budget and glue: cases (times, in how many seeds; peakShare: the highest of any seed):',
+  );
+  for (const [name, [times, seeds]] of budget) {
+    console.log(
+      `  ${name.padEnd(22)} ${String(Math.round(times * 100) / 100).padStart(6)}  ${String(seeds).padStart(4)}`,
+    );
+  }
   for (const [invariant, seeds] of [...byInvariant].sort()) {
     console.log(`  ${invariant}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`);
   }
   return failed > 0 ? 1 : 0;
 }
 
-function formatCases(cases: IcebergCases | UnitDeadlineCases): string {
+function formatCases(cases: object): string {
   return Object.entries(cases)
     .map(([name, n]) => `${name} ${n}`)
     .join(', ');

@@ -7,9 +7,9 @@
  * randomness. The Lambda context is `lambdaContext`: the invocation's remaining time on the
  * virtual clock, or a fault's.
  *
- * To plug in a simulated DynamoDB request budget or Glue catalog: `depsFor`'s API client takes
- * its limiter (SimApi.client), and `withCatalog` here returns `{ ...deps, catalog }` with an
- * IcebergCatalog over the simulated Glue (today: none, the file catalog on the bucket).
+ * The request budget over the simulated DynamoDB reaches export-reports' API client as its
+ * limiter (`budgeted`, `containerServices`); in the Glue seeds `depsFor` gives every actor the
+ * real GlueCatalog over the simulated Glue (else the file catalog on the bucket).
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
@@ -19,7 +19,7 @@ import { takeFetcher } from '../../shared/api/fetcher-slots.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { TableFormat } from '../../shared/layout.js';
 import type { World } from './actors.js';
-import { depsFor, logFor } from './actors.js';
+import { containerServices, depsFor, logFor } from './actors.js';
 import type { ApiTally } from './api.js';
 import type { Actor } from './scheduler.js';
 import { SimSqs } from './sqs.js';
@@ -31,7 +31,13 @@ export interface SimRuntimeOptions {
   tally?: ApiTally;
   /** Called when the handler asks for its API dependencies, with its time for requests. */
   onApiDeps?: (msUntilStop: (() => number) | undefined) => void;
+  /**
+   * Its API requests go through the container's limiter on the request budget over the
+   * simulated DynamoDB (export-reports' containers, in the seeds with a budget: budget.ts).
+   */
+  budgeted?: boolean;
   /** start-run's recovery meets closings larger than it takes on (`recoveryOutputBytes` 0). */
+
   recoveryHandsOn?: boolean;
 }
 
@@ -62,10 +68,11 @@ export function simRuntime(world: World, actor: Actor, options: SimRuntimeOption
       return depsFor(world, actor, {
         ...(o.msUntilStop && { msUntilStop: o.msUntilStop }),
         ...(options.tally && { tally: options.tally }),
+        ...(options.budgeted && containerServices(world, actor)),
       });
     },
     exportDeps: () => depsFor(world, actor),
-    // Iceberg runs commit through the file catalog on the same bucket (`deps.catalog` unset).
+    // `depsFor` set the seed's catalog: Glue's in the Glue seeds, else the file catalog on the bucket.
     withCatalog: async (deps: ExportDeps) => deps,
     sqs: sqs.clientFor(actor) as SQSClient,
     announce: world.announcer.for(actor),

@@ -26,8 +26,11 @@ import {
   type World,
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
+import { type BudgetSettings, SimBudget } from './budget.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
+import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
+import { type GlueCases, type GlueFaults, noGlueCases, SimGlue } from './glue.js';
 import { commitsAfterCompaction, type IcebergCases, icebergCases } from './iceberg-cases.js';
 import { lateRuns } from './iceberg-current.js';
 import { icebergTables } from './iceberg-invariants.js';
@@ -42,6 +45,8 @@ import { installTimerShim } from './timers.js';
 import { type UnitDeadlineCases, UnitDeadlines } from './unit-deadline.js';
 
 const MINUTE = 60_000;
+/** Invariant 16 (budget.ts). */
+const BUDGET_INVARIANT = '16 the request budget holds';
 export const EPOCH = Date.parse('2026-11-22T03:00:00.000Z');
 /** Lambda timeouts (infra/constructs/functions.ts) and the queues' visibility (6 ×). */
 const LAMBDA_TIMEOUT_MS = 5 * MINUTE;
@@ -92,6 +97,17 @@ export interface Scenario {
    * commits. `compactShare`: of them all, compactions.
    */
   others: { at: number[]; triggered: number; compactShare: number };
+  /**
+   * The deployment's request budget (budget.ts) over the simulated DynamoDB table (dynamo.ts):
+   * its ceiling, API_CONTAINERS, the budget clocks' extra skew, and the table's faults.
+   */
+  budget: BudgetSettings & { faults: DynamoFaults };
+  /**
+   * The Iceberg tables are in Glue (glue.ts; the stack's catalog, recorded in
+   * state/table-format.json) with these faults, in half the Iceberg seeds without another
+   * engine (it writes the file catalog's versions); undefined: the file catalog.
+   */
+  glue?: GlueFaults | undefined;
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -150,6 +166,7 @@ export function generateScenario(rng: Prng): Scenario {
     concurrency: { plan: rng.int(1, 3), report: rng.int(1, 4) },
     horizon,
     others: { at: [], triggered: 0, compactShare: 0 },
+    budget: { ceiling: 0, containers: 1, skewMs: 0, faults: NO_DYNAMO_FAULTS },
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -199,8 +216,41 @@ export function generateScenario(rng: Prng): Scenario {
     });
     scenario.settings.startHandsOn = rng.pick([0, 1]);
   }
+  // The request budget's DynamoDB item, in every seed: a ceiling the units' requests meet (a
+  // unit sends up to 3 at once, 20-400 ms each), API_CONTAINERS as the report poller's
+  // concurrency allows, clocks apart beyond the seed's skew (past the budget's 60 s allowance in
+  // a third of the seeds), and the table's faults while faults are on. Drawn last.
+  const tableFaults = rng.pick(['none', 'lost', 'throttled', 'mixed'] as const);
+  scenario.budget = {
+    ceiling: rng.pick([1, 2, 4]),
+    containers: scenario.concurrency.report + 1,
+    skewMs: rng.pick([0, 30_000, 90_000, 300_000]),
+    faults: DYNAMO_PROFILES[tableFaults],
+  };
+  // Glue in half the Iceberg seeds without another engine. Drawn last.
+  if (rng.chance(0.5) && scenario.settings.tableFormat === 'iceberg' && scenario.others.at.length === 0) {
+    scenario.glue = rng.pick([GLUE_CALM, GLUE_FAULTS, GLUE_FAULTS]);
+    // Finishers side by side in most of them (each takes the closing lease, as the real
+    // finish-run does): commits of one Glue table meet when a holder outlives its lease.
+    if (rng.chance(0.7)) {
+      scenario.finishOverlap = 0.5;
+      scenario.finishOverlapWithinMs = rng.pick([200, 2_000]);
+    }
+  }
   return scenario;
 }
+
+const GLUE_CALM: GlueFaults = { crash: 0, lostAfter: 0, lostBefore: 0, throttled: 0 };
+/** Crashes at Glue's swap are ten times likelier than at a storage call, as at the file catalog's. */
+const GLUE_FAULTS: GlueFaults = { crash: 0.05, lostAfter: 0.1, lostBefore: 0.05, throttled: 0.05 };
+
+const NO_DYNAMO_FAULTS: DynamoFaults = { crash: 0, lost: 0, throttled: 0, failed: 0, slow: 0, stall: 0 };
+const DYNAMO_PROFILES: Record<'none' | 'lost' | 'throttled' | 'mixed', DynamoFaults> = {
+  none: NO_DYNAMO_FAULTS,
+  lost: { crash: 0, lost: 0.1, throttled: 0, failed: 0, slow: 0.02, stall: 0 },
+  throttled: { crash: 0, lost: 0, throttled: 0.05, failed: 0.02, slow: 0.02, stall: 0.005 },
+  mixed: { crash: 0.003, lost: 0.05, throttled: 0.02, failed: 0.01, slow: 0.02, stall: 0.005 },
+};
 
 /** The format `state/table-format.json` records, if any. */
 function recordedFormat(s3: SimS3): TableFormat | undefined {
@@ -229,6 +279,13 @@ export interface SeedResult {
   unitDeadline: UnitDeadlineCases;
   /** Format switches: the cases this seed reached. */
   formatSwitch: FormatSwitchCases;
+  /**
+   * The request budget: what its table's calls met (dynamo.ts), the units' requests granted,
+   * containers that fell back, and the most granted in a window over what the ceiling allows.
+   */
+  budget: DynamoCases & { grants: number; fallbacks: number; peakShare: number };
+  /** What the seed's Glue calls met (all zero but in the Glue seeds). */
+  glue: GlueCases;
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -337,6 +394,9 @@ async function simulate(
     unitDeadlines: new UnitDeadlines(),
     fetcherSlots: new SimFetcherSlots(sim, scenario.faults.crash),
   };
+  const dynamo = new SimDynamo(sim, scenario.budget.faults);
+  world.budget = new SimBudget(sim, dynamo, scenario.budget);
+  if (scenario.glue) world.glue = new SimGlue(sim, scenario.glue, s3);
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
   const stop = { ticks: false, pollers: false };
@@ -562,6 +622,7 @@ async function simulate(
     fetcherLost: world.fetcherSlots.cases.lost,
     fetcherOpen: world.fetcherSlots.cases.open,
   };
+  for (const problem of world.budget.check()) monitor.violate(BUDGET_INVARIANT, problem, []);
   await checkInvariants(s3, world.api, monitor, world.announcer, others.committed);
   return {
     seed,
@@ -579,5 +640,12 @@ async function simulate(
     },
     unitDeadline,
     formatSwitch: formatSwitchCases(s3, monitor),
+    glue: world.glue?.cases ?? noGlueCases(),
+    budget: {
+      ...dynamo.cases,
+      grants: world.budget.grants.length,
+      fallbacks: world.budget.fallbackFrom.size,
+      peakShare: world.budget.peakShare(),
+    },
   };
 }
