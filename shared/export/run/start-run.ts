@@ -137,7 +137,7 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
     const { renewEveryMs, ...acquire } = input.lock;
     lock = await OutputLock.acquire(deps.storage, {
       ...acquire,
-      newRunId: (at) => newRunId(at, randomOf(deps)),
+      newRunId: (at, previous) => newRunId(at, randomOf(deps), previous),
       now: deps.now,
       // Only a given clock: the lock's own renewal timer is unref'd, so it never keeps a CLI alive.
       ...(deps.sleep ? { sleep: deps.sleep } : {}),

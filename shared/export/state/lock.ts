@@ -52,9 +52,10 @@ export const RELEASED_BY_CLOSER = 'closer';
 export interface AcquireOptions {
   /**
    * The id of the run that takes the lock, from the moment it does: a run that waited for
-   * another is younger than it, and run ids order runs.
+   * another is younger than it, and run ids order runs. `previous` is the run the lock's record
+   * names (its last holder): the id must sort after it, whatever this start's clock says.
    */
-  newRunId: (at: Date) => string;
+  newRunId: (at: Date, previous: string | undefined) => string;
   /** Who takes it; default `pid@host` of this process. */
   owner?: string;
   /** The lock expires this long after it was taken or last renewed. */
@@ -176,16 +177,16 @@ export class OutputLock {
       const at = now();
       const owner = options.owner ?? processOwner();
       const started = owner === processOwner() ? processStartMarker() : undefined;
+      const current = await storage.get(key);
+      const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
       const record = {
-        run_id: options.newRunId(at),
+        run_id: options.newRunId(at, held?.run_id),
         owner,
         ...(started !== undefined ? { owner_started: started } : {}),
         token,
         acquired_at: at.toISOString(),
         expires_at: new Date(at.getTime() + options.ttlMs).toISOString(),
       };
-      const current = await storage.get(key);
-      const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
       const free =
         !held || lockIsFree(held, at) || (await holderRunIsOver(storage, held, at, options.recordGraceMs));
       if (free) {
