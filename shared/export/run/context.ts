@@ -7,6 +7,7 @@ import type { IntegrationApiClient } from '../../api/client.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import type { Log } from '../../log.js';
 import type { Storage } from '../../storage/storage.js';
+import type { LockProcess } from '../state/lock.js';
 import { addRequestCounts, emptyRequestCounts, type RequestCounts } from '../state/records.js';
 
 /** The part of the API client the steps use. */
@@ -36,6 +37,11 @@ export interface ExportDeps {
    * `storage` (`iceberg/<table>/metadata/vN.metadata.json`).
    */
   catalog?: IcebergCatalog | undefined;
+  /**
+   * The process that takes the output's lock and judges whether another holder is gone: this
+   * one by default; the simulation gives each simulated CLI its own pid and machine.
+   */
+  process?: LockProcess | undefined;
 }
 
 /** `deps.random`, or `Math.random`. */

@@ -142,6 +142,7 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
       // Only a given clock: the lock's own renewal timer is unref'd, so it never keeps a CLI alive.
       ...(deps.sleep ? { sleep: deps.sleep } : {}),
       random: randomOf(deps),
+      ...(deps.process ? { process: deps.process } : {}),
     });
     // From the moment it holds the output, whatever recovery, verify or the listing make it wait.
     if (renewEveryMs !== undefined) {

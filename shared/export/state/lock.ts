@@ -6,7 +6,10 @@
  * it), or taken over once its holder is gone. A holder is gone when:
  * - its lock has expired, allowing for clocks up to `MAX_CLOCK_SKEW_MS` apart (the expiry was
  *   written by the holder's clock and is read by another's);
- * - its process is gone, or a zombie, on this host;
+ * - its process is gone, or a zombie, on this machine: only a holder whose recorded start
+ *   (`owner_started`) names this machine's boot id is judged by its pid (containers often share
+ *   a hostname; a pid of another kernel says nothing here). A record without `owner_started`
+ *   (before 0.3, or a holder without `/proc`) is never judged by its pid: by expiry and its run;
  * - its run is closed (a finisher died between the run's tombstone and the release);
  * - its run was never recorded, `recordGraceMs` after the lock was taken (a start that died
  *   between the lock and its first record; start-run's timeout bounds a live one).
@@ -18,7 +21,7 @@ import * as z from 'zod';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import { STATE_KEYS } from '../../layout.js';
 import type { Storage } from '../../storage/storage.js';
-import { processIsGone, processStartMarker } from './process-alive.js';
+import { bootIdOfMarker, processIsGone, processStartMarker, thisBootId } from './process-alive.js';
 import { parseRecord } from './records.js';
 
 export const LockRecordSchema = z.object({
@@ -56,8 +59,10 @@ export interface AcquireOptions {
    * names (its last holder): the id must sort after it, whatever this start's clock says.
    */
   newRunId: (at: Date, previous: string | undefined) => string;
-  /** Who takes it; default `pid@host` of this process. */
+  /** Who takes it; default `pid@host` of `process`. */
   owner?: string;
+  /** The process that takes it and judges other holders; default this one ({@link thisProcess}). */
+  process?: LockProcess;
   /** The lock expires this long after it was taken or last renewed. */
   ttlMs: number;
   /** Wait up to this long for a lock held by another run; default: refuse at once. */
@@ -77,25 +82,57 @@ export interface AcquireOptions {
 /** `pid@host` of this process. */
 export const processOwner = (): string => `${process.pid}@${hostname()}`;
 
-/** True when the holder is a process of this host that no longer exists (or is a zombie). */
-function holderIsGone(owner: string, started: string | undefined): boolean {
+/**
+ * A process as the lock sees it: who it is, and how it tells whether a holder is gone. This
+ * process by default ({@link thisProcess}); the lifecycle simulation gives each simulated CLI
+ * its own (pid, machine), so that a killed one is gone to a reader on its machine only.
+ */
+export interface LockProcess {
+  /** `pid@host`, the lock record's `owner`. */
+  owner: string;
+  /** `processStartMarker` of it (`<boot id>:<start ticks>`); undefined without `/proc`. */
+  started: string | undefined;
+  /** The boot id of its machine's kernel; undefined without `/proc`. */
+  bootId: string | undefined;
+  /** `processIsGone` on its machine: none runs as `pid` (exited, a zombie, or its pid reused). */
+  isGone(pid: number, started: string | undefined): boolean;
+}
+
+/** This process, judging holders by `/proc` and `kill(pid, 0)` (`process-alive.ts`). */
+export function thisProcess(): LockProcess {
+  return {
+    owner: processOwner(),
+    started: processStartMarker(),
+    bootId: thisBootId(),
+    isGone: processIsGone,
+  };
+}
+
+/**
+ * True when the holder is a process of the judge's machine that no longer exists (or is a
+ * zombie, or its pid now another process's). Of the judge's machine means: the same hostname and
+ * the same boot id recorded in `started`; without `started` nothing says so, and it is not gone.
+ */
+function holderIsGone(owner: string, started: string | undefined, judge: LockProcess): boolean {
   const at = owner.lastIndexOf('@');
-  if (at < 0 || owner.slice(at + 1) !== hostname()) return false;
+  if (at < 0 || owner.slice(at + 1) !== judge.owner.slice(judge.owner.lastIndexOf('@') + 1)) return false;
+  if (started === undefined || judge.bootId === undefined || bootIdOfMarker(started) !== judge.bootId)
+    return false;
   const pid = Number(owner.slice(0, at));
   if (!Number.isInteger(pid) || pid <= 0) return false;
-  if (pid === process.pid) return false;
-  return processIsGone(pid, started);
+  if (owner === judge.owner && started === judge.started) return false;
+  return judge.isGone(pid, started);
 }
 
 /**
  * Whether a stored lock may be taken by what it says alone: released, expired on every clock,
  * or its process gone.
  */
-export function lockIsFree(lock: LockRecord, now: Date): boolean {
+export function lockIsFree(lock: LockRecord, now: Date, judge: LockProcess = thisProcess()): boolean {
   return (
     lock.released_at !== undefined ||
     Date.parse(lock.expires_at) + MAX_CLOCK_SKEW_MS <= now.getTime() ||
-    holderIsGone(lock.owner, lock.owner_started)
+    holderIsGone(lock.owner, lock.owner_started, judge)
   );
 }
 
@@ -121,11 +158,13 @@ export async function lockHolder(
   storage: Storage,
   now: Date,
   recordGraceMs?: number,
+  judge: LockProcess = thisProcess(),
 ): Promise<LockRecord | undefined> {
   const found = await storage.get(STATE_KEYS.lock);
   if (!found) return undefined;
   const held = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
-  if (lockIsFree(held, now) || (await holderRunIsOver(storage, held, now, recordGraceMs))) return undefined;
+  if (lockIsFree(held, now, judge) || (await holderRunIsOver(storage, held, now, recordGraceMs)))
+    return undefined;
   return held;
 }
 
@@ -173,10 +212,11 @@ export class OutputLock {
     const deadline = now().getTime() + (options.waitMs ?? 0);
     const key = STATE_KEYS.lock;
     const token = tokenOf(options.random ?? Math.random);
+    const me = options.process ?? thisProcess();
     for (;;) {
       const at = now();
-      const owner = options.owner ?? processOwner();
-      const started = owner === processOwner() ? processStartMarker() : undefined;
+      const owner = options.owner ?? me.owner;
+      const started = owner === me.owner ? me.started : undefined;
       const current = await storage.get(key);
       const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
       const record = {
@@ -188,7 +228,9 @@ export class OutputLock {
         expires_at: new Date(at.getTime() + options.ttlMs).toISOString(),
       };
       const free =
-        !held || lockIsFree(held, at) || (await holderRunIsOver(storage, held, at, options.recordGraceMs));
+        !held ||
+        lockIsFree(held, at, me) ||
+        (await holderRunIsOver(storage, held, at, options.recordGraceMs));
       if (free) {
         try {
           const { etag } = await storage.put(key, encodeLock(record), {

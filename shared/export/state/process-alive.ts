@@ -72,14 +72,35 @@ function assertPid(pid: number): void {
   if (!Number.isInteger(pid) || pid <= 0) throw new RangeError(`not a process id: ${pid}`);
 }
 
+let hasProcfs: boolean | undefined;
 let bootId: string | undefined;
-/** Start ticks count from boot, so the same ticks after a reboot are another process. */
-function markerOf(stat: ProcStat): string {
+/**
+ * This machine's boot id (`/proc/sys/kernel/random/boot_id`): another kernel (another machine,
+ * container host or VM, or this one rebooted) has another. `undefined` where there is no `/proc`.
+ */
+export function thisBootId(): string | undefined {
+  hasProcfs ??= existsSync('/proc/self/stat');
+  if (!hasProcfs) return undefined;
   bootId ??= readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  return `${bootId}:${stat.startTicks}`;
+  return bootId;
 }
 
-let hasProcfs: boolean | undefined;
+/**
+ * The boot id a `processStartMarker` was recorded under: a pid is judged on that machine only.
+ *
+ * @example
+ * bootIdOfMarker('c1f3…-…:52732') // 'c1f3…-…'
+ */
+export function bootIdOfMarker(marker: string): string {
+  const at = marker.lastIndexOf(':');
+  return at < 0 ? '' : marker.slice(0, at);
+}
+
+/** Start ticks count from boot, so the same ticks after a reboot are another process. */
+function markerOf(stat: ProcStat): string {
+  return `${thisBootId()}:${stat.startTicks}`;
+}
+
 /**
  * The state and start time of `pid`; 'missing' when /proc has no such process; 'unreadable'
  * off Linux (no /proc) or when /proc hides it (mounted with `hidepid`).
