@@ -143,6 +143,8 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
       ...(deps.sleep ? { sleep: deps.sleep } : {}),
       random: randomOf(deps),
       ...(deps.process ? { process: deps.process } : {}),
+      // Reported, never taken for a dead holder: the lease is judged on the storage's clock.
+      onClockSkew: (skew) => deps.log.warn(skew.message, { clock: skew.clock, skew_ms: skew.skewMs }),
     });
     // From the moment it holds the output, whatever recovery, verify or the listing make it wait.
     if (renewEveryMs !== undefined) {
