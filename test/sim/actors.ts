@@ -37,6 +37,7 @@ import {
 } from '../../shared/export/run/start-run.js';
 import { runStep } from '../../shared/export/run/step.js';
 import { lookBack } from '../../shared/export/state/heartbeat.js';
+import type { LockProcess } from '../../shared/export/state/lock.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import {
   type Mode,
@@ -531,8 +532,10 @@ export async function cliRun(
   world: World,
   actor: Actor,
   options: { mode: Mode; waitForLockMs: number; tableFormat?: TableFormat | undefined },
+  process?: LockProcess,
 ): Promise<Manifest> {
-  const deps = depsFor(world, actor);
+  // Its own process (pid, machine): the lock records it and judges other holders by it.
+  const deps = { ...depsFor(world, actor), ...(process ? { process } : {}) };
   return runExport(deps, {
     mode: options.mode,
     tableFormat: options.tableFormat ?? world.settings.tableFormat,

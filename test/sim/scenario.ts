@@ -34,6 +34,7 @@ import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { OtherEngine } from './other-engine.js';
 import { Prng } from './prng.js';
+import { SimMachines } from './processes.js';
 import { type FaultRates, SimS3 } from './s3.js';
 import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
 import { type Delivery, SimQueue } from './sqs.js';
@@ -65,6 +66,10 @@ export interface Scenario {
     waitForLockMs: number;
     tableFormat?: TableFormat;
     killAfterMs?: number;
+    /** Which of the two machines of hostname `runner` it runs on (processes.ts). */
+    machine?: number;
+    /** Killed, it stays a zombie (a container without an init process to reap it). */
+    zombieWhenKilled?: boolean;
   }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
@@ -202,6 +207,17 @@ export function generateScenario(rng: Prng): Scenario {
       duplicate: 'none',
     });
     scenario.settings.startHandsOn = rng.pick([0, 1]);
+  }
+  // Clocks up to ±5 minutes apart in 30% of the seeds (beyond the lock's 60 s allowance: the
+  // lease is judged on the storage's clock, and a live holder must never be taken over), and
+  // each CLI on one of two machines of one hostname, a killed one left a zombie in half the
+  // seeds (processes.ts). Drawn last: other seeds keep their choices (a seed at 0 stays there
+  // unless drawn here).
+  if (rng.chance(0.3)) scenario.skewMs = rng.int(MINUTE + 1_000, 5 * MINUTE);
+  const zombies = rng.chance(0.5);
+  for (const each of scenario.clis) {
+    each.machine = rng.int(0, 1);
+    each.zombieWhenKilled = zombies;
   }
   return scenario;
 }
@@ -390,12 +406,14 @@ async function simulate(
     });
   }
 
-  for (const cli of scenario.clis) {
+  const machines = new SimMachines();
+  for (const [index, cli] of scenario.clis.entries()) {
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
       const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
       sim.spawn('cli', 'cli', { offsetMs: offset(), ...kill }, async (actor) => {
-        const manifest = await cliRun(world, actor, cli);
+        const process = machines.cli(index, actor, cli.machine ?? 0, cli.zombieWhenKilled ?? false);
+        const manifest = await cliRun(world, actor, cli, process);
         sim.log(actor, `cli: run ${manifest.run_id} ${manifest.status}`);
       });
     });
