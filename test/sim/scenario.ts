@@ -249,6 +249,16 @@ export interface SeedResult {
   unitDeadline: UnitDeadlineCases;
   /** Format switches: the cases this seed reached. */
   formatSwitch: FormatSwitchCases;
+  /** The lock's cases of issue 32 this seed reached. */
+  lock: LockCases;
+}
+
+/** The lock's cases of issue 32: holders judged by their process, leases judged on the bucket's clock. */
+export interface LockCases {
+  /** Lock holders (killed CLIs, zombies among them) a CLI on their machine judged gone. */
+  holdersGone: number;
+  /** Reads of the bucket's clock (`state/lock-clock.json` written): a lease that looked over. */
+  storageClockReads: number;
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -597,5 +607,11 @@ async function simulate(
     },
     unitDeadline,
     formatSwitch: formatSwitchCases(s3, monitor),
+    lock: {
+      holdersGone: machines.judgedGone,
+      storageClockReads: s3.events.filter(
+        (e) => e.op === 'put' && e.key === STATE_KEYS.lockClock && e.result === 'ok',
+      ).length,
+    },
   };
 }
