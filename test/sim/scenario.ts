@@ -70,6 +70,8 @@ export interface Scenario {
     machine?: number;
     /** Killed, it stays a zombie (a container without an init process to reap it). */
     zombieWhenKilled?: boolean;
+    /** Its clock's offset, where the seed sets it (clocks beyond the allowance); else drawn at its start. */
+    offsetMs?: number;
   }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
@@ -218,6 +220,14 @@ export function generateScenario(rng: Prng): Scenario {
   for (const each of scenario.clis) {
     each.machine = rng.int(0, 1);
     each.zombieWhenKilled = zombies;
+  }
+  // With clocks beyond the allowance, consecutive CLIs at opposite ends of the skew (2-10 min
+  // apart): the later one ahead (a waiting CLI whose clock says a live holder's lease is over)
+  // or behind (a start whose clock says it came before the run it follows), half the seeds each.
+  const laterAhead = rng.chance(0.5);
+  if (scenario.skewMs > MINUTE) {
+    for (const [i, each] of scenario.clis.entries())
+      each.offsetMs = (i % 2 === 0) === laterAhead ? -scenario.skewMs : scenario.skewMs;
   }
   return scenario;
 }
@@ -421,7 +431,7 @@ async function simulate(
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
       const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
-      sim.spawn('cli', 'cli', { offsetMs: offset(), ...kill }, async (actor) => {
+      sim.spawn('cli', 'cli', { offsetMs: cli.offsetMs ?? offset(), ...kill }, async (actor) => {
         const process = machines.cli(index, actor, cli.machine ?? 0, cli.zombieWhenKilled ?? false);
         const manifest = await cliRun(world, actor, cli, process);
         sim.log(actor, `cli: run ${manifest.run_id} ${manifest.status}`);

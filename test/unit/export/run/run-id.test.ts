@@ -37,7 +37,7 @@ describe('newRunId', () => {
     expect(id.startsWith('20261122T031700Z-3e7a')).toBe(true);
   });
 
-  it('sorts after an id made before 0.9 (six random digits), the last of its second included', () => {
+  it('sorts after an id made before issue 32 (six random digits), the last of its second included', () => {
     expect(
       newRunId(at('2026-11-22T03:00:00Z'), constant(0), '20261122T031500Z-9f2c41') >
         '20261122T031500Z-9f2c41',
