@@ -139,6 +139,11 @@ export const STATE_KEYS = {
   /** One run at a time per output: who holds the output and until when. */
   lock: `${STATE_ROOT}/lock.json`,
   /**
+   * A reader's write that tells the storage's clock (its stamp, S3's LastModified), made only
+   * when a lock's lease looks over: the lease is judged on that clock (export/state/lock-clock.ts).
+   */
+  lockClock: `${STATE_ROOT}/lock-clock.json`,
+  /**
    * A schedule's claim on one scheduled time (AWS): the first start-run invocation for it
    * creates this object, and every other delivery of the same time finds it and starts nothing.
    */

@@ -33,6 +33,8 @@ const ANY = '*';
 /** The layout's keys as patterns (shared/layout.ts is the one source of each). */
 export const KEY_PATTERNS = {
   lock: STATE_KEYS.lock,
+  /** A lock taker's write that reads the storage's clock (a lease that looks over). */
+  lockClock: STATE_KEYS.lockClock,
   /** When a run last ended well (finish-run's NoFinishedRun metric). */
   heartbeat: STATE_KEYS.heartbeat,
   /** The output's table format: read before a run starts, written when a run publishes. */
@@ -90,11 +92,12 @@ const K = KEY_PATTERNS;
  * A full run's estimate (its campaigns' job counts) keeps its requests for the manifest.
  */
 export const START_RUN_ACCESS: DataLakeAccess = {
-  read: [K.scheduledStart, K.lock, K.runState, K.campaignState, K.manifests, K.tableFormat],
+  read: [K.scheduledStart, K.lock, K.lockClock, K.runState, K.campaignState, K.manifests, K.tableFormat],
   write: [
     K.tableFormat,
     K.scheduledStart,
     K.lock,
+    K.lockClock,
     K.runRecord,
     K.campaignListing,
     K.listingHandedOn,

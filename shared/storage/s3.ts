@@ -199,7 +199,11 @@ export class S3Storage implements Storage {
               toStorageError(error, `cannot read ${this.location}/${key}`, key),
             )
           : await result.Body.transformToByteArray();
-      return { body, etag: unquoteEtag(result.ETag, key) };
+      return {
+        body,
+        etag: unquoteEtag(result.ETag, key),
+        ...(result.LastModified ? { lastModified: result.LastModified } : {}),
+      };
     } catch (error) {
       if (statusOf(error) === 404 || nameOf(error) === 'NoSuchKey') return undefined;
       throw toStorageError(error, `cannot read ${this.location}/${key}`, key);

@@ -14,6 +14,11 @@ export interface PutOptions {
 export interface StoredObject {
   body: Uint8Array;
   etag: string;
+  /**
+   * When the storage stamped the object's last write, by the storage's own clock (S3's
+   * LastModified, whole seconds); undefined where there is no clock but the writer's (a folder).
+   */
+  lastModified?: Date | undefined;
 }
 
 /** Counts of storage requests sent, for the run manifest and the benchmarks. */

@@ -24,6 +24,7 @@ import { ExporterError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { exportSendMs, pendingJobs } from '../../shared/export/run/export-unit.js';
 import { RUN_START_GRACE_MS } from '../../shared/export/run/start-run.js';
+import type { LockProcess } from '../../shared/export/state/lock.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import {
   type Mode,
@@ -427,6 +428,7 @@ export async function cliRun(
   world: World,
   actor: Actor,
   options: { mode: Mode; waitForLockMs: number; tableFormat?: TableFormat | undefined },
+  process?: LockProcess,
 ): Promise<string> {
   const { settings } = world;
   const argv = [
@@ -442,7 +444,8 @@ export async function cliRun(
     stderr: { write: (text: string) => (out.stderr += text) },
     cwd: '/',
     signals: { on: () => undefined, off: () => undefined, exit: () => undefined },
-    deps: () => depsFor(world, actor),
+    // Its own process (pid, machine): the lock records it and judges other holders by it.
+    deps: () => ({ ...depsFor(world, actor), ...(process ? { process } : {}) }),
     uniqueId: () => actor.name,
   });
   if (code !== EXIT.ok) throw new ExporterError(`the CLI exited ${code}: ${out.stderr.trim()}`);

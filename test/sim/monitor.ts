@@ -22,6 +22,8 @@
  * active, the moment its run is no longer ALIVE is noted; the holding must end, or become free
  * by the lock's rules (its run closed, or not recorded a start-run timeout after it took the
  * lock), within START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
+ * Invariant 16 (run ids follow the lock, issue 32): the run id of each holding sorts after the run
+ * id of every holding before it, whatever the clocks of their takers (up to ±5 minutes apart).
  * A run is ALIVE while an actor works for it (took its lock, carries its message, or is closing
  * it), while any of its messages is queued, in flight or delayed (the DLQ aside), or while its
  * run.json or closing.json exists (a finisher will take it on).
@@ -214,6 +216,17 @@ export class Monitor {
       }
       this.#ended(current, Math.min(now, current.expiresAt));
       current.takenOverAt = now;
+    }
+    // Run ids order runs (the views' and _current tables' newest): each run that takes the lock
+    // must come after every run that held it before, whatever its clock says (issue 32).
+    const later = this.holdings.find((h) => h.run >= record.run_id && h.run !== record.run_id);
+    if (later) {
+      this.violate(
+        '16 run ids follow the lock',
+        `run ${record.run_id} (${actor.name}, clock ${fmtOffset(actor)}) took the lock after run ${later.run} ` +
+          `(${later.holder.name}, clock ${fmtOffset(later.holder)}), but its id does not sort after it`,
+        [record.run_id, later.run],
+      );
     }
     const holding: Holding = {
       run: record.run_id,

@@ -30,6 +30,8 @@ export interface FaultRates {
 interface StoredObject {
   body: Uint8Array;
   etag: string;
+  /** When the write applied, on the simulation's clock (the bucket's: no actor's skew). */
+  writtenAt: number;
 }
 
 /** An Iceberg table's metadata file, created at each commit's swap (the file catalog). */
@@ -226,7 +228,7 @@ export class SimS3 {
         }
         const body = bytesOf(input.Body);
         const etag = `e${++this.#etags}`;
-        this.objects.set(key, { body, etag });
+        this.objects.set(key, { body, etag, writtenAt: this.sim.now });
         for (const listen of this.listeners) listen(actor, 'put', key, body);
         return { ETag: `"${etag}"` };
       }
@@ -240,6 +242,8 @@ export class SimS3 {
         return {
           Body: { transformToByteArray: async () => body },
           ETag: `"${found.etag}"`,
+          // S3's stamp of the write, by its own clock, in whole seconds.
+          LastModified: new Date(Math.floor(found.writtenAt / 1000) * 1000),
           ...(range && {
             ContentRange: `bytes ${range[1]}-${Number(range[1]) + body.length - 1}/${whole.length}`,
           }),

@@ -38,6 +38,7 @@ import { checkInvariants } from './invariants.js';
 import { Monitor, SKEW_ALLOWANCE_MS, START_RUN_TIMEOUT_MS, type Violation } from './monitor.js';
 import { OtherEngine } from './other-engine.js';
 import { Prng } from './prng.js';
+import { SimMachines } from './processes.js';
 import { type FaultRates, SimS3 } from './s3.js';
 import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
 import { type Delivery, SimQueue } from './sqs.js';
@@ -71,6 +72,12 @@ export interface Scenario {
     waitForLockMs: number;
     tableFormat?: TableFormat;
     killAfterMs?: number;
+    /** Which of the two machines of hostname `runner` it runs on (processes.ts). */
+    machine?: number;
+    /** Killed, it stays a zombie (a container without an init process to reap it). */
+    zombieWhenKilled?: boolean;
+    /** Its clock's offset, where the seed sets it (clocks beyond the allowance); else drawn at its start. */
+    offsetMs?: number;
   }>;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
@@ -237,6 +244,25 @@ export function generateScenario(rng: Prng): Scenario {
       scenario.finishOverlapWithinMs = rng.pick([200, 2_000]);
     }
   }
+  // Clocks up to ±5 minutes apart in 30% of the seeds (beyond the lock's 60 s allowance: the
+  // lease is judged on the storage's clock, and a live holder must never be taken over), and
+  // each CLI on one of two machines of one hostname, a killed one left a zombie in half the
+  // seeds (processes.ts). Drawn last: other seeds keep their choices (a seed at 0 stays there
+  // unless drawn here).
+  if (rng.chance(0.3)) scenario.skewMs = rng.int(MINUTE + 1_000, 5 * MINUTE);
+  const zombies = rng.chance(0.5);
+  for (const each of scenario.clis) {
+    each.machine = rng.int(0, 1);
+    each.zombieWhenKilled = zombies;
+  }
+  // With clocks beyond the allowance, consecutive CLIs at opposite ends of the skew (2-10 min
+  // apart): the later one ahead (a waiting CLI whose clock says a live holder's lease is over)
+  // or behind (a start whose clock says it came before the run it follows), half the seeds each.
+  const laterAhead = rng.chance(0.5);
+  if (scenario.skewMs > MINUTE) {
+    for (const [i, each] of scenario.clis.entries())
+      each.offsetMs = (i % 2 === 0) === laterAhead ? -scenario.skewMs : scenario.skewMs;
+  }
   return scenario;
 }
 
@@ -286,6 +312,16 @@ export interface SeedResult {
   budget: DynamoCases & { grants: number; fallbacks: number; peakShare: number };
   /** What the seed's Glue calls met (all zero but in the Glue seeds). */
   glue: GlueCases;
+  /** The lock's cases of issue 32 this seed reached. */
+  lock: LockCases;
+}
+
+/** The lock's cases of issue 32: holders judged by their process, leases judged on the bucket's clock. */
+export interface LockCases {
+  /** Lock holders (killed CLIs, zombies among them) a CLI on their machine judged gone. */
+  holdersGone: number;
+  /** Reads of the bucket's clock (`state/lock-clock.json` written): a lease that looked over. */
+  storageClockReads: number;
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -446,12 +482,14 @@ async function simulate(
     });
   }
 
-  for (const cli of scenario.clis) {
+  const machines = new SimMachines();
+  for (const [index, cli] of scenario.clis.entries()) {
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
       const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
-      sim.spawn('cli', 'cli', { offsetMs: offset(), ...kill }, async (actor) => {
-        const summary = await cliRun(world, actor, cli);
+      sim.spawn('cli', 'cli', { offsetMs: cli.offsetMs ?? offset(), ...kill }, async (actor) => {
+        const process = machines.cli(index, actor, cli.machine ?? 0, cli.zombieWhenKilled ?? false);
+        const summary = await cliRun(world, actor, cli, process);
         sim.log(actor, `cli: exited 0 ${summary.trim().split('\n')[0] ?? ''}`);
       });
     });
@@ -646,6 +684,12 @@ async function simulate(
       grants: world.budget.grants.length,
       fallbacks: world.budget.fallbackFrom.size,
       peakShare: world.budget.peakShare(),
+    },
+    lock: {
+      holdersGone: machines.judgedGone,
+      storageClockReads: s3.events.filter(
+        (e) => e.op === 'put' && e.key === STATE_KEYS.lockClock && e.result === 'ok',
+      ).length,
     },
   };
 }

@@ -7,6 +7,7 @@ import type { IntegrationApiClient } from '../../api/client.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import type { Log } from '../../log.js';
 import type { Storage } from '../../storage/storage.js';
+import type { LockProcess } from '../state/lock.js';
 import { addRequestCounts, emptyRequestCounts, type RequestCounts } from '../state/records.js';
 
 /** The part of the API client the steps use. */
@@ -36,6 +37,11 @@ export interface ExportDeps {
    * `storage` (`iceberg/<table>/metadata/vN.metadata.json`).
    */
   catalog?: IcebergCatalog | undefined;
+  /**
+   * The process that takes the output's lock and judges whether another holder is gone: this
+   * one by default; the simulation gives each simulated CLI its own pid and machine.
+   */
+  process?: LockProcess | undefined;
 }
 
 /** `deps.random`, or `Math.random`. */
@@ -48,13 +54,46 @@ export function randomHex(random: () => number, n: number): string {
   return hex;
 }
 
-/** A run id: sortable by start time, unique across concurrent starts (`20261122T031500Z-a1b2c3`). */
-export function newRunId(startedAt: Date, random?: () => number): string {
+/** Milliseconds of a second as 3 hex digits (`000`-`3e7`): lowercase hex of one width sorts as its number. */
+const MS_DIGITS = 3;
+/** Random hex digits after them: unique among starts of one millisecond (1 in 4,096 alike). */
+const RANDOM_DIGITS = 3;
+
+/**
+ * A run id: `20261122T031500Z-a1b2c3`, the start's second in UTC and six hex digits. Run ids
+ * order runs (the views' and `_current` tables' "newest", the supersede rules, the incremental
+ * state), compared as strings: the suffix's first three digits are the start's milliseconds,
+ * so that runs started in one second order by their start; the last three are random, so that
+ * concurrent starts differ. (Ids made before issue 32 have six random digits: the same format.)
+ * With `after` (the run that held the output's lock last), the id sorts after it even when
+ * this start's clock is behind that run's: its second and milliseconds then are that run's,
+ * its random digits greater.
+ */
+export function newRunId(startedAt: Date, random?: () => number, after?: string): string {
   const stamp = startedAt
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d{3}Z$/, 'Z');
-  return `${stamp}-${random ? randomHex(random, 6) : randomBytes(3).toString('hex')}`;
+  const ms = startedAt.getUTCMilliseconds().toString(16).padStart(MS_DIGITS, '0');
+  const id = `${stamp}-${ms}${random ? randomHex(random, RANDOM_DIGITS) : randomBytes(2).toString('hex').slice(0, RANDOM_DIGITS)}`;
+  return after !== undefined && id <= after ? (runIdAfter(after, random ?? Math.random) ?? id) : id;
+}
+
+const RUN_ID = /^(\d{8}T\d{6}Z)-([0-9a-f]{6})$/;
+const SUFFIX_SPAN = 16 ** (MS_DIGITS + RANDOM_DIGITS);
+
+/** An id that sorts right after `previous` (a run id of either age): its suffix a little greater; undefined for another shape. */
+function runIdAfter(previous: string, random: () => number): string | undefined {
+  const match = RUN_ID.exec(previous);
+  if (!match) return undefined;
+  const [, stamp, suffix] = match as unknown as [string, string, string];
+  const next = Number.parseInt(suffix, 16) + 1 + Math.floor(random() * 16);
+  if (next < SUFFIX_SPAN) return `${stamp}-${next.toString(16).padStart(6, '0')}`;
+  // The last suffix of its second: the next second's first.
+  const second = Date.parse(
+    stamp.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'),
+  );
+  return newRunId(new Date(second + 1_000), () => 0);
 }
 
 /** A client's request counters in the manifest's shape. */

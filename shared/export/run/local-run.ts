@@ -92,7 +92,7 @@ export const LOCAL_PUBLISH_CONCURRENCY = 1;
 
 /**
  * A CLI run's lock lasts this long unless renewed: a run killed on another host blocks the
- * output for at most this long (on the same host, a dead holder's lock is free at once).
+ * output for at most this long (on the same machine, a dead holder's lock is free at once).
  */
 export const LOCAL_LOCK_TTL_MS = 60_000;
 /** The lock is renewed this often, a third of its life: two renewals may fail before it expires. */

@@ -137,11 +137,14 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
     const { renewEveryMs, ...acquire } = input.lock;
     lock = await OutputLock.acquire(deps.storage, {
       ...acquire,
-      newRunId: (at) => newRunId(at, randomOf(deps)),
+      newRunId: (at, previous) => newRunId(at, randomOf(deps), previous),
       now: deps.now,
       // Only a given clock: the lock's own renewal timer is unref'd, so it never keeps a CLI alive.
       ...(deps.sleep ? { sleep: deps.sleep } : {}),
       random: randomOf(deps),
+      ...(deps.process ? { process: deps.process } : {}),
+      // Reported, never taken for a dead holder: the lease is judged on the storage's clock.
+      onClockSkew: (skew) => deps.log.warn(skew.message, { clock: skew.clock, skew_ms: skew.skewMs }),
     });
     // From the moment it holds the output, whatever recovery, verify or the listing make it wait.
     if (renewEveryMs !== undefined) {

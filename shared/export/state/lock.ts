@@ -4,9 +4,15 @@
  * afterwards changed only by compare-and-swap on its ETag: renewed by its holder, released
  * (marked released rather than deleted, so that release is a CAS too, and saying who released
  * it), or taken over once its holder is gone. A holder is gone when:
- * - its lock has expired, allowing for clocks up to `MAX_CLOCK_SKEW_MS` apart (the expiry was
- *   written by the holder's clock and is read by another's);
- * - its process is gone, or a zombie, on this host;
+ * - its lease has run out on the storage's clock (`lock-clock.ts`: the lease lasts from the
+ *   storage's stamp of the holder's last write, whatever the holder's and the reader's clocks
+ *   say; a clock more than `MAX_CLOCK_SKEW_MS` off is reported, never taken for a dead holder),
+ *   or, where the storage stamps nothing (a folder) or the record is older, its `expires_at`
+ *   has passed on the reader's clock by `MAX_CLOCK_SKEW_MS`;
+ * - its process is gone, or a zombie, on this machine: only a holder whose recorded start
+ *   (`owner_started`) names this machine's boot id is judged by its pid (containers often share
+ *   a hostname; a pid of another kernel says nothing here). A record without `owner_started`
+ *   (before 0.3, or a holder without `/proc`) is never judged by its pid: by expiry and its run;
  * - its run is closed (a finisher died between the run's tombstone and the release);
  * - its run was never recorded, `recordGraceMs` after the lock was taken (a start that died
  *   between the lock and its first record; start-run's timeout bounds a live one).
@@ -17,8 +23,9 @@ import { hostname } from 'node:os';
 import * as z from 'zod';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import { STATE_KEYS } from '../../layout.js';
-import type { Storage } from '../../storage/storage.js';
-import { processIsGone, processStartMarker } from './process-alive.js';
+import type { Storage, StoredObject } from '../../storage/storage.js';
+import { type ClockSkew, StorageClock } from './lock-clock.js';
+import { bootIdOfMarker, processIsGone, processStartMarker, thisBootId } from './process-alive.js';
 import { parseRecord } from './records.js';
 
 export const LockRecordSchema = z.object({
@@ -31,6 +38,8 @@ export const LockRecordSchema = z.object({
   token: z.string().optional(),
   acquired_at: z.string(),
   expires_at: z.string(),
+  /** When the holder wrote this record (took or renewed the lock), by its clock (absent before issue 32). */
+  written_at: z.string().optional(),
   released_at: z.string().optional(),
   /** Who released it: the holder's token, or `closer` (a finisher that closed the run). */
   released_by: z.string().optional(),
@@ -52,11 +61,14 @@ export const RELEASED_BY_CLOSER = 'closer';
 export interface AcquireOptions {
   /**
    * The id of the run that takes the lock, from the moment it does: a run that waited for
-   * another is younger than it, and run ids order runs.
+   * another is younger than it, and run ids order runs. `previous` is the run the lock's record
+   * names (its last holder): the id must sort after it, whatever this start's clock says.
    */
-  newRunId: (at: Date) => string;
-  /** Who takes it; default `pid@host` of this process. */
+  newRunId: (at: Date, previous: string | undefined) => string;
+  /** Who takes it; default `pid@host` of `process`. */
   owner?: string;
+  /** The process that takes it and judges other holders; default this one ({@link thisProcess}). */
+  process?: LockProcess;
   /** The lock expires this long after it was taken or last renewed. */
   ttlMs: number;
   /** Wait up to this long for a lock held by another run; default: refuse at once. */
@@ -71,30 +83,64 @@ export interface AcquireOptions {
   sleep?: (ms: number) => Promise<void>;
   /** The holder's token; default `Math.random`. */
   random?: () => number;
+  /** Told of a clock (the holder's, or this process's) further from the storage's than the allowance. */
+  onClockSkew?: (skew: ClockSkew) => void;
 }
 
 /** `pid@host` of this process. */
 export const processOwner = (): string => `${process.pid}@${hostname()}`;
 
-/** True when the holder is a process of this host that no longer exists (or is a zombie). */
-function holderIsGone(owner: string, started: string | undefined): boolean {
+/**
+ * A process as the lock sees it: who it is, and how it tells whether a holder is gone. This
+ * process by default ({@link thisProcess}); the lifecycle simulation gives each simulated CLI
+ * its own (pid, machine), so that a killed one is gone to a reader on its machine only.
+ */
+export interface LockProcess {
+  /** `pid@host`, the lock record's `owner`. */
+  owner: string;
+  /** `processStartMarker` of it (`<boot id>:<start ticks>`); undefined without `/proc`. */
+  started: string | undefined;
+  /** The boot id of its machine's kernel; undefined without `/proc`. */
+  bootId: string | undefined;
+  /** `processIsGone` on its machine: none runs as `pid` (exited, a zombie, or its pid reused). */
+  isGone(pid: number, started: string | undefined): boolean;
+}
+
+/** This process, judging holders by `/proc` and `kill(pid, 0)` (`process-alive.ts`). */
+export function thisProcess(): LockProcess {
+  return {
+    owner: processOwner(),
+    started: processStartMarker(),
+    bootId: thisBootId(),
+    isGone: processIsGone,
+  };
+}
+
+/**
+ * True when the holder is a process of the judge's machine that no longer exists (or is a
+ * zombie, or its pid now another process's). Of the judge's machine means: the same hostname and
+ * the same boot id recorded in `started`; without `started` nothing says so, and it is not gone.
+ */
+function holderIsGone(owner: string, started: string | undefined, judge: LockProcess): boolean {
   const at = owner.lastIndexOf('@');
-  if (at < 0 || owner.slice(at + 1) !== hostname()) return false;
+  if (at < 0 || owner.slice(at + 1) !== judge.owner.slice(judge.owner.lastIndexOf('@') + 1)) return false;
+  if (started === undefined || judge.bootId === undefined || bootIdOfMarker(started) !== judge.bootId)
+    return false;
   const pid = Number(owner.slice(0, at));
   if (!Number.isInteger(pid) || pid <= 0) return false;
-  if (pid === process.pid) return false;
-  return processIsGone(pid, started);
+  if (owner === judge.owner && started === judge.started) return false;
+  return judge.isGone(pid, started);
 }
 
 /**
  * Whether a stored lock may be taken by what it says alone: released, expired on every clock,
  * or its process gone.
  */
-export function lockIsFree(lock: LockRecord, now: Date): boolean {
+export function lockIsFree(lock: LockRecord, now: Date, judge: LockProcess = thisProcess()): boolean {
   return (
     lock.released_at !== undefined ||
     Date.parse(lock.expires_at) + MAX_CLOCK_SKEW_MS <= now.getTime() ||
-    holderIsGone(lock.owner, lock.owner_started)
+    holderIsGone(lock.owner, lock.owner_started, judge)
   );
 }
 
@@ -102,29 +148,64 @@ export function lockIsFree(lock: LockRecord, now: Date): boolean {
 async function holderRunIsOver(
   storage: Storage,
   lock: LockRecord,
-  now: Date,
+  stamped: Date | undefined,
+  clock: StorageClock,
   recordGraceMs: number | undefined,
 ): Promise<boolean> {
   if ((await storage.get(STATE_KEYS.closed(lock.run_id))) !== undefined) return true;
   if (recordGraceMs === undefined) return false;
-  const silentFor = now.getTime() - Date.parse(lock.acquired_at);
-  if (silentFor <= recordGraceMs + MAX_CLOCK_SKEW_MS) return false;
-  return (await storage.get(STATE_KEYS.runRecord(lock.run_id))) === undefined;
+  // The record first: it is there but for a start that died, and the storage's clock costs a write.
+  if ((await storage.get(STATE_KEYS.runRecord(lock.run_id))) !== undefined) return false;
+  return (await clock.sinceAcquired(lock, stamped)) > recordGraceMs;
+}
+
+/**
+ * Whether the stored lock may be taken now: released, its holder gone, its lease run out on
+ * the storage's clock (`clock`), or its run over. Reads storage; may write `state/lock-clock.json`.
+ */
+async function mayTake(
+  storage: Storage,
+  found: StoredObject,
+  held: LockRecord,
+  judge: LockProcess,
+  clock: StorageClock,
+  recordGraceMs: number | undefined,
+): Promise<boolean> {
+  return (
+    held.released_at !== undefined ||
+    holderIsGone(held.owner, held.owner_started, judge) ||
+    (await clock.expired(held, found.lastModified)) ||
+    (await holderRunIsOver(storage, held, found.lastModified, clock, recordGraceMs))
+  );
+}
+
+/** `onClockSkew` once per clock: a waiting start looks again every few seconds. */
+function oncePerClock(report: ((skew: ClockSkew) => void) | undefined): (skew: ClockSkew) => void {
+  const told = new Set<string>();
+  return (skew) => {
+    if (told.has(skew.clock)) return;
+    told.add(skew.clock);
+    report?.(skew);
+  };
 }
 
 /**
  * The lock's record when a run holds the output now, by the rules a start takes it by
- * (`OutputLock.acquire`, without waiting); undefined when a start would take it. Reads only.
+ * (`OutputLock.acquire`, without waiting); undefined when a start would take it. Reads, and
+ * writes `state/lock-clock.json` when the lease looks over (to read the storage's clock).
  */
 export async function lockHolder(
   storage: Storage,
   now: Date,
   recordGraceMs?: number,
+  judge: LockProcess = thisProcess(),
+  onClockSkew?: (skew: ClockSkew) => void,
 ): Promise<LockRecord | undefined> {
   const found = await storage.get(STATE_KEYS.lock);
   if (!found) return undefined;
   const held = parseRecord(LockRecordSchema, found.body, STATE_KEYS.lock);
-  if (lockIsFree(held, now) || (await holderRunIsOver(storage, held, now, recordGraceMs))) return undefined;
+  const clock = new StorageClock(storage, now, judge.owner, MAX_CLOCK_SKEW_MS, onClockSkew);
+  if (await mayTake(storage, found, held, judge, clock, recordGraceMs)) return undefined;
   return held;
 }
 
@@ -172,22 +253,26 @@ export class OutputLock {
     const deadline = now().getTime() + (options.waitMs ?? 0);
     const key = STATE_KEYS.lock;
     const token = tokenOf(options.random ?? Math.random);
+    const me = options.process ?? thisProcess();
+    const onClockSkew = oncePerClock(options.onClockSkew);
     for (;;) {
       const at = now();
-      const owner = options.owner ?? processOwner();
-      const started = owner === processOwner() ? processStartMarker() : undefined;
+      const owner = options.owner ?? me.owner;
+      const started = owner === me.owner ? me.started : undefined;
+      const current = await storage.get(key);
+      const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
       const record = {
-        run_id: options.newRunId(at),
+        run_id: options.newRunId(at, held?.run_id),
         owner,
         ...(started !== undefined ? { owner_started: started } : {}),
         token,
         acquired_at: at.toISOString(),
         expires_at: new Date(at.getTime() + options.ttlMs).toISOString(),
+        written_at: at.toISOString(),
       };
-      const current = await storage.get(key);
-      const held = current ? parseRecord(LockRecordSchema, current.body, key) : undefined;
+      const clock = new StorageClock(storage, at, owner, MAX_CLOCK_SKEW_MS, onClockSkew);
       const free =
-        !held || lockIsFree(held, at) || (await holderRunIsOver(storage, held, at, options.recordGraceMs));
+        !current || !held || (await mayTake(storage, current, held, me, clock, options.recordGraceMs));
       if (free) {
         try {
           const { etag } = await storage.put(key, encodeLock(record), {
@@ -256,11 +341,12 @@ export class OutputLock {
   async #renew(): Promise<void> {
     if (this.#released) return;
     if (this.#lost) throw this.#lostError(undefined);
-    const expires = new Date(this.#now().getTime() + this.#ttlMs).toISOString();
+    const now = this.#now();
+    const expires = new Date(now.getTime() + this.#ttlMs).toISOString();
     try {
       ({ etag: this.#etag } = await this.#storage.put(
         STATE_KEYS.lock,
-        encodeLock({ ...this.#record, expires_at: expires }),
+        encodeLock({ ...this.#record, expires_at: expires, written_at: now.toISOString() }),
         { ifMatch: this.#etag },
       ));
     } catch (error) {

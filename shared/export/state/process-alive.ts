@@ -11,7 +11,7 @@ const EXITED_STATES = new Set(['Z', 'X', 'x']);
 /** Position of `starttime` (field 22 of proc(5)) among the fields after the comm's closing `)`. */
 const START_TIME_INDEX = 22 - 3;
 
-interface ProcStat {
+export interface ProcStat {
   state: string;
   /** Clock ticks after boot when the process started. */
   startTicks: string;
@@ -31,19 +31,13 @@ interface ProcStat {
  * processIsGone(12345)                                   // true once 12345 was killed, reaped or not
  * processIsGone(owner.pid, owner.startedAt)              // also true when 12345 is now another process
  */
-export function processIsGone(pid: number, startedAt?: string): boolean {
+export function processIsGone(pid: number, startedAt?: string, kernel: Kernel = THIS_KERNEL): boolean {
   assertPid(pid);
-  let permitted = true;
-  try {
-    process.kill(pid, 0); // signal 0: only asks whether the process exists
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ESRCH') return true;
-    // EPERM: it exists but belongs to another user.
-    if (code !== 'EPERM') throw error;
-    permitted = false;
-  }
-  const stat = readProcStat(pid);
+  const signal = kernel.signal0(pid);
+  if (signal === 'ESRCH') return true;
+  // EPERM: it exists but belongs to another user.
+  const permitted = signal === 'sent';
+  const stat = kernel.stat(pid);
   if (stat === 'unreadable') return false; // kill(pid, 0) found it; nothing more can be known
 
   if (stat === 'missing') {
@@ -51,8 +45,37 @@ export function processIsGone(pid: number, startedAt?: string): boolean {
     return permitted;
   }
   if (EXITED_STATES.has(stat.state)) return true;
-  return startedAt !== undefined && startedAt !== markerOf(stat);
+  return startedAt !== undefined && startedAt !== `${kernel.bootId()}:${stat.startTicks}`;
 }
+
+/**
+ * What `processIsGone` asks a machine's kernel: this one's by default ({@link THIS_KERNEL});
+ * the lifecycle simulation's CLIs answer from a simulated process table, zombies included.
+ */
+export interface Kernel {
+  /** `kill(pid, 0)`: delivered, no such process, or another user's. */
+  signal0(pid: number): 'sent' | 'ESRCH' | 'EPERM';
+  /** `/proc/<pid>/stat`: the state and start; 'missing' (no such entry), 'unreadable' (no `/proc`, `hidepid`). */
+  stat(pid: number): ProcStat | 'missing' | 'unreadable';
+  /** Its boot id; undefined without `/proc`. */
+  bootId(): string | undefined;
+}
+
+/** This machine's kernel: `process.kill(pid, 0)` and `/proc`. */
+export const THIS_KERNEL: Kernel = {
+  signal0(pid) {
+    try {
+      process.kill(pid, 0); // signal 0: only asks whether the process exists
+      return 'sent';
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ESRCH' || code === 'EPERM') return code;
+      throw error;
+    }
+  },
+  stat: (pid) => readProcStat(pid),
+  bootId: () => thisBootId(),
+};
 
 /**
  * A token that tells this incarnation of a process from a later one that reuses its pid: the
@@ -72,14 +95,35 @@ function assertPid(pid: number): void {
   if (!Number.isInteger(pid) || pid <= 0) throw new RangeError(`not a process id: ${pid}`);
 }
 
+let hasProcfs: boolean | undefined;
 let bootId: string | undefined;
-/** Start ticks count from boot, so the same ticks after a reboot are another process. */
-function markerOf(stat: ProcStat): string {
+/**
+ * This machine's boot id (`/proc/sys/kernel/random/boot_id`): another kernel (another machine,
+ * container host or VM, or this one rebooted) has another. `undefined` where there is no `/proc`.
+ */
+export function thisBootId(): string | undefined {
+  hasProcfs ??= existsSync('/proc/self/stat');
+  if (!hasProcfs) return undefined;
   bootId ??= readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  return `${bootId}:${stat.startTicks}`;
+  return bootId;
 }
 
-let hasProcfs: boolean | undefined;
+/**
+ * The boot id a `processStartMarker` was recorded under: a pid is judged on that machine only.
+ *
+ * @example
+ * bootIdOfMarker('c1f3…-…:52732') // 'c1f3…-…'
+ */
+export function bootIdOfMarker(marker: string): string {
+  const at = marker.lastIndexOf(':');
+  return at < 0 ? '' : marker.slice(0, at);
+}
+
+/** Start ticks count from boot, so the same ticks after a reboot are another process. */
+function markerOf(stat: ProcStat): string {
+  return `${thisBootId()}:${stat.startTicks}`;
+}
+
 /**
  * The state and start time of `pid`; 'missing' when /proc has no such process; 'unreadable'
  * off Linux (no /proc) or when /proc hides it (mounted with `hidepid`).

@@ -204,7 +204,10 @@ describe('another run writing to --out', () => {
   it('exits 1 with one line naming the run that holds it, before any API request', async () => {
     const server = await scripted();
     const out = await tempDir('out');
-    const held = await OutputLock.acquire(new LocalStorage(out), { ttlMs: 60_000, newRunId });
+    const held = await OutputLock.acquire(new LocalStorage(out), {
+      ttlMs: 60_000,
+      newRunId: (at) => newRunId(at),
+    });
     undo.push(() => held.release());
     const r = await run(['--out', out], envOf(server));
     expect(r.code).toBe(1);

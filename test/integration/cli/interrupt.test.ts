@@ -158,7 +158,10 @@ describe('a run stopped by a signal', () => {
     async () => {
       const simulator = await slowSimulator();
       const out = await tempDir('interrupt-twice');
-      const held = await OutputLock.acquire(new LocalStorage(out), { ttlMs: 60_000, newRunId });
+      const held = await OutputLock.acquire(new LocalStorage(out), {
+        ttlMs: 60_000,
+        newRunId: (at) => newRunId(at),
+      });
       undo.push(() => held.release());
       const cli = exportCli(simulator, out, ['--wait-lock', '60']);
       // Nothing is printed while it waits for the lock: time for tsx to load the CLI and start waiting.

@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { hostname } from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
 import { describeError, OutputLockedError } from '../../../../shared/errors.js';
@@ -7,7 +8,9 @@ import {
   MAX_CLOCK_SKEW_MS,
   OutputLock,
   releaseLockOf,
+  thisProcess,
 } from '../../../../shared/export/state/lock.js';
+import { processStartMarker } from '../../../../shared/export/state/process-alive.js';
 import { STATE_KEYS } from '../../../../shared/layout.js';
 import { LocalStorage } from '../../../../shared/storage/local.js';
 import { tempDir } from '../../../helpers/export.js';
@@ -107,18 +110,18 @@ describe('OutputLock', () => {
     expect(second.runId).not.toBe(first.runId);
   });
 
-  it('is free at once when its holder was a process of this host that no longer exists', async () => {
+  it('is free at once when its holder was a process of this machine that no longer exists', async () => {
     const storage = new LocalStorage(await tempDir('lock'));
     const { clock, newRunId } = setup();
-    const gone = spawnSync(process.execPath, [
-      '-e',
-      'process.stdout.write(String(process.pid))',
-    ]).stdout.toString();
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+    const gone = { pid: child.pid!, started: processStartMarker(child.pid!) };
+    child.kill('SIGKILL');
+    await once(child, 'exit');
     await OutputLock.acquire(storage, {
       newRunId,
       ttlMs: TTL,
       now: clock.now,
-      owner: `${gone}@${hostname()}`,
+      process: { ...thisProcess(), owner: `${gone.pid}@${hostname()}`, started: gone.started },
     });
 
     const next = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL, now: clock.now });
