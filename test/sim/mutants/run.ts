@@ -63,6 +63,8 @@ interface Outcome {
   /** Invariant → the seeds that broke it. */
   byInvariant: Record<string, number[]>;
   seedsRun: number;
+  /** True when the run stopped at `--enough` caught seeds, after `seedsRun` seeds. */
+  stopped: boolean;
   seconds: number;
   error?: string;
 }
@@ -85,11 +87,18 @@ const { values, positionals } = parseArgs({
     keep: { type: 'boolean', default: false },
     /** A mutant's run that takes longer is killed and reported as an error. */
     'timeout-minutes': { type: 'string', default: '60' },
+    /**
+     * Stop a mutant's run once this many seeds caught it (its count then reads `≥K`); default:
+     * every seed (the table's full counts). On a busy machine, to gate within the time there is.
+     */
+    enough: { type: 'string' },
   },
 });
 const seedCount = Number(values.seeds ?? DEFAULT_SEEDS);
 const jobs = Math.max(1, Number(values.jobs));
 const timeoutMs = Number(values['timeout-minutes']) * 60_000;
+const enough =
+  values.enough === undefined ? Number.POSITIVE_INFINITY : Math.max(MIN_SEEDS, Number(values.enough));
 
 const root = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: 'utf8' }).trim();
 const catalog = join(root, 'test/sim/mutants');
@@ -141,6 +150,7 @@ function runSeeds(dir: string): Promise<{ lines: SeedLine[]; code: number | null
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     const lines: SeedLine[] = [];
+    let caught = 0;
     let out = '';
     let stderr = '';
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -149,7 +159,12 @@ function runSeeds(dir: string): Promise<{ lines: SeedLine[]; code: number | null
       while (end >= 0) {
         const line = out.slice(0, end).trim();
         out = out.slice(end + 1);
-        if (line.startsWith('{')) lines.push(JSON.parse(line) as SeedLine);
+        if (line.startsWith('{')) {
+          const parsed = JSON.parse(line) as SeedLine;
+          lines.push(parsed);
+          if (parsed.invariants.length > 0) caught += 1;
+          if (caught >= enough && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        }
         end = out.indexOf('\n');
       }
     });
@@ -178,6 +193,7 @@ async function measure(mutant: Mutant): Promise<Outcome> {
     seeds: [],
     byInvariant: {},
     seedsRun: 0,
+    stopped: false,
     seconds: 0,
   };
   const dir = join(scratch, mutant.slug === BASELINE.slug ? 'baseline' : mutant.slug);
@@ -200,7 +216,8 @@ async function measure(mutant: Mutant): Promise<Outcome> {
       for (const name of line.invariants)
         outcome.byInvariant[name] = [...(outcome.byInvariant[name] ?? []), line.seed];
     }
-    if (code !== 0 || lines.length !== seedCount) {
+    outcome.stopped = outcome.seeds.length >= enough;
+    if (!outcome.stopped && (code !== 0 || lines.length !== seedCount)) {
       outcome.error = `the simulation ended with ${code} after ${lines.length} of ${seedCount} seeds: ${stderr.trim().split('\n').slice(-5).join(' / ')}`;
       return outcome;
     }
@@ -212,7 +229,7 @@ async function measure(mutant: Mutant): Promise<Outcome> {
     outcome.seconds = Math.round((Date.now() - started) / 1000);
     if (!values.keep) rmSync(dir, { recursive: true, force: true });
     console.log(
-      `${outcome.slug}: ${outcome.status}, ${outcome.seeds.length} of ${seedCount} seeds, ${outcome.seconds} s${outcome.error ? ` (${outcome.error})` : ''}`,
+      `${outcome.slug}: ${outcome.status}, ${outcome.seeds.length} of ${outcome.stopped ? `${outcome.seedsRun} (stopped)` : seedCount} seeds, ${outcome.seconds} s${outcome.error ? ` (${outcome.error})` : ''}`,
     );
   }
 }
@@ -224,7 +241,10 @@ function row(o: Outcome): string {
     .join('; ');
   const seeds = o.seeds.slice(0, SEEDS_SHOWN).join(', ') + (o.seeds.length > SEEDS_SHOWN ? ', …' : '');
   const status = o.status === 'error' ? `ERROR: ${o.error}` : o.status.toUpperCase();
-  return `| ${o.slug} | ${status} | ${invariants || '—'} | ${seeds || '—'} | ${o.seeds.length}/${seedCount} | ${o.seconds} |`;
+  const count = o.stopped
+    ? `≥${o.seeds.length} (of seeds 1-${o.seedsRun})`
+    : `${o.seeds.length}/${seedCount}`;
+  return `| ${o.slug} | ${status} | ${invariants || '—'} | ${seeds || '—'} | ${count} | ${o.seconds} |`;
 }
 
 async function main(): Promise<number> {
