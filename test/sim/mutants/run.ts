@@ -22,33 +22,22 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
-  readFileSync,
   realpathSync,
   rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_SEEDS } from '../default-seeds.js';
+import { catalogPatches, type Mutant, readMutant } from './catalog.js';
 import type { SeedLine } from './seeds.js';
 
 /** Issue 32's target: every mutant caught by at least this many seeds of the default count. */
 const MIN_SEEDS = 3;
 /** Seeds listed per invariant in the table (the JSON has them all). */
 const SEEDS_SHOWN = 5;
-
-/** A catalog entry: the patch and its description header (the lines before `diff --git`). */
-interface Mutant {
-  slug: string;
-  path: string;
-  title: string;
-  defect: string;
-  fixedIn: string;
-  where: string;
-}
 
 type Status = 'caught' | 'weak' | 'survived' | 'error' | 'holds' | 'fails';
 
@@ -101,14 +90,7 @@ const enough =
   values.enough === undefined ? Number.POSITIVE_INFINITY : Math.max(MIN_SEEDS, Number(values.enough));
 
 const root = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: 'utf8' }).trim();
-const catalog = join(root, 'test/sim/mutants');
-const patchPaths =
-  positionals.length > 0
-    ? positionals.map((p) => resolve(p))
-    : readdirSync(catalog)
-        .filter((f) => f.endsWith('.patch'))
-        .sort()
-        .map((f) => join(catalog, f));
+const patchPaths = positionals.length > 0 ? positionals.map((p) => resolve(p)) : catalogPatches(root);
 const mutants = patchPaths.map(readMutant);
 const scratch = mkdtempSync(join(tmpdir(), 'mutants-'));
 const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
@@ -118,21 +100,6 @@ const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--
   .split('\0')
   .filter((f) => f !== '' && f !== 'node_modules' && existsSync(join(root, f)));
 const modules = realpathSync(join(root, 'node_modules'));
-
-/** Reads a patch's header: `# title`, then `Defect:`, `Fixed in:`, `Where:` lines. */
-function readMutant(path: string): Mutant {
-  const text = readFileSync(path, 'utf8');
-  const header = text.slice(0, Math.max(0, text.indexOf('diff --git')));
-  const field = (name: string) => header.match(new RegExp(`^${name}:\\s*(.*)$`, 'm'))?.[1]?.trim() ?? '';
-  return {
-    slug: basename(path, '.patch'),
-    path,
-    title: header.match(/^#\s*(.*)$/m)?.[1]?.trim() ?? '',
-    defect: field('Defect'),
-    fixedIn: field('Fixed in'),
-    where: field('Where'),
-  };
-}
 
 /** The checkout's working tree as it is on disk, copied; node_modules linked. */
 function copyCheckout(into: string): void {
