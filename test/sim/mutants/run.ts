@@ -195,9 +195,8 @@ async function measure(mutant: Mutant): Promise<Outcome> {
   } finally {
     outcome.seconds = Math.round((Date.now() - started) / 1000);
     if (!values.keep) rmSync(dir, { recursive: true, force: true });
-    console.log(
-      `${outcome.slug}: ${outcome.status}, ${outcome.seeds.length} of ${outcome.stopped ? `${outcome.seedsRun} (stopped)` : seedCount} seeds, ${outcome.seconds} s${outcome.error ? ` (${outcome.error})` : ''}`,
-    );
+    // Each outcome whole as it comes, so that a run cut short keeps what it measured.
+    console.log(`${outcome.slug}: ${outcome.status} ${JSON.stringify(outcome)}`);
   }
 }
 
