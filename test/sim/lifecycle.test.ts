@@ -6,17 +6,14 @@
  * `npm run sim -- --seed <seed> --trace`.
  */
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_SEEDS } from './default-seeds.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
 import { type FormatSwitchCases, noFormatSwitchCases, runSeed } from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
-/**
- * Seeds per `npm test` (SIM_SEEDS overrides, e.g. 100 while working on the simulator): 600 keep
- * `npm test` under its 10 minutes now that half the seeds commit Iceberg tables; `npm run sim --
- * --seeds 100000` is the run before a release.
- */
-const SEEDS = Number(process.env.SIM_SEEDS ?? 600);
+/** Seeds per `npm test` (default-seeds.ts; SIM_SEEDS overrides, e.g. 100 while working on the simulator). */
+const SEEDS = Number(process.env.SIM_SEEDS ?? DEFAULT_SEEDS);
 const BATCHES = 8;
 const PER_BATCH = Math.ceil(SEEDS / BATCHES);
 /** A batch on this machine takes ~10 s; the margin is for a loaded one. */
