@@ -99,22 +99,6 @@ export class Announcer {
   readonly events = new Map<string, number>();
   /** Who put each event, and when, in order. */
   readonly announcers = new Map<string, Array<{ actor: Actor; t: number }>>();
-  /**
-   * Announcements made again because the one before was accepted and its announcer never said
-   * so (marked the claim done or wrote the tombstone) and was gone when the next one came: it
-   * died, or the storage refused both records (503 after the SDK's retries) and it ended. That
-   * is the at-least-once window (shared/export/state/announcement.ts): nobody can tell the event
-   * was accepted. Every other repeat is a violation, a repeat while the first announcer still
-   * worked among them.
-   */
-  excusedRepeats(run: string, settled: (actor: Actor) => boolean): number {
-    const made = this.announcers.get(run) ?? [];
-    return made
-      .slice(0, -1)
-      .filter(
-        ({ actor }, i) => !settled(actor) && actor.endedAt !== undefined && actor.endedAt <= made[i + 1]!.t,
-      ).length;
-  }
   constructor(
     private readonly sim: Sim,
     /** Per call: EventBridge refuses the entry (FailedEntryCount). */
@@ -150,6 +134,8 @@ export interface World {
   settings: Settings;
   unitDeadlines: UnitDeadlines;
   fetcherSlots: SimFetcherSlots;
+  /** Told why a start answered `skipped` (the holder the lock named): liveness.ts, 16. */
+  onSkipped?: (actor: Actor, reason: string) => void;
 }
 
 function logFor(sim: Sim, actor: Actor): Log {
@@ -237,6 +223,7 @@ export async function startRunHandler(
     await giveBack();
     if (!(error instanceof OutputLockedError)) throw error;
     world.sim.log(actor, `skipped: ${describe(error)}`);
+    world.onSkipped?.(actor, error.message);
     return 'skipped';
   }
   const continuation: StartListingMessage = { ...started.run, list: 'campaigns' };
