@@ -48,7 +48,8 @@ const FINISH_TIMEOUT_MS = 15 * 60_000;
  * an announcer that died after EventBridge accepted the event (the claim's lease, 15 min, and
  * the clock allowance); and the look that closes it (its 15 min).
  */
-export const CLOSE_BOUND_MS = FINISH_EVERY_MS + FINISH_TIMEOUT_MS + ANNOUNCE_LEASE_MS + MAX_CLOCK_SKEW_MS + FINISH_TIMEOUT_MS;
+export const CLOSE_BOUND_MS =
+  FINISH_EVERY_MS + FINISH_TIMEOUT_MS + ANNOUNCE_LEASE_MS + MAX_CLOCK_SKEW_MS + FINISH_TIMEOUT_MS;
 
 /**
  * Counted excuses: each names the fault that earns it and is limited to that fault's effect.
@@ -159,7 +160,11 @@ export function checkLiveness(input: LivenessInput): void {
     const runs = all.length > 1 ? all.filter((run) => !failedStart(run)) : all;
     excuses.failedStartRetried += all.length - runs.length;
     if (runs.length > 1) {
-      violate('16 every scheduled time starts one run', `scheduled time ${time} started ${runs.length} runs: ${runs.join(', ')}`, runs);
+      violate(
+        '16 every scheduled time starts one run',
+        `scheduled time ${time} started ${runs.length} runs: ${runs.join(', ')}`,
+        runs,
+      );
       continue;
     }
     if (runs.length === 1) continue;
@@ -175,7 +180,8 @@ export function checkLiveness(input: LivenessInput): void {
         const claimer = s3.events.findLast(
           (e) => e.op === 'put' && e.key === claimKey && e.result.startsWith('ok') && e.t <= a.t,
         )?.actor;
-        if (claimer !== undefined && claimer !== a.actor) reasons.push(`${a.actor.name} duplicate of ${claimer.name}'s claim`);
+        if (claimer !== undefined && claimer !== a.actor)
+          reasons.push(`${a.actor.name} duplicate of ${claimer.name}'s claim`);
       } else if (a.answer === 'skipped') {
         const why = skipHolds(s3, monitor, a);
         if (why) {
@@ -229,7 +235,9 @@ export function checkLiveness(input: LivenessInput): void {
 /** The status of a run's manifest, if it has one. */
 function statusOf(s3: SimS3, run: string): string | undefined {
   const key = s3.keys('runs/').find((k) => k.endsWith(`/${run}.json`));
-  return key ? (JSON.parse(Buffer.from(s3.peek(key)!).toString('utf8')) as { status: string }).status : undefined;
+  return key
+    ? (JSON.parse(Buffer.from(s3.peek(key)!).toString('utf8')) as { status: string }).status
+    : undefined;
 }
 
 /** Why a `skipped` answer holds (16), or undefined when the holder it named was gone by the lock's rules. */
@@ -242,9 +250,13 @@ function skipHolds(s3: SimS3, monitor: Monitor, a: ScheduledAnswer): string | un
   const closed = monitor.closedAt.get(holder);
   if (closed !== undefined && closed.t <= readAt) return undefined;
   const recorded = monitor.startedBy.get(holder);
-  if (recorded !== undefined && recorded.t <= readAt) return `${a.actor.name} skipped for run ${holder}, open`;
+  if (recorded !== undefined && recorded.t <= readAt)
+    return `${a.actor.name} skipped for run ${holder}, open`;
   const holding = monitor.holdings.find((h) => h.run === holder);
-  if (holding && readAt <= holding.start + holding.holder.offsetMs + FIRST_RECORD_GRACE_MS + MAX_CLOCK_SKEW_MS)
+  if (
+    holding &&
+    readAt <= holding.start + holding.holder.offsetMs + FIRST_RECORD_GRACE_MS + MAX_CLOCK_SKEW_MS
+  )
     return `${a.actor.name} skipped for run ${holder}, within its first record's grace`;
   return undefined;
 }

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
+import { type Excuses, noExcuses } from './liveness.js';
 import { formatFailure, formatLine } from './report.js';
 import { runSeed } from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
@@ -29,6 +30,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   if (result.scenario.settings.tableFormat === 'iceberg')
     console.log(`iceberg cases: ${formatCases(result.iceberg)}`);
   console.log(`export-reports' time for requests: ${formatCases(result.unitDeadline)}`);
+  console.log(`excuses: ${formatCases(result.excuses)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -45,6 +47,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   const seedsWith = noCases();
   const deadline = noUnitDeadlineCases();
   const deadlineSeeds = noUnitDeadlineCases();
+  const excuses = noExcuses();
+  const excuseSeeds = noExcuses();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -56,6 +60,10 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     for (const [name, n] of Object.entries(result.unitDeadline) as [keyof UnitDeadlineCases, number][]) {
       deadline[name] += n;
       if (n > 0) deadlineSeeds[name]++;
+    }
+    for (const [name, n] of Object.entries(result.excuses) as [keyof Excuses, number][]) {
+      excuses[name] += n;
+      if (n > 0) excuseSeeds[name]++;
     }
     if (result.violations.length > 0) {
       failed++;
@@ -85,13 +93,19 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       `  ${name.padEnd(22)} ${String(deadline[name]).padStart(6)}  ${String(deadlineSeeds[name]).padStart(4)}`,
     );
   }
+  console.log('excuses (times, in how many seeds; liveness.ts says what earns each):');
+  for (const name of Object.keys(excuses) as (keyof Excuses)[]) {
+    console.log(
+      `  ${name.padEnd(22)} ${String(excuses[name]).padStart(6)}  ${String(excuseSeeds[name]).padStart(4)}`,
+    );
+  }
   for (const [invariant, seeds] of [...byInvariant].sort()) {
     console.log(`  ${invariant}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`);
   }
   return failed > 0 ? 1 : 0;
 }
 
-function formatCases(cases: IcebergCases | UnitDeadlineCases): string {
+function formatCases(cases: IcebergCases | UnitDeadlineCases | Excuses): string {
   return Object.entries(cases)
     .map(([name, n]) => `${name} ${n}`)
     .join(', ');

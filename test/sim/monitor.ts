@@ -385,7 +385,8 @@ export class Monitor {
     if (!holder.alive || holder.fixedRun !== h.run || this.closedAt.has(h.run)) return;
     const inFlight = [...holder.pending].some((op) => op.label.endsWith(STATE_KEYS.lock));
     const faulted = this.s3.events.some(
-      (e) => e.actor === holder && e.key === STATE_KEYS.lock && e.t >= h.lastWriteAt && !e.result.startsWith('ok'),
+      (e) =>
+        e.actor === holder && e.key === STATE_KEYS.lock && e.t >= h.lastWriteAt && !e.result.startsWith('ok'),
     );
     if (inFlight || faulted) {
       this.excuses.renewalFaulted++;
@@ -427,7 +428,8 @@ export class Monitor {
    */
   lockFreeFrom(now: number): number {
     const h = this.#current;
-    if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined || this.closedAt.has(h.run)) return now;
+    if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined || this.closedAt.has(h.run))
+      return now;
     if (this.started.has(h.run)) return now;
     return Math.max(now, h.start + h.holder.offsetMs + FIRST_RECORD_GRACE_MS + MAX_CLOCK_SKEW_MS + 1);
   }

@@ -11,9 +11,9 @@
  * Then the invariants are read from the bucket, the progress invariants among them (liveness.ts).
  */
 
+import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { type Mode, type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
-import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
 import { manifestKey, STATE_KEYS } from '../../shared/layout.js';
 import {
   Announcer,
@@ -391,7 +391,12 @@ async function simulate(
           const invocation: { actor?: Actor } = {};
           invocation.actor = startRunOnce(start.mode, scheduledTime, (answer) => {
             const actor = invocation.actor!;
-            answers.push({ actor, answer, t: sim.now, ...(skips.has(actor) && { detail: skips.get(actor) }) });
+            answers.push({
+              actor,
+              answer,
+              t: sim.now,
+              ...(skips.has(actor) && { detail: skips.get(actor) }),
+            });
           });
           const done = await sim.join(invocation.actor);
           if (done.result === 'ok') return;
