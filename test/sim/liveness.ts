@@ -8,8 +8,8 @@
  *     and that closed failed, when Lambda's retry started another (counted). With none, some invocation must have answered with a reason that holds:
  *     - `duplicate`: the time's claim was made by ANOTHER invocation (one that met its own
  *       claim, a write whose answer was lost and whose retry met a 412, has no reason);
- *     - `skipped`: the holder it named held the output by the lock's rules when the start last
- *       read the lock: not closed (its tombstone not yet written), and recorded, or still at
+ *     - `skipped`: the holder it named, another invocation's, held the output by the lock's
+ *       rules when the start last read the lock: not closed (its tombstone not yet written), and recorded, or still at
  *       work, or within `FIRST_RECORD_GRACE_MS` + `MAX_CLOCK_SKEW_MS` of taking the lock by its
  *       clock (a holder that died before its record);
  *     - the invocation crashed or threw (a fault, or the table-format check's refusal), counted.
@@ -249,10 +249,12 @@ function skipHolds(s3: SimS3, monitor: Monitor, a: ScheduledAnswer): string | un
     s3.events.findLast((e) => e.actor === a.actor && e.key === STATE_KEYS.lock && e.op === 'get')?.t ?? a.t;
   const closed = monitor.closedAt.get(holder);
   if (closed !== undefined && closed.t <= readAt) return undefined;
+  // A lock this start took itself (a take whose answer was lost, met again as another's) is no holder.
+  const holding = monitor.holdings.find((h) => h.run === holder);
+  if (holding?.holder === a.actor) return undefined;
   const recorded = monitor.startedBy.get(holder);
   if (recorded !== undefined && recorded.t <= readAt)
     return `${a.actor.name} skipped for run ${holder}, open`;
-  const holding = monitor.holdings.find((h) => h.run === holder);
   if (
     holding &&
     readAt <= holding.start + holding.holder.offsetMs + FIRST_RECORD_GRACE_MS + MAX_CLOCK_SKEW_MS
