@@ -4,8 +4,9 @@
  *
  * 16. Every scheduled time starts exactly one run, or a stated reason says why not. A time's
  *     runs are the runs whose first record an invocation of that time wrote; two are a
- *     violation, but for a run whose start invocation threw or crashed after its first record
- *     and that closed failed, when Lambda's retry started another (counted). With none, some invocation must have answered with a reason that holds:
+ *     violation, but for a run whose start invocation threw after its first record (the
+ *     handler hands the output and the time back, and the retry's recovery closes the run),
+ *     when Lambda's retry started another (counted). With none, some invocation must have answered with a reason that holds:
  *     - `duplicate`: the time's claim was made by ANOTHER invocation (one that met its own
  *       claim, a write whose answer was lost and whose retry met a 412, has no reason);
  *     - `skipped`: the holder it named, another invocation's, held the output by the lock's
@@ -24,8 +25,8 @@
  *     and why it still held it (monitor.ts, scenario.ts).
  * 19. A live holder keeps its lock: a holding whose expiry passes while its holder still works
  *     for the run (not released, not taken over, the run not closed) is a violation, unless a
- *     renewal of it met a fault (a lock write answered 503, 409, lost or slowed, in flight at
- *     the expiry), counted. The CLI renews every 20 s for a 60 s lock (local-run.ts).
+ *     renewal of it met a fault (a lock write answered 503, 409, lost, in flight at the expiry,
+ *     or applied more than a third of the lock's life after it was sent), counted. The CLI renews every 20 s for a 60 s lock (local-run.ts).
  * 20. Debris is removed: after the final start's recovery, no run closed before it keeps
  *     anything in `state/runs/<run>/` beside its tombstone and closing marker (recover.ts
  *     `sweepClosedRun`).
@@ -71,8 +72,9 @@ export interface Excuses {
    */
   repeatedAnnouncement: number;
   /**
-   * 16: a second run for a scheduled time, after the first one's start threw or crashed after
-   * its first record (the run closed as failed) and Lambda's retry started another.
+   * 16: a second run for a scheduled time, after the first one's start threw after its first
+   * record (a storage fault: the handler hands the output and the time back) and Lambda's retry
+   * started another, whose recovery closed the first.
    */
   failedStartRetried: number;
   /** 16: a scheduled time that started no run because each invocation that could have crashed or threw. */
@@ -151,12 +153,11 @@ export function checkLiveness(input: LivenessInput): void {
     const all = [...monitor.startedBy]
       .filter(([run, by]) => actors.has(by.actor) && monitor.started.has(run))
       .map(([run]) => run);
-    // A run whose start threw or crashed after its first record (closed as failed by the next
-    // start's recovery or finish-run) is a fault's, when Lambda's retry started another: counted.
-    const failedStart = (run: string) => {
-      const by = monitor.startedBy.get(run)!.actor;
-      return by.result !== 'ok' && statusOf(s3, run) === 'failed';
-    };
+    // A start that threw after its first record gave the output and the time back (the
+    // handler's `handBack`, functions/aws/start-run.ts: a failed send is retried by the
+    // schedule, whose next start closes the run as interrupted): its run is a fault's when
+    // Lambda's retry started another. Counted.
+    const failedStart = (run: string) => monitor.startedBy.get(run)!.actor.result !== 'ok';
     const runs = all.length > 1 ? all.filter((run) => !failedStart(run)) : all;
     excuses.failedStartRetried += all.length - runs.length;
     if (runs.length > 1) {
@@ -230,14 +231,6 @@ export function checkLiveness(input: LivenessInput): void {
       }
     }
   }
-}
-
-/** The status of a run's manifest, if it has one. */
-function statusOf(s3: SimS3, run: string): string | undefined {
-  const key = s3.keys('runs/').find((k) => k.endsWith(`/${run}.json`));
-  return key
-    ? (JSON.parse(Buffer.from(s3.peek(key)!).toString('utf8')) as { status: string }).status
-    : undefined;
 }
 
 /** Why a `skipped` answer holds (16), or undefined when the holder it named was gone by the lock's rules. */

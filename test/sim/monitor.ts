@@ -61,6 +61,10 @@ export interface Holding {
   orphanChecked: boolean;
   /** The holding's last successful write (its take, or a renewal). */
   lastWriteAt: number;
+  /** The expiry its take wrote, after the take: the lock's time to live. */
+  ttl: number;
+  /** What expiry the last write left, after it applied (a slowed renewal leaves less). */
+  lastSlack: number;
   /** Invariant 18: the code's view of the lock evaluated once the run closed (1), and after its closer ended (2). */
   closedLooks: number;
   /** Invariant 18: the code's view evaluated for a run that never wrote its record. */
@@ -212,6 +216,7 @@ export class Monitor {
     if (current && current.run === record.run_id && current.releasedAt === undefined) {
       current.expiresAt = expiresAt; // renewed
       current.lastWriteAt = now;
+      current.lastSlack = expiresAt - now;
       current.expiresWritten = record.expires_at;
       current.orphanChecked = false;
       return;
@@ -244,6 +249,8 @@ export class Monitor {
       orphanSince: undefined,
       orphanChecked: false,
       lastWriteAt: now,
+      ttl: expiresAt - now,
+      lastSlack: expiresAt - now,
       closedLooks: 0,
       unrecordedLooked: false,
     };
@@ -388,7 +395,10 @@ export class Monitor {
       (e) =>
         e.actor === holder && e.key === STATE_KEYS.lock && e.t >= h.lastWriteAt && !e.result.startsWith('ok'),
     );
-    if (inFlight || faulted) {
+    // A renewal that applied a third of the lock's life late (the CLI renews every third): slowed
+    // by the bucket or a paused process, a fault.
+    const slowed = h.lastSlack < (h.ttl * 2) / 3;
+    if (inFlight || faulted || slowed) {
       this.excuses.renewalFaulted++;
       return;
     }

@@ -577,7 +577,8 @@ async function simulate(
         finalResult = done.result === 'crashed' ? 'crashed' : 'error';
         sim.log(self, `final start-run ended: ${describe(done.error)}`);
       }
-      if (finalResult === 'started') finalStartedAt = finalAt;
+      // A start whose API answered fatally holds the lock too (it records its run, failed).
+      if (finalResult === 'started' || finalResult === 'failed') finalStartedAt = finalAt;
     });
     const finalEnd = monitor.lockFreeFrom(sim.now) + scenario.settings.deadlineMs + 25 * MINUTE;
     await sim.runUntil(() => sim.now >= finalEnd || sim.steps > MAX_STEPS);
@@ -588,7 +589,7 @@ async function simulate(
 
   if (!quiesced) {
     monitor.violate('0 quiescence', `the simulation did not quiesce within ${MAX_STEPS} steps`, []);
-  } else if (finalResult !== 'started') {
+  } else if (finalStartedAt === undefined) {
     monitor.violate(
       '18 the lock is freed by its rules',
       `the final start-run, at T+${(((finalAt ?? sim.now) - EPOCH) / 1000).toFixed(0)}s (quiescence at T+${((quiescence - EPOCH) / 1000).toFixed(0)}s), ended ${finalResult ?? 'without an answer'}: ${await whyHeld(s3, monitor, finalAt ?? sim.now)}`,
