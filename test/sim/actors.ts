@@ -80,22 +80,6 @@ export class Announcer {
   readonly events = new Map<string, number>();
   /** Who put each event, and when, in order. */
   readonly announcers = new Map<string, Array<{ actor: Actor; t: number }>>();
-  /**
-   * Announcements made again because the one before was accepted and its announcer never said
-   * so (marked the claim done or wrote the tombstone) and was gone when the next one came: it
-   * died, or the storage refused both records (503 after the SDK's retries) and it ended. That
-   * is the at-least-once window (shared/export/state/announcement.ts): nobody can tell the event
-   * was accepted. Every other repeat is a violation, a repeat while the first announcer still
-   * worked among them.
-   */
-  excusedRepeats(run: string, settled: (actor: Actor) => boolean): number {
-    const made = this.announcers.get(run) ?? [];
-    return made
-      .slice(0, -1)
-      .filter(
-        ({ actor }, i) => !settled(actor) && actor.endedAt !== undefined && actor.endedAt <= made[i + 1]!.t,
-      ).length;
-  }
   constructor(
     private readonly sim: Sim,
     /** Per call: EventBridge refuses the entry (FailedEntryCount). */
@@ -135,6 +119,8 @@ export interface World {
   budget?: SimBudget | undefined;
   /** The Glue catalog the seed's Iceberg tables are in (glue.ts); unset: the file catalog. */
   glue?: SimGlue | undefined;
+  /** Told why a start answered `skipped` (the holder the lock named): liveness.ts, 16. */
+  onSkipped?: (actor: Actor, reason: string) => void;
 }
 
 export function logFor(sim: Sim, actor: Actor): Log {
@@ -220,8 +206,10 @@ export async function startRunHandler(
   const answer: StartRunAnswer = await startRun(rt, event, context);
   world.sim.log(actor, `start-run answered ${JSON.stringify(answer).slice(0, 200)}`);
   switch (answer.status) {
-    case 'duplicate':
     case 'skipped':
+      world.onSkipped?.(actor, answer.reason ?? '');
+      return answer.status;
+    case 'duplicate':
     case 'failed':
       return answer.status;
     case 'started':

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
+import { type Excuses, noExcuses } from './liveness.js';
 import { formatFailure, formatLine } from './report.js';
 import { runSeed } from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
@@ -31,6 +32,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   console.log(`export-reports' time for requests: ${formatCases(result.unitDeadline)}`);
   console.log(`request budget: ${formatCases(result.budget)}`);
   if (result.scenario.glue) console.log(`glue: ${formatCases(result.glue)}`);
+  console.log(`excuses: ${formatCases(result.excuses)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -48,6 +50,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   const deadline = noUnitDeadlineCases();
   const deadlineSeeds = noUnitDeadlineCases();
   const budget = new Map<string, [number, number]>();
+  const excuses = noExcuses();
+  const excuseSeeds = noExcuses();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -71,6 +75,10 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
         name,
         name === 'peakShare' ? [Math.max(times, n), seeds] : [times + n, seeds + (n > 0 ? 1 : 0)],
       );
+    }
+    for (const [name, n] of Object.entries(result.excuses) as [keyof Excuses, number][]) {
+      excuses[name] += n;
+      if (n > 0) excuseSeeds[name]++;
     }
     if (result.violations.length > 0) {
       failed++;
@@ -106,6 +114,12 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   for (const [name, [times, seeds]] of budget) {
     console.log(
       `  ${name.padEnd(22)} ${String(Math.round(times * 100) / 100).padStart(6)}  ${String(seeds).padStart(4)}`,
+    );
+  }
+  console.log('excuses (times, in how many seeds; liveness.ts says what earns each):');
+  for (const name of Object.keys(excuses) as (keyof Excuses)[]) {
+    console.log(
+      `  ${name.padEnd(22)} ${String(excuses[name]).padStart(6)}  ${String(excuseSeeds[name]).padStart(4)}`,
     );
   }
   for (const [invariant, seeds] of [...byInvariant].sort()) {

@@ -30,8 +30,9 @@
  */
 
 import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
-import { LockRecordSchema } from '../../shared/export/state/lock.js';
+import { LockRecordSchema, MAX_CLOCK_SKEW_MS } from '../../shared/export/state/lock.js';
 import { STATE_KEYS } from '../../shared/layout.js';
+import { codeSeesHolder, type Excuses, noExcuses } from './liveness.js';
 import type { SimS3 } from './s3.js';
 import type { Actor, Sim } from './scheduler.js';
 import type { SimQueue } from './sqs.js';
@@ -49,7 +50,7 @@ export interface Violation {
   t: number;
 }
 
-interface Holding {
+export interface Holding {
   run: string;
   holder: Actor;
   start: number;
@@ -60,6 +61,16 @@ interface Holding {
   takenOverAt: number | undefined;
   orphanSince: number | undefined;
   orphanChecked: boolean;
+  /** The holding's last successful write (its take, or a renewal). */
+  lastWriteAt: number;
+  /** The expiry its take wrote, after the take: the lock's time to live. */
+  ttl: number;
+  /** What expiry the last write left, after it applied (a slowed renewal leaves less). */
+  lastSlack: number;
+  /** Invariant 18: the code's view of the lock evaluated once the run closed (1), and after its closer ended (2). */
+  closedLooks: number;
+  /** Invariant 18: the code's view evaluated for a run that never wrote its record. */
+  unrecordedLooked: boolean;
 }
 
 const RUN_KEY = /^state\/runs\/([^/]+)\//;
@@ -88,6 +99,14 @@ export class Monitor {
   readonly started = new Map<string, string>();
   /** Starts refused by the table-format check after their recovery (their first record deleted). */
   refusedStarts = 0;
+  /** The counted excuses (liveness.ts). */
+  readonly excuses: Excuses = noExcuses();
+  /** Each run's tombstone: when it was first written, and by whom. */
+  readonly closedAt = new Map<string, { t: number; by: Actor }>();
+  /** The actor that first wrote each run's record, and when (16: which scheduled time a run is of). */
+  readonly startedBy = new Map<string, { actor: Actor; t: number }>();
+  /** The code's views of the lock under evaluation (they read a snapshot: settled in microtasks). */
+  readonly #looks: Promise<void>[] = [];
   #current: Holding | undefined;
   readonly #settled = new Set<string>();
 
@@ -139,6 +158,7 @@ export class Monitor {
     // its rules (shared/export/state/lock.ts), and what its closer does next is tidying its own
     // folder and an idempotent release.
     if (op === 'put' && keyRun && key === STATE_KEYS.closed(keyRun)) {
+      if (!this.closedAt.has(keyRun)) this.closedAt.set(keyRun, { t: this.sim.now, by: actor });
       const current = this.#current;
       if (
         current &&
@@ -163,6 +183,7 @@ export class Monitor {
     if (op === 'put' && keyRun && key === STATE_KEYS.runRecord(keyRun) && body) {
       const record = JSON.parse(Buffer.from(body).toString('utf8')) as { driver: string };
       this.started.set(keyRun, record.driver);
+      if (!this.startedBy.has(keyRun)) this.startedBy.set(keyRun, { actor, t: this.sim.now });
     }
     // A start refused by the table-format check (after recovery) deletes its first record, the
     // only key of its run, before anything else: it never started. (Closing deletes the record
@@ -196,6 +217,8 @@ export class Monitor {
     }
     if (current && current.run === record.run_id && current.releasedAt === undefined) {
       current.expiresAt = expiresAt; // renewed
+      current.lastWriteAt = now;
+      current.lastSlack = expiresAt - now;
       current.expiresWritten = record.expires_at;
       current.orphanChecked = false;
       return;
@@ -238,6 +261,11 @@ export class Monitor {
       takenOverAt: undefined,
       orphanSince: undefined,
       orphanChecked: false,
+      lastWriteAt: now,
+      ttl: expiresAt - now,
+      lastSlack: expiresAt - now,
+      closedLooks: 0,
+      unrecordedLooked: false,
     };
     this.holdings.push(holding);
     this.#byRun.set(record.run_id, holding);
@@ -257,11 +285,6 @@ export class Monitor {
     const own = this.#byRun.get(run);
     if (!own || own.releasedAt !== undefined) return;
     const prefix = STATE_KEYS.runPrefix(run);
-    // After its tombstone a run's closer only tidies its own folder.
-    if (this.s3.peek(STATE_KEYS.closed(run)) !== undefined) return;
-    // A run whose closing record is frozen is finished by whoever finds it (finish-run holds no
-    // lock): what it writes is that record's, the same whoever writes it.
-    if (actor.name.startsWith('finish') && this.s3.peek(STATE_KEYS.closing(run)) !== undefined) return;
     // finish-run's heartbeat is the deployment's, written on every look whoever holds the lock.
     const matters =
       (!key.startsWith(prefix) && key !== STATE_KEYS.heartbeat) ||
@@ -269,6 +292,21 @@ export class Monitor {
       key === STATE_KEYS.closing(run);
     // A dead holder writes nothing: only a live one makes two writers.
     if (!matters || !this.alive(current.run)) return;
+    // After its tombstone, an actor of the run already under way (its closer shrinking the
+    // closing record and deleting the run record, a duplicate delivery or a stalled step ending
+    // late) may still write in its own folder, the next recovery's to sweep (20); anything
+    // else it writes is checked.
+    const closed = this.closedAt.get(run);
+    if (closed !== undefined && key.startsWith(prefix) && actor.startedAt <= closed.t) {
+      this.excuses.writeAfterTombstone++;
+      return;
+    }
+    // A run whose closing record is frozen is finished by whoever finds it (finish-run holds no
+    // lock): what it writes is that record's, the same whoever writes it.
+    if (actor.name.startsWith('finish') && this.s3.peek(STATE_KEYS.closing(run)) !== undefined) {
+      this.excuses.frozenClosing++;
+      return;
+    }
     const how =
       own.takenOverAt !== undefined && own.takenOverAt < own.expiresAt
         ? `was taken over at ${this.#at(own.takenOverAt)}, before it expired`
@@ -296,24 +334,92 @@ export class Monitor {
 
   #step(): void {
     const h = this.#current;
-    if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined || h.orphanChecked) return;
+    if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined) return;
     const now = this.sim.now;
-    // Free by the lock's own rules before its expiry: its run is closed, or never recorded its
-    // start within start-run's timeout (shared/export/state/lock.ts): any start may take it now.
-    const closed = this.s3.peek(STATE_KEYS.closed(h.run)) !== undefined;
-    const freeAt = h.start + FIRST_RECORD_GRACE_MS + 2 * SKEW_ALLOWANCE_MS;
-    const unrecorded = now > freeAt && this.s3.peek(STATE_KEYS.runRecord(h.run)) === undefined;
-    if (now < h.expiresAt && (closed || unrecorded)) {
-      // From the moment a start could take it (the scheduler's steps may be further apart).
-      this.#ended(h, closed ? now : freeAt);
+    if (!h.orphanChecked) {
+      if (now >= h.expiresAt) {
+        this.#lapsed(h);
+        this.#ended(h, h.expiresAt);
+      } else if (this.alive(h.run)) h.orphanSince = undefined;
+      else h.orphanSince ??= now;
+    }
+    // 18: once the holder's run is over, the lock is free as the code sees it (liveness.ts).
+    const closed = this.closedAt.get(h.run);
+    if (closed !== undefined) {
+      // At the tombstone the lock is free by its rules (a start may take it now); if the code
+      // still sees it held, its closer must release it before it ends.
+      if (h.closedLooks === 0) {
+        h.closedLooks = 1;
+        this.#look(h, now, (held) => {
+          if (!held) this.#ended(h, now);
+          else h.closedLooks = 2;
+        });
+      } else if (h.closedLooks === 2 && !closed.by.alive) {
+        h.closedLooks = 3;
+        this.#look(h, now, (held) => {
+          if (held)
+            this.violate(
+              '18 the lock is freed by its rules',
+              `run ${h.run} was closed at ${this.#at(closed.t)} by ${closed.by.name}, which ended at ${this.#at(now)} without releasing the lock, and the code (lockHolder) still sees the lock held by it (until ${h.expiresWritten} by its holder's clock)`,
+              [h.run],
+            );
+        });
+      }
       return;
     }
-    if (now < h.expiresAt) {
-      if (this.alive(h.run)) h.orphanSince = undefined;
-      else h.orphanSince ??= now;
-    } else {
-      this.#ended(h, h.expiresAt);
+    // A run that never wrote its record is over for the lock's rules once the grace has passed
+    // after the take by the holder's clock, and the skew allowance by the reader's.
+    const freeAt = h.start + h.holder.offsetMs + FIRST_RECORD_GRACE_MS + MAX_CLOCK_SKEW_MS + 1;
+    if (!h.unrecordedLooked && now > freeAt && this.s3.peek(STATE_KEYS.runRecord(h.run)) === undefined) {
+      h.unrecordedLooked = true;
+      this.#look(h, now, (held) => {
+        if (!held) this.#ended(h, freeAt);
+        else if (!this.alive(h.run))
+          this.violate(
+            '18 the lock is freed by its rules',
+            `run ${h.run} (${h.holder.name}) took the lock at ${this.#at(h.start)} and never wrote its record; at ${this.#at(now)}, ${secs(now - h.start)} later, the code (lockHolder) still sees the lock held by it (until ${h.expiresWritten} by its holder's clock)`,
+            [h.run],
+          );
+      });
     }
+  }
+
+  /** The code's view of the lock now (`codeSeesHolder`): `held` when it is `h`'s run's. */
+  #look(h: Holding, now: number, then: (held: boolean) => void): void {
+    this.#looks.push(
+      codeSeesHolder(this.s3, now, FIRST_RECORD_GRACE_MS).then((holder) => then(holder?.run_id === h.run)),
+    );
+  }
+
+  /** Waits for the code's views of the lock under evaluation. */
+  async settle(): Promise<void> {
+    await Promise.all(this.#looks);
+  }
+
+  /**
+   * 19: a holding expires while its holder still works for its run (not closed): a live holder
+   * that did not keep its lock, unless a renewal met a fault (liveness.ts).
+   */
+  #lapsed(h: Holding): void {
+    const holder = h.holder;
+    if (!holder.alive || holder.fixedRun !== h.run || this.closedAt.has(h.run)) return;
+    const inFlight = [...holder.pending].some((op) => op.label.endsWith(STATE_KEYS.lock));
+    const faulted = this.s3.events.some(
+      (e) =>
+        e.actor === holder && e.key === STATE_KEYS.lock && e.t >= h.lastWriteAt && !e.result.startsWith('ok'),
+    );
+    // A renewal that applied a third of the lock's life late (the CLI renews every third): slowed
+    // by the bucket or a paused process, a fault.
+    const slowed = h.lastSlack < (h.ttl * 2) / 3;
+    if (inFlight || faulted || slowed) {
+      this.excuses.renewalFaulted++;
+      return;
+    }
+    this.violate(
+      '19 a live holder keeps its lock',
+      `run ${h.run}'s lock, taken by ${h.holder.name} at ${this.#at(h.start)} and last written at ${this.#at(h.lastWriteAt)}, expired at ${this.#at(h.expiresAt)} while its holder still worked for the run, no renewal in flight and none refused`,
+      [h.run],
+    );
   }
 
   /** A holding ends at `end`: checks invariant 7 against the moment its holder was gone. */
@@ -330,6 +436,35 @@ export class Monitor {
         [h.run],
       );
     }
+  }
+
+  /** True when every run that recorded its start has its tombstone (no run is open). */
+  noOpenRun(): boolean {
+    for (const run of this.started.keys()) if (!this.closedAt.has(run)) return false;
+    return true;
+  }
+
+  /**
+   * When a start may take the lock by its rules, at the earliest, as far as the current holding
+   * says: at once, but for a holder that never wrote its record, whose lock is free a grace
+   * and the skew allowance after it took it by its clock (18).
+   */
+  lockFreeFrom(now: number): number {
+    const h = this.#current;
+    if (!h || h.releasedAt !== undefined || h.takenOverAt !== undefined || this.closedAt.has(h.run))
+      return now;
+    if (this.started.has(h.run)) return now;
+    return Math.max(now, h.start + h.holder.offsetMs + FIRST_RECORD_GRACE_MS + MAX_CLOCK_SKEW_MS + 1);
+  }
+
+  /** The simulation's start: times in messages are given from it. */
+  get epoch(): number {
+    return this.sim.epoch;
+  }
+
+  /** The current holding, for a violation's message. */
+  get current(): Holding | undefined {
+    return this.#current;
   }
 
   /** Called when the run is over: a holding still open is checked as if it ended now. */

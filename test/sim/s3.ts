@@ -43,6 +43,8 @@ const METADATA_SWAP = /^iceberg\/[^/]+\/metadata\/v\d+\.metadata\.json$/;
 const FORMAT_RECORD = 'state/table-format.json';
 /** How much likelier a crash is at a swap (or at the format record) than at any other call. */
 const SWAP_CRASH_FACTOR = 10;
+/** The lock and a run's tombstone: where a crash leaves a lock only the lock's rules free (liveness.ts, 18). */
+const LOCK_OR_TOMBSTONE = /^state\/(?:lock\.json|runs\/[^/]+\/closed\.json)$/;
 /** One storage request as applied (or refused), for the trace and the invariants. */
 export interface StorageEvent {
   t: number;
@@ -93,6 +95,12 @@ export class SimS3 {
   readonly objects = new Map<string, StoredObject>();
   readonly events: StorageEvent[] = [];
   readonly listeners: AccessListener[] = [];
+  /**
+   * Crashes at writes of the lock and of tombstones ten times likelier (scenario.ts draws it):
+   * a start dying between its lock and its record, a closer between its tombstone and the
+   * release, or before it deleted the run's records.
+   */
+  crashAtLockAndTombstone = false;
   #etags = 0;
 
   constructor(
@@ -144,7 +152,9 @@ export class SimS3 {
       // The swap of an Iceberg table's metadata is where a crash matters most, and at the
       // profiles' rates it was met by 2 seeds in 600: crashes there are made more likely.
       const crash =
-        METADATA_SWAP.test(keyOf(input)) || (write && keyOf(input) === FORMAT_RECORD)
+        METADATA_SWAP.test(keyOf(input)) ||
+        (write && keyOf(input) === FORMAT_RECORD) ||
+        (write && this.crashAtLockAndTombstone && LOCK_OR_TOMBSTONE.test(keyOf(input)))
           ? this.faults.crash * SWAP_CRASH_FACTOR
           : this.faults.crash;
       if (faulty && actor.canCrash && rng.chance(crash / 2)) {
