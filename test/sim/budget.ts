@@ -48,7 +48,7 @@ import type { Actor, Sim } from './scheduler.js';
 /** The table functions/aws/env.ts names REQUEST_BUDGET_TABLE, and the deployment's stage. */
 export const BUDGET_TABLE = 'sim-request-budget';
 export const STAGE = 'sim';
-/** The window of invariant 16's ceiling. */
+/** The window of invariant 21's ceiling. */
 const WINDOW_MS = 5_000;
 /** request-budget.ts BURST_MS (not exported): an idle deployment may spend this much at once. */
 const BURST_MS = 100;

@@ -80,7 +80,7 @@ export interface BudgetItemWrite {
 
 export class SimDynamo {
   readonly items = new Map<string, Item>();
-  /** Every write of the budget item that applied, in order (invariant 16's clock jumps). */
+  /** Every write of the budget item that applied, in order (invariant 21's clock jumps). */
   readonly budgetWrites: BudgetItemWrite[] = [];
   #lastBudgetWriteAt = 0;
   readonly cases: DynamoCases = { lostConditional: 0, throttled: 0, failed: 0, skewedWrites: 0 };

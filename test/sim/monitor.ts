@@ -245,7 +245,7 @@ export class Monitor {
     const later = this.holdings.find((h) => h.run >= record.run_id && h.run !== record.run_id);
     if (later) {
       this.violate(
-        '16 run ids follow the lock',
+        '22 run ids follow the lock',
         `run ${record.run_id} (${actor.name}, clock ${fmtOffset(actor)}) took the lock after run ${later.run} ` +
           `(${later.holder.name}, clock ${fmtOffset(later.holder)}), but its id does not sort after it`,
         [record.run_id, later.run],

@@ -51,7 +51,7 @@ import { type UnitDeadlineCases, UnitDeadlines } from './unit-deadline.js';
 
 const MINUTE = 60_000;
 /** Invariant 16 (budget.ts). */
-const BUDGET_INVARIANT = '16 the request budget holds';
+const BUDGET_INVARIANT = '21 the request budget holds';
 export const EPOCH = Date.parse('2026-11-22T03:00:00.000Z');
 /** Lambda timeouts (infra/constructs/functions.ts) and the queues' visibility (6 ×). */
 const LAMBDA_TIMEOUT_MS = 5 * MINUTE;
