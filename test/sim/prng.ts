@@ -8,8 +8,10 @@ export class Prng {
   #b: number;
   #c: number;
   #d: number;
+  readonly #seed: number;
 
   constructor(seed: number) {
+    this.#seed = seed >>> 0;
     // splitmix32 spreads a small seed over the four words of state.
     let s = seed >>> 0;
     const next = () => {
@@ -54,6 +56,18 @@ export class Prng {
   /** A new generator whose sequence depends only on this one's next draw. */
   fork(): Prng {
     return new Prng(Math.floor(this.next() * 4294967296));
+  }
+
+  /**
+   * A generator of its own for the draws of one scenario feature, from this one's seed and the
+   * feature's name, not from this one's position: a feature drawn from its stream keeps its
+   * draws however many draws other features add before it, and adds none to theirs.
+   */
+  stream(name: string): Prng {
+    // FNV-1a over the name.
+    let h = 0x811c9dc5;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
+    return new Prng((this.#seed ^ h) >>> 0);
   }
 
   /** `() => number` for code that takes a random function (ExportDeps.random). */
