@@ -10,9 +10,10 @@
  * out of a complete listing of their campaign ({@link blockedByNewerRuns}). The newer runs are
  * those whose snapshots the history tables (`campaigns`, `jobs`, `reports`) hold: every run
  * commits them before its current tables, so a run seen in its current-table commit is seen
- * here too. Each newer run's rule is rebuilt from its history files (found by its snapshot id
- * in the tables' manifests) and its manifest (or, before the manifest, its closing record), one
- * run at a time: memory grows with a run, not with the lake.
+ * here too. Each newer run's rule is rebuilt from its history rows (the files its snapshot
+ * added, and any file another engine's compaction rewrote them into: {@link filesOfRun}) and its
+ * manifest (or, before the manifest, its closing record), one run at a time: memory grows with a
+ * run, not with the lake.
  */
 
 import { ExporterError } from '../../errors.js';
