@@ -171,6 +171,23 @@ export function runsOlder(entry: ManifestEntry, field: number, rule: SupersedeRu
 }
 
 /**
+ * True when a data file's `run_id` bounds (field `field`) leave room for `runId`: a file of that
+ * one run, or one of several runs (another engine's compaction) or without bounds, whose rows'
+ * `run_id` must be read. An upper bound may be cut, as in {@link pathWithin}.
+ */
+export function mayHoldRun(entry: ManifestEntry, field: number, runId: string): boolean {
+  const text = (m: ManifestEntry['data_file']['lower_bounds']) => {
+    const value = m?.find((kv) => kv.key === field)?.value;
+    return value ? value.toString('utf8') : undefined;
+  };
+  const low = text(entry.data_file.lower_bounds);
+  const high = text(entry.data_file.upper_bounds);
+  return (
+    (low === undefined || runId >= low) && (high === undefined || runId <= high || runId.startsWith(high))
+  );
+}
+
+/**
  * True when a delete file's `file_path` bounds leave room for `path`. An upper bound may be cut
  * (the spec allows truncated string bounds), so a path it is a prefix of is within.
  */
@@ -310,7 +327,8 @@ export async function scanDataFile(
     const ids = await readIds(file, metadata, columns, group.index);
     const jobs = ids.job_id!;
     const campaigns = ids.campaign_id;
-    const older = runs === 'some' ? await olderRows(file, metadata, group, sorted.rule.runId!) : undefined;
+    const runId = sorted.rule.runId!;
+    const older = runs === 'some' ? await runRows(file, metadata, group, (run) => run < runId) : undefined;
     // A job's rows sit next to each other (75 a report in questions_current): the rule is asked
     // once per run of equal (job, campaign), not once per row.
     let lastJob = Number.NaN;
@@ -335,14 +353,14 @@ export async function scanDataFile(
   return { rows: Number(metadata.num_rows), hits };
 }
 
-/** Per row of a group, 1 when its `run_id` is older than `runId` (one group's strings held at a time). */
-async function olderRows(
+/** Per row of a group, 1 when its `run_id` passes `test` (one group's strings held at a time). */
+async function runRows(
   file: AsyncBuffer,
   metadata: FileMetaData,
   group: GroupStats,
-  runId: string,
+  test: (run: string) => boolean,
 ): Promise<Uint8Array> {
-  const older = new Uint8Array(group.rows);
+  const passes = new Uint8Array(group.rows);
   await parquetRead({
     file,
     metadata,
@@ -353,11 +371,11 @@ async function olderRows(
     onChunk: ({ columnData, rowStart }) => {
       for (let i = 0; i < columnData.length; i++) {
         const at = rowStart - group.start + i;
-        if (at >= 0 && at < group.rows) older[at] = String(columnData[i]) < runId ? 1 : 0;
+        if (at >= 0 && at < group.rows) passes[at] = test(String(columnData[i])) ? 1 : 0;
       }
     },
   });
-  return older;
+  return passes;
 }
 
 /**
@@ -407,7 +425,9 @@ export async function readDeleteFile(
 
 /**
  * The bigint `columns` of a Parquet object of `byteLength` bytes, one row group at a time, as
- * numbers: only those column chunks are read, by byte range.
+ * numbers: only those column chunks are read, by byte range. With `ofRun`, only the rows whose
+ * `run_id` is that run (a file of several runs' rows, as another engine's compaction writes):
+ * the `run_id` chunk is read too.
  *
  * @example
  * for await (const { job_id } of idColumnGroups(storage, key, size, ['job_id'])) jobs.push(...job_id);
@@ -417,11 +437,20 @@ export async function* idColumnGroups<C extends string>(
   key: string,
   byteLength: number,
   columns: readonly C[],
+  ofRun?: string,
 ): AsyncGenerator<Record<C, Float64Array>> {
   const file = rangedKey(storage, key, byteLength);
   const metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS_BYTES });
   for (const group of groupsOf(metadata)) {
-    if (group.rows > 0)
-      yield (await readIds(file, metadata, columns, group.index)) as Record<C, Float64Array>;
+    if (group.rows === 0) continue;
+    const ids = (await readIds(file, metadata, columns, group.index)) as Record<C, Float64Array>;
+    if (ofRun === undefined) {
+      yield ids;
+      continue;
+    }
+    const ours = await runRows(file, metadata, group, (run) => run === ofRun);
+    const kept = {} as Record<C, Float64Array>;
+    for (const c of columns) kept[c] = ids[c].filter((_, i) => ours[i] === 1);
+    yield kept;
   }
 }

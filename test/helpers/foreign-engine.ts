@@ -33,7 +33,8 @@ function orderLike(value: unknown, template: unknown): unknown {
   }
   if (value === null || typeof value !== 'object' || typeof value === 'bigint') return value;
   const v = value as Record<string, unknown>;
-  const t = (template ?? {}) as Record<string, unknown>;
+  // A template that is no object (Athena's field `type` "int" against a `list` type) orders nothing.
+  const t = (template !== null && typeof template === 'object' ? template : {}) as Record<string, unknown>;
   const keys = [...Object.keys(t).filter((k) => k in v), ...Object.keys(v).filter((k) => !(k in t))];
   return Object.fromEntries(keys.map((k) => [k, orderLike(v[k], t[k])]));
 }

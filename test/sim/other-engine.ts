@@ -44,6 +44,9 @@ import {
 } from '../helpers/foreign-engine.js';
 import type { Actor } from './scheduler.js';
 
+/** What the engine takes of its actor: its randomness (an integration test gives it a seeded one). */
+type Randomness = Pick<Actor, 'rng'>;
+
 /** What the other engine did in a seed (iceberg-cases.ts adds the races it won, from the log). */
 export interface OtherEngineCases {
   /** Versions it created: metadata-only changes and compactions. */
@@ -75,19 +78,19 @@ export const OTHER_ENGINE_SUMMARY_KEY = 'trino_query_id';
 /** Attempts of one change before it gives up (Iceberg's `commit.retry.num-retries` is 4). */
 const ATTEMPTS = 4;
 
-const hex = (actor: Actor, n: number): string =>
+const hex = (actor: Randomness, n: number): string =>
   Array.from({ length: n }, () => actor.rng.int(0, 15).toString(16)).join('');
-const uuid = (actor: Actor): string =>
+const uuid = (actor: Randomness): string =>
   `${hex(actor, 8)}-${hex(actor, 4)}-4${hex(actor, 3)}-a${hex(actor, 3)}-${hex(actor, 12)}`;
 /** A positive 63-bit snapshot id, as Athena's are. */
-const snapshotId = (actor: Actor): bigint =>
+const snapshotId = (actor: Randomness): bigint =>
   (BigInt(actor.rng.int(1, 0x3fff_ffff)) << 32n) | BigInt(actor.rng.int(0, 0xffff_ffff));
 
 const sameId = (a: number | bigint | null | undefined, b: number | bigint | null | undefined) =>
   a !== undefined && a !== null && b !== undefined && b !== null && BigInt(a) === BigInt(b);
 
 /** A Trino query id (what Athena's snapshots carry in their summary). */
-const queryId = (actor: Actor, at: number): string =>
+const queryId = (actor: Randomness, at: number): string =>
   `${new Date(at).toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '_')}_${String(actor.rng.int(0, 99999)).padStart(5, '0')}_${hex(actor, 5)}`;
 
 export class OtherEngine {
@@ -101,7 +104,7 @@ export class OtherEngine {
    * property change. `now` is the engine's clock.
    */
   async act(
-    actor: Actor,
+    actor: Randomness,
     storage: Storage,
     tables: readonly string[],
     now: () => number,
@@ -152,7 +155,7 @@ export class OtherEngine {
   }
 
   /** `ALTER TABLE … SET TBLPROPERTIES`: a property of its own; in half of them a tag too. */
-  #properties(actor: Actor, table: string, metadata: TableMetadata, change: number) {
+  #properties(actor: Randomness, table: string, metadata: TableMetadata, change: number) {
     const property = `sim.other-engine.change-${change}`;
     const value = hex(actor, 6);
     const current = metadata['current-snapshot-id'];
@@ -174,7 +177,7 @@ export class OtherEngine {
    * data file per `dt`, the old data and delete files marked DELETED (a single file too, as
    * Spark's `rewrite-all` does). Undefined when the table holds no data file.
    */
-  async #compaction(actor: Actor, storage: Storage, table: string, metadata: TableMetadata, at: number) {
+  async #compaction(actor: Randomness, storage: Storage, table: string, metadata: TableMetadata, at: number) {
     const head = (metadata.snapshots ?? []).find((s) =>
       sameId(s['snapshot-id'], metadata['current-snapshot-id']),
     );

@@ -10,9 +10,10 @@
  * out of a complete listing of their campaign ({@link blockedByNewerRuns}). The newer runs are
  * those whose snapshots the history tables (`campaigns`, `jobs`, `reports`) hold: every run
  * commits them before its current tables, so a run seen in its current-table commit is seen
- * here too. Each newer run's rule is rebuilt from its history files (found by its snapshot id
- * in the tables' manifests) and its manifest (or, before the manifest, its closing record), one
- * run at a time: memory grows with a run, not with the lake.
+ * here too. Each newer run's rule is rebuilt from its history rows (the files its snapshot
+ * added, and any file another engine's compaction rewrote them into: {@link filesOfRun}) and its
+ * manifest (or, before the manifest, its closing record), one run at a time: memory grows with a
+ * run, not with the lake.
  */
 
 import { ExporterError } from '../../errors.js';
@@ -20,9 +21,10 @@ import { CONTENT, decodeManifest, STATUS } from '../../iceberg/avro.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import { type BaseChange, type BaseContext, snapshotIdOf } from '../../iceberg/commit.js';
 import { type SupersedeRule, supersedes } from '../../iceberg/current.js';
-import { idColumnGroups, SortedIds } from '../../iceberg/current-scan.js';
+import { idColumnGroups, mayHoldRun, SortedIds } from '../../iceberg/current-scan.js';
 import { keyOfLocation } from '../../iceberg/locations.js';
 import { currentManifests } from '../../iceberg/manifests.js';
+import { fieldId } from '../../iceberg/schema.js';
 import { manifestKey } from '../../layout.js';
 import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import { parseRecord } from '../state/records.js';
@@ -33,6 +35,11 @@ import type { ExportDeps } from './context.js';
 export interface RunFile {
   readonly key: string;
   readonly bytes: number;
+  /**
+   * Only the rows of this run count: the file holds several runs' rows (another engine's
+   * compaction rewrote the run's own file into it).
+   */
+  readonly ofRun?: string;
 }
 
 /** What a rule reads of a run's manifest: the run, and what its listings and 404s delete. */
@@ -46,7 +53,7 @@ const HISTORY = ['campaigns', 'jobs', 'reports'] as const;
 
 /** The rows of a published file, by their bigint `columns`, a row group at a time. */
 function publishedIds<C extends string>(deps: ExportDeps, f: RunFile, columns: readonly C[]) {
-  return idColumnGroups(deps.storage, f.key, f.bytes, columns);
+  return idColumnGroups(deps.storage, f.key, f.bytes, columns, f.ofRun);
 }
 
 /**
@@ -113,27 +120,37 @@ export async function newerRuns(
   return [...found].sort(([a], [b]) => (a < b ? -1 : 1)).map(([run, dt]) => ({ runId: run, dt }));
 }
 
-/** The live data files `runId`'s snapshot added to history table `table`. */
+/**
+ * The live data files of history table `table` that hold `runId`'s rows: those its snapshot
+ * added, and those another engine's compaction (`OPTIMIZE … REWRITE DATA`) wrote the rows into,
+ * their `run_id` bounds (or none) leaving room for the run; of those only the run's rows count
+ * (`RunFile.ofRun`). The `*_latest` views read the table's rows whatever file holds them: a
+ * compacted run read by its snapshot's files alone would supersede nothing.
+ */
 async function filesOfRun(
   deps: ExportDeps,
   catalog: IcebergCatalog,
-  table: string,
+  table: (typeof HISTORY)[number],
   runId: string,
 ): Promise<RunFile[]> {
   const { metadata } = await catalog.load(table);
   if (!metadata) return [];
   const ours = BigInt(snapshotIdOf(runId, table));
+  const runIdField = fieldId(table, 'run_id');
   const files: RunFile[] = [];
   for (const m of await currentManifests(deps.storage, metadata)) {
     const found = await deps.storage.get(keyOfLocation(deps.storage, m.manifest_path));
     if (!found) throw new Error(`Iceberg manifest ${m.manifest_path} of ${table} is missing`);
     for (const e of await decodeManifest(found.body)) {
       const snapshot = e.snapshot_id ?? m.added_snapshot_id;
-      if (e.status === STATUS.DELETED || e.data_file.content !== CONTENT.DATA || BigInt(snapshot) !== ours)
-        continue;
+      if (e.status === STATUS.DELETED || e.data_file.content !== CONTENT.DATA) continue;
+      const own = BigInt(snapshot) === ours;
+      // Our own files of other runs hold one run id each (bounds low = high): not opened.
+      if (!own && !mayHoldRun(e, runIdField, runId)) continue;
       files.push({
         key: keyOfLocation(deps.storage, e.data_file.file_path),
         bytes: Number(e.data_file.file_size_in_bytes),
+        ...(!own && { ofRun: runId }),
       });
     }
   }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commitRun } from '../../../shared/iceberg/commit.js';
 import { type SupersedeRule, supersedeJobs } from '../../../shared/iceberg/current.js';
-import { anyWithin, PositionRuns, SortedIds } from '../../../shared/iceberg/current-scan.js';
+import { anyWithin, idColumnGroups, PositionRuns, SortedIds } from '../../../shared/iceberg/current-scan.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { LocalStorage } from '../../../shared/storage/local.js';
 import { syntheticRow, writeDataFile } from '../../helpers/iceberg-rows.js';
@@ -233,5 +233,31 @@ describe('current table supersession in run order', () => {
     // Assert: run-a's rows went (jobs 1, 2 exported, job 3 left out of the listing); run-c's all stay.
     expect(storage.dataFilesRead()).toEqual([`iceberg/${TABLE}/data/dt=${dt}/compacted-0.parquet`]);
     expect(await rowsOf(catalog)).toEqual(['1/0/run-c', '1/0/run-c', '2/0/run-c', '2/0/run-c', '3/0/run-c']);
+  });
+});
+
+describe('idColumnGroups of one run', () => {
+  it('gives only the ids of the rows of that run from a file of several runs, and every id without one', async () => {
+    // Prepare: a file of two runs' rows, as another engine's compaction writes one.
+    const storage = new LocalStorage(await mkdtemp(join(tmpdir(), 'scan-of-run-')));
+    const dt = dtOf(0);
+    const row = (run: string, job: number) =>
+      syntheticRow(TABLE, run, dt, job, { section_index: 0, campaign_id: 7 });
+    const mixed = await writeDataFile(storage, TABLE, 'compacted-0', dt, [
+      ...[1, 2, 3].map((j) => row('run-a', j)),
+      ...[4, 5].map((j) => row('run-b', j)),
+      row('run-a', 6),
+    ]);
+    const jobsOf = async (ofRun?: string) => {
+      const jobs: number[] = [];
+      for await (const group of idColumnGroups(storage, mixed.key, mixed.bytes, ['job_id'], ofRun))
+        jobs.push(...group.job_id);
+      return jobs;
+    };
+    // Act and assert
+    expect(await jobsOf('run-b')).toEqual([4, 5]);
+    expect(await jobsOf('run-a')).toEqual([1, 2, 3, 6]);
+    expect(await jobsOf('run-c')).toEqual([]);
+    expect(await jobsOf()).toEqual([1, 2, 3, 4, 5, 6]);
   });
 });
