@@ -126,6 +126,13 @@ export class Monitor {
     sim.afterStep.push(() => this.#step());
   }
 
+  /**
+   * Whether a holder's process is gone as the taker sees it (processes.ts: two CLIs of one
+   * machine, the holder's ended): the lock's own rule frees it at once, a takeover is no
+   * violation. Set by the scenario; none by default.
+   */
+  processGone: (holder: Actor, taker: Actor) => boolean = () => false;
+
   violate(invariant: string, message: string, runs: string[], dedupe = `${invariant} ${message}`): void {
     if (this.#reported.has(dedupe)) return;
     this.#reported.add(dedupe);
@@ -228,7 +235,7 @@ export class Monitor {
     // lost may end up taking the lock again under a new run id: the last one is its run).
     actor.fixedRun = record.run_id;
     if (current && current.releasedAt === undefined && current.takenOverAt === undefined) {
-      if (now < current.expiresAt && this.alive(current.run)) {
+      if (now < current.expiresAt && this.alive(current.run) && !this.processGone(current.holder, actor)) {
         this.violate(
           '4 one writer',
           `run ${record.run_id} (${actor.name}, clock ${fmtOffset(actor)}) took the lock over from run ${current.run} ` +

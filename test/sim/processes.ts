@@ -48,6 +48,20 @@ export class SimMachines {
     };
   }
 
+  /**
+   * Whether `holder`'s process is gone as `taker` sees it: both are simulated CLIs on one
+   * machine, and the holder's process has ended (killed, crashed, a zombie included). A lock
+   * taken over from such a holder is taken by the lock's own rule (its process is gone), and
+   * its run, whatever its records say, has nobody working for it any more.
+   */
+  goneTo(holder: Actor, taker: Actor): boolean {
+    const of = (actor: Actor) => [...this.#processes.values()].find((p) => p.actor === actor);
+    const h = of(holder);
+    const t = of(taker);
+    if (!h || !t || h.machine !== t.machine) return false;
+    return !(h.actor.alive && !h.actor.done);
+  }
+
   /** One machine's kernel: its processes as `kill(pid, 0)` and `/proc` show them. */
   #kernel(machine: number): Kernel {
     const state = (pid: number): 'running' | 'zombie' | undefined => {

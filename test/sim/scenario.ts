@@ -520,6 +520,7 @@ async function simulate(
   }
 
   const machines = new SimMachines();
+  monitor.processGone = (holder, taker) => machines.goneTo(holder, taker);
   for (const [index, cli] of scenario.clis.entries()) {
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
