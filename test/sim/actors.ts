@@ -121,6 +121,8 @@ export interface World {
   glue?: SimGlue | undefined;
   /** Told why a start answered `skipped` (the holder the lock named): liveness.ts, 16. */
   onSkipped?: (actor: Actor, reason: string) => void;
+  /** A finish-run that handed closings on (its answer's `handed_on`): the scenario may start a run after it. */
+  onHandedOn?: (actor: Actor) => void;
 }
 
 export function logFor(sim: Sim, actor: Actor): Log {
@@ -193,14 +195,17 @@ export type StartResult = 'duplicate' | 'skipped' | 'failed' | 'started';
 export async function startRunHandler(
   world: World,
   actor: Actor,
-  input: { mode: Mode; scheduledTime?: string; tableFormat?: TableFormat },
+  input: { mode: Mode; scheduledTime?: string; tableFormat?: TableFormat; recoveryHandsOn?: boolean },
 ): Promise<StartResult> {
   // A fault: an API so slow that the invocation's time runs out after each page: the campaign
   // listing and the plan messages are handed on, through every interleaving of the seed.
   const context = outOfTime(world, actor, RUN_START_GRACE_MS, START_OUT_OF_TIME);
   // A fault: the recovery meets a closing larger than it takes on (RECOVERY_OUTPUT_BYTES), and
   // hands it on to finish-run at once, so that the start goes on while it is still open.
-  const handsOn = world.sim.faultsOn && actor.rng.chance(world.settings.startHandsOn ?? 0);
+  // (A late closing's start, scenario.ts `lateClosings`, always meets one: `recoveryHandsOn`.)
+  const handsOn =
+    (world.sim.faultsOn && actor.rng.chance(world.settings.startHandsOn ?? 0)) ||
+    input.recoveryHandsOn === true;
   const rt = simRuntime(world, actor, { tableFormat: input.tableFormat, recoveryHandsOn: handsOn });
   const event = { mode: input.mode, ...(input.scheduledTime && { scheduled_time: input.scheduledTime }) };
   const answer: StartRunAnswer = await startRun(rt, event, context);
@@ -397,6 +402,7 @@ export async function finishHandler(
   // (`finisherLimits`), so that a closing is worked on by several invocations.
   const context = lambdaContext(world, limits.timeUp ? FINISH_TIME_UP_MS : limits.timeoutMs);
   const answer = await finishRunHandler(simRuntime(world, actor), {}, context);
+  if (answer.handed_on) world.onHandedOn?.(actor);
   return answer.finished;
 }
 

@@ -12,6 +12,7 @@
  */
 
 import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
+import type { LockRecord } from '../../shared/export/state/lock.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { type Mode, type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
 import { manifestKey, STATE_KEYS } from '../../shared/layout.js';
@@ -68,7 +69,13 @@ export interface Scenario {
   announceFails: number;
   /** Each actor's clock is off by up to ± this. */
   skewMs: number;
-  starts: Array<{ at: number; mode: Mode; duplicate: 'none' | 'together' | number }>;
+  /** `recoveryHandsOn`: its recovery hands every closing it finds open on (a late closing's start). */
+  starts: Array<{
+    at: number;
+    mode: Mode;
+    duplicate: 'none' | 'together' | number;
+    recoveryHandsOn?: boolean;
+  }>;
   /** CLI runs; one with a `tableFormat` other than the seed's is a format switch (`formatSwitch`). */
   clis: Array<{
     at: number;
@@ -121,6 +128,17 @@ export interface Scenario {
   glue?: GlueFaults | undefined;
   /** Crashes at the writes of the lock and of tombstones ten times likelier (s3.ts). */
   crashAtLockAndTombstone: boolean;
+  /**
+   * Late closings meeting a newer run (Iceberg seeds, `lateClosings`): after each of the first
+   * `starts` finish-runs that hand a closing on while faults are on, finish-run's schedule stalls
+   * (no invocation: a throttled or broken function) until `resumeAfterMs` after one more
+   * scheduled start, which comes `afterMs` after the lock of the closing's run has run out; that
+   * start's recovery meets the closing open and hands it on, and its newer run drains while the
+   * older closing waits. When finish-run resumes, the two closings are taken up each under its
+   * own lease: the older run commits its tables late, or at once with the newer (finishers side
+   * by side). Zero starts: none.
+   */
+  lateClosings: { starts: number; afterMs: number; resumeAfterMs: number };
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -181,6 +199,7 @@ export function generateScenario(rng: Prng): Scenario {
     others: { at: [], triggered: 0, compactShare: 0 },
     budget: { ceiling: 0, containers: 1, skewMs: 0, faults: NO_DYNAMO_FAULTS },
     crashAtLockAndTombstone: false,
+    lateClosings: { starts: 0, afterMs: 0, resumeAfterMs: 0 },
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -275,7 +294,48 @@ export function generateScenario(rng: Prng): Scenario {
   // closer that died after the tombstone, which the lock's rules must free (18), and a closed
   // run's leftovers, which the next recovery must sweep (20). Drawn last: other seeds keep theirs.
   scenario.crashAtLockAndTombstone = rng.chance(1 / 3);
+  lateClosings(rng.stream('late closings'), scenario, cli);
   return scenario;
+}
+
+/**
+ * Older closings that meet newer runs (issue 32: "two runs commit one table at once where the
+ * design allows it"). The lock serialises runs, but a run's closing outlives it: a start's
+ * recovery that hands a closing on to finish-run starts the next run at once, and finish-run
+ * takes the two closings up each under its own lease, in any order and side by side. From its
+ * own stream, so that no other draw of the seed moves.
+ * - A killed format switch meets one more start 2-4 minutes after its kill (beside the one at
+ *   2-8), while the switch is likelier still open, and in a third of the killed-switch seeds that
+ *   drew no hand-on every start's recovery hands on: the start must refuse while the switch's
+ *   closing is open, and its format check comes after that recovery.
+ * - In half the Iceberg seeds: every start's recovery hands on, finish-runs hand on at least half
+ *   the time, a second finisher comes side by side (200 ms or 2 s) on half the ticks, and after
+ *   each of the first 1-2 hand-ons of a finish-run, finish-run stalls while one more scheduled
+ *   start comes 1-3 minutes after the closing's lock ran out, and resumes 3-8 minutes after it
+ *   (`Scenario.lateClosings`, run by `simulate`).
+ */
+function lateClosings(rng: Prng, scenario: Scenario, cli: Scenario['clis'][number] | undefined): void {
+  if (cli?.killAfterMs !== undefined) {
+    scenario.starts.push({
+      at: cli.at + cli.killAfterMs + rng.int(2 * MINUTE, 4 * MINUTE),
+      mode: 'incremental',
+      duplicate: 'none',
+    });
+    if (rng.chance(1 / 3) && scenario.settings.startHandsOn === 0) scenario.settings.startHandsOn = 1;
+  }
+  const late = rng.chance(0.5) && scenario.settings.tableFormat === 'iceberg';
+  const starts = rng.int(1, 2);
+  const afterMs = rng.int(MINUTE, 3 * MINUTE);
+  const within = rng.pick([200, 2_000]);
+  const resumeAfterMs = rng.int(3 * MINUTE, 8 * MINUTE);
+  if (!late) return;
+  scenario.lateClosings = { starts, afterMs, resumeAfterMs };
+  scenario.settings.startHandsOn = 1;
+  scenario.finishHandsOn = Math.max(scenario.finishHandsOn, 0.5);
+  if (scenario.finishOverlap < 0.5 || scenario.finishOverlapWithinMs > 2_000) {
+    scenario.finishOverlap = 0.5;
+    scenario.finishOverlapWithinMs = within;
+  }
 }
 
 const GLUE_CALM: GlueFaults = { crash: 0, lostAfter: 0, lostBefore: 0, throttled: 0 };
@@ -464,12 +524,14 @@ async function simulate(
     scheduledTime: string | undefined,
     onResult?: (r: StartResult) => void,
     tableFormat?: TableFormat,
+    recoveryHandsOn?: boolean,
   ) =>
     lambda('start-run', LAMBDA_TIMEOUT_MS, async (actor) => {
       const result = await startRunHandler(world, actor, {
         mode,
         ...(scheduledTime ? { scheduledTime } : {}),
         ...(tableFormat ? { tableFormat } : {}),
+        ...(recoveryHandsOn && { recoveryHandsOn }),
       });
       sim.log(actor, `start-run: ${result}`);
       onResult?.(result);
@@ -481,7 +543,7 @@ async function simulate(
   const scheduled: Array<{ time: string; mode: string; answers: ScheduledAnswer[] }> = [];
   const skips = new Map<Actor, string>();
   world.onSkipped = (actor, reason) => skips.set(actor, reason);
-  for (const start of scenario.starts) {
+  const schedule = (start: Scenario['starts'][number]) => {
     const scheduledTime = new Date(start.at).toISOString();
     const answers: ScheduledAnswer[] = [];
     scheduled.push({ time: scheduledTime, mode: start.mode, answers });
@@ -490,15 +552,21 @@ async function simulate(
       const deliver = async () => {
         for (let attempt = 0; attempt < 3; attempt++) {
           const invocation: { actor?: Actor } = {};
-          invocation.actor = startRunOnce(start.mode, scheduledTime, (answer) => {
-            const actor = invocation.actor!;
-            answers.push({
-              actor,
-              answer,
-              t: sim.now,
-              ...(skips.has(actor) && { detail: skips.get(actor) }),
-            });
-          });
+          invocation.actor = startRunOnce(
+            start.mode,
+            scheduledTime,
+            (answer) => {
+              const actor = invocation.actor!;
+              answers.push({
+                actor,
+                answer,
+                t: sim.now,
+                ...(skips.has(actor) && { detail: skips.get(actor) }),
+              });
+            },
+            undefined,
+            start.recoveryHandsOn,
+          );
           const done = await sim.join(invocation.actor);
           if (done.result === 'ok') return;
           answers.push({
@@ -517,7 +585,28 @@ async function simulate(
       if (start.duplicate === 'none') await deliver();
       else await Promise.all([deliver(), again(start.duplicate === 'together' ? 0 : start.duplicate)]);
     });
-  }
+  };
+  for (const start of scenario.starts) schedule(start);
+  // Late closings meeting a newer run (`Scenario.lateClosings`): a scheduled start a little
+  // after a finish-run handed a closing on, while faults are on.
+  // after a finish-run handed a closing on, while faults are on: once the lock its run holds
+  // has run out (a closing keeps its run's lock until the tombstone), so that the start's
+  // recovery meets the closing open, hands it on and starts a newer run beside it.
+  // Meanwhile finish-run stalls, until a few minutes after that start (its run drains).
+  let lateStarts = scenario.lateClosings.starts;
+  let nextLate = 0;
+  let finishStalledUntil = 0;
+  world.onHandedOn = () => {
+    if (lateStarts === 0 || !sim.faultsOn || sim.now < nextLate) return;
+    lateStarts--;
+    const lock = s3.peek(STATE_KEYS.lock);
+    const expires = lock
+      ? Date.parse((JSON.parse(Buffer.from(lock).toString('utf8')) as LockRecord).expires_at)
+      : 0;
+    nextLate = Math.max(sim.now, expires) + scenario.lateClosings.afterMs;
+    finishStalledUntil = nextLate + scenario.lateClosings.resumeAfterMs;
+    schedule({ at: nextLate, mode: 'incremental', duplicate: 'none', recoveryHandsOn: true });
+  };
 
   const machines = new SimMachines();
   monitor.processGone = (holder, taker) => machines.goneTo(holder, taker);
@@ -588,11 +677,17 @@ async function simulate(
   const startTicks = () =>
     sim.spawn('driver', 'finish-schedule', { canCrash: false }, async (self) => {
       await sim.sleep(self, sim.rng.int(0, FINISH_EVERY_MS));
+      let stalledBefore = false;
       while (!stop.ticks) {
-        finish();
+        const stalled = sim.now < finishStalledUntil;
+        if (!stalled) finish();
+        // Resumed after a stall: two invocations at once (the backlog's), which take the
+        // closings waiting each under its own lease, side by side.
+        if (stalledBefore && !stalled) finish();
+        stalledBefore = stalled;
         if (sim.faultsOn && sim.rng.chance(scenario.finishOverlap)) {
           await sim.sleep(self, sim.rng.int(0, scenario.finishOverlapWithinMs));
-          finish();
+          if (!stalled) finish();
         }
         await sim.sleep(self, FINISH_EVERY_MS);
       }
