@@ -48,6 +48,19 @@ export class SimMachines {
     };
   }
 
+  /** The simulated CLI of a lock's `owner` (`pid@runner`), its machine and its zombie rule. */
+  processOf(owner: string): { actor: Actor; machine: number; zombie: boolean } | undefined {
+    const found = this.#processes.get(Number(owner.slice(0, owner.lastIndexOf('@'))));
+    return found && { actor: found.actor, machine: found.machine, zombie: found.zombieWhenKilled };
+  }
+
+  /** True when both actors are simulated CLIs on one machine (a killed one is gone to the other). */
+  sameMachine(a: Actor, b: Actor): boolean {
+    const machineOf = (actor: Actor) => [...this.#processes.values()].find((p) => p.actor === actor)?.machine;
+    const of = machineOf(a);
+    return of !== undefined && of === machineOf(b);
+  }
+
   /** One machine's kernel: its processes as `kill(pid, 0)` and `/proc` show them. */
   #kernel(machine: number): Kernel {
     const state = (pid: number): 'running' | 'zombie' | undefined => {
