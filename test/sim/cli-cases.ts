@@ -11,7 +11,12 @@
  *   storage call after it waits that long before it applies, so that a renewal due in the pause
  *   would land between the tombstone and the release (monitor.ts, 24);
  * - a finish-run invocation 0-1.5 s after a CLI creates its closing record: finish-run's sweep
- *   meets a live CLI closing its own run (monitor.ts, 25).
+ *   meets a live CLI closing its own run (monitor.ts, 25);
+ * - a CLI pair on the two machines: 0.1-3 s after a CLI takes the lock, another CLI starts on
+ *   the other machine with `--wait-lock` 2 min, its clock at the other end of the skew in the
+ *   seeds with clocks beyond the allowance (ahead: its clock says the live holder's lease is
+ *   over; behind: its start comes before the holder's by its clock); it must wait for the
+ *   holder (4) and take the lock with a later run id (22).
  *
  * 23. A CLI refused for the lock names a holder that holds by the lock's rules as seen from the
  *     CLI's machine when it last read the lock: its run not closed (no tombstone), and not a CLI
@@ -39,6 +44,10 @@ export interface CliCase {
   rerunAfterKill?: { killAfterLockMs: number; rerunAfterMs: number } | undefined;
   /** This run is the command of the CLI of this index typed again after its kill. */
   rerunOf?: number;
+  /** Another CLI on the other machine, `--wait-lock` 2 min, this long after it takes the lock. */
+  pairAfterLockMs?: number | undefined;
+  /** This run is the pair of the CLI of this index (on the other machine). */
+  pairOf?: number;
   /** The first storage call after its own tombstone waits this long first (a process pause). */
   pauseAfterTombstoneMs?: number;
   /** A finish-run invocation this long after it creates its closing record. */
@@ -49,6 +58,7 @@ export interface CliCase {
 const RERUN_SHARE = 0.25;
 const PAUSE_SHARE = 0.3;
 const FINISHER_SHARE = 0.3;
+const PAIR_SHARE = 0.3;
 
 /**
  * Draws the features above for the scenario's CLIs, each from its own stream of `rng` (so they
@@ -64,7 +74,13 @@ export function drawCliCases(rng: Prng, clis: CliCase[]): void {
     if (pause.chance(PAUSE_SHARE)) cli.pauseAfterTombstoneMs = pause.int(25_000, 90_000);
     if (finisher.chance(FINISHER_SHARE)) cli.finisherAtClosingMs = finisher.int(0, 1_500);
   }
+  const pair = rng.stream('cli-pair-other-machine');
+  for (const cli of clis)
+    if (pair.chance(PAIR_SHARE) && cli.killAfterMs === undefined) cli.pairAfterLockMs = pair.int(100, 3_000);
 }
+
+/** The pairs' pids: 4200 + the index of the CLI run they pair. */
+export const PAIR_PIDS = 200;
 
 /** The reruns' pids: 4100 + the index of the CLI run typed again (processes.ts numbers from 4000). */
 export const RERUN_PIDS = 100;

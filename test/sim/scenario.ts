@@ -30,7 +30,14 @@ import {
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
 import { type BudgetSettings, SimBudget } from './budget.js';
-import { type CliCase, type CliOutcome, checkCliRefusals, drawCliCases, RERUN_PIDS } from './cli-cases.js';
+import {
+  type CliCase,
+  type CliOutcome,
+  checkCliRefusals,
+  drawCliCases,
+  PAIR_PIDS,
+  RERUN_PIDS,
+} from './cli-cases.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
@@ -85,7 +92,15 @@ export interface Scenario {
       /** Its clock's offset, where the seed sets it (clocks beyond the allowance); else drawn at its start. */
       offsetMs?: number;
       /** The CLI's lock cases (cli-cases.ts): a rerun after a kill, a pause after the tombstone, a finisher at its closing. */
-    } & Pick<CliCase, 'rerunAfterKill' | 'rerunOf' | 'pauseAfterTombstoneMs' | 'finisherAtClosingMs'>
+    } & Pick<
+      CliCase,
+      | 'rerunAfterKill'
+      | 'rerunOf'
+      | 'pauseAfterTombstoneMs'
+      | 'finisherAtClosingMs'
+      | 'pairAfterLockMs'
+      | 'pairOf'
+    >
   >;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
@@ -347,6 +362,8 @@ export interface LockCases {
   cliRefusals: number;
   /** CLI runs typed again right after a kill on the same machine (cli-cases.ts). */
   cliReruns: number;
+  /** CLIs started on the other machine while a CLI held the lock (cli-cases.ts). */
+  cliPairs: number;
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -545,6 +562,7 @@ async function simulate(
   };
   const finisherAtClosing = new Set<Actor>();
   const killedForRerun = new Set<Actor>();
+  const paired = new Set<Actor>();
   s3.listeners.push((actor, op, key, body) => {
     const cli = cliOf.get(actor);
     if (!cli || op !== 'put' || !body) return;
@@ -560,6 +578,33 @@ async function simulate(
         await sim.sleep(self, rerun.rerunAfterMs);
         const again = { ...cli, at: sim.now, waitForLockMs: 0, offsetMs: actor.offsetMs, rerunOf: index };
         launchCli({ ...again, rerunAfterKill: undefined, killAfterMs: undefined }, RERUN_PIDS + index);
+      });
+      return;
+    }
+    // A CLI pair on the two machines: another CLI a moment after this one took the lock.
+    const pairAfter = cli.pairAfterLockMs;
+    if (key === STATE_KEYS.lock && pairAfter !== undefined && sim.faultsOn && !paired.has(actor)) {
+      if (Buffer.from(body).toString('utf8').includes('"released_at"')) return;
+      paired.add(actor);
+      const index = scenario.clis.indexOf(cli);
+      sim.spawn('invoker', 'cli-pair', { canCrash: false }, async (self) => {
+        await sim.sleep(self, pairAfter);
+        const wide = scenario.skewMs > MINUTE && actor.offsetMs !== 0;
+        launchCli(
+          {
+            ...cli,
+            at: sim.now,
+            waitForLockMs: 2 * MINUTE,
+            machine: 1 - (cli.machine ?? 0),
+            offsetMs: wide ? -actor.offsetMs : undefined,
+            pairOf: index,
+            pairAfterLockMs: undefined,
+            rerunAfterKill: undefined,
+            pauseAfterTombstoneMs: undefined,
+            finisherAtClosingMs: undefined,
+          },
+          PAIR_PIDS + index,
+        );
       });
       return;
     }
@@ -583,6 +628,8 @@ async function simulate(
       cliOutcomes.push({ actor, machine: cli.machine ?? 0 });
       if (cli.rerunOf !== undefined)
         sim.log(actor, `cli: the command of CLI run ${cli.rerunOf}, typed again after its kill`);
+      if (cli.pairOf !== undefined)
+        sim.log(actor, `cli: a pair of CLI run ${cli.pairOf}, on the other machine`);
       const process = machines.cli(index, actor, cli.machine ?? 0, cli.zombieWhenKilled ?? false);
       const summary = await cliRun(world, actor, cli, process);
       sim.log(actor, `cli: exited 0 ${summary.trim().split('\n')[0] ?? ''}`);
@@ -810,6 +857,7 @@ async function simulate(
       holdersGone: machines.judgedGone,
       cliRefusals,
       cliReruns: killedForRerun.size,
+      cliPairs: paired.size,
       storageClockReads: s3.events.filter(
         (e) => e.op === 'put' && e.key === STATE_KEYS.lockClock && e.result === 'ok',
       ).length,
