@@ -41,6 +41,13 @@ const servicesReached = {
 };
 const SERVICES_AT_LEAST = 3;
 /**
+ * The CLI's lock cases (cli-cases.ts) every run of 600 seeds reaches at least
+ * `CLI_LOCK_AT_LEAST` times: a CLI killed while it held the lock and its command typed again on
+ * its machine, and CLIs refused for the lock (whose named holder 23 checks).
+ */
+const cliLockReached = { cliReruns: 0, cliRefusals: 0 };
+const CLI_LOCK_AT_LEAST = 3;
+/**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two committers of
  * one table at once, and two *runs* (`concurrentRuns`), come from the scenario's late closings
  * (scenario.ts `lateClosings`: the lock serialises runs, not their closings; seeds 1-600: 10 in
@@ -100,6 +107,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
           servicesReached.staleVersion += result.glue.staleVersion;
           servicesReached.lostAnswer += result.glue.lostAnswer;
           servicesReached.concurrentCommits += result.glue.concurrentCommits;
+          cliLockReached.cliReruns += result.lock.cliReruns;
+          cliLockReached.cliRefusals += result.lock.cliRefusals;
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -149,6 +158,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(servicesReached).filter(([, n]) => n < SERVICES_AT_LEAST);
       expect(missed, JSON.stringify(servicesReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    "reaches the CLI's lock cases: a CLI killed holding the lock and typed again on its machine, CLIs refused for the lock",
+    () => {
+      const missed = Object.entries(cliLockReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
+      expect(missed, JSON.stringify(cliLockReached)).toEqual([]);
     },
   );
 

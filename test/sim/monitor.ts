@@ -11,7 +11,8 @@
  *   reads `expires_at` (each actor's clock is virtual time plus its offset);
  * - takeover: the successful write naming another run.
  * Invariant 4 (one writer) is broken when
- * - (4a) a takeover comes before the previous holding's expiry while that holder is ALIVE; or
+ * - (4a) a takeover comes before the previous holding's expiry while that holder is ALIVE (but
+ *   for a killed CLI's, taken by a CLI of its machine: its process is gone); or
  * - (4b) run r writes something that matters (anything outside `state/runs/r/`, or r's
  *   run.json / closing.json) while another run's holding is active and that run is ALIVE, after
  *   r's own holding ended by expiry or takeover (not by release: a released run's late
@@ -24,6 +25,16 @@
  * lock), within START_RUN_TIMEOUT + SKEW_ALLOWANCE of it.
  * Invariant 16 (run ids follow the lock, issue 32): the run id of each holding sorts after the run
  * id of every holding before it, whatever the clocks of their takers (up to ±5 minutes apart).
+ * Invariant 24 (a closed run's lock is not renewed, issue 16): the actor that wrote a run's
+ * tombstone writes that run's lock afterwards only to release it: a renewal it prepared after the
+ * tombstone applied (its `written_at`, by its clock) would say a closed run still holds the
+ * output (finish-run's `beforeTombstone`: a CLI stops renewing before its tombstone). A renewal
+ * sent before the tombstone and applied after it (a slow call) is not one.
+ * Invariant 25 (finish-run leaves a live CLI's closing to the CLI, close-runs.ts): no finisher
+ * writes for a run whose closing record is a CLI's (`driver: local`, not yet closed) when, as it
+ * last read a closing record, the lock named that run, not released and live by the finisher's
+ * own clock with the allowance (`lockIsFree`'s rule, as close-runs judges it; the lock read
+ * there comes after, and a renewal only moves the expiry on).
  * A run is ALIVE while an actor works for it (took its lock, carries its message, or is closing
  * it), while any of its messages is queued, in flight or delayed (the DLQ aside), or while its
  * run.json or closing.json exists (a finisher will take it on).
@@ -115,6 +126,10 @@ export class Monitor {
     return this.#settled.has(`${actor.name} ${run}`);
   }
   readonly #byRun = new Map<string, Holding>();
+  /** Whether two actors are CLI processes of one machine (scenario.ts sets it from processes.ts). */
+  sameMachine: (a: Actor, b: Actor) => boolean = () => false;
+  /** 25: each finisher's last read of the lock, and when it applied. */
+  readonly #lockReads = new Map<Actor, { record: ReturnType<typeof LockRecordSchema.parse>; t: number }>();
   readonly #reported = new Set<string>();
 
   constructor(
@@ -125,13 +140,6 @@ export class Monitor {
     s3.listeners.push((actor, op, key, body) => this.#access(actor, op, key, body));
     sim.afterStep.push(() => this.#step());
   }
-
-  /**
-   * Whether a holder's process is gone as the taker sees it (processes.ts: two CLIs of one
-   * machine, the holder's ended): the lock's own rule frees it at once, a takeover is no
-   * violation. Set by the scenario; none by default.
-   */
-  processGone: (holder: Actor, taker: Actor) => boolean = () => false;
 
   violate(invariant: string, message: string, runs: string[], dedupe = `${invariant} ${message}`): void {
     if (this.#reported.has(dedupe)) return;
@@ -145,7 +153,11 @@ export class Monitor {
     if (actor.kind === 'other') return;
     const keyRun = runOfKey(key);
     if (keyRun && actor.fixedRun === undefined) actor.currentRun = keyRun;
-    if (op === 'get') return;
+    if (op === 'get') {
+      if (keyRun && key === STATE_KEYS.closing(keyRun) && actor.kind === 'finish') this.#finisherRead(actor);
+      return;
+    }
+    if (op === 'put' && keyRun && actor.kind === 'finish') this.#finisherWrites(actor, keyRun, key);
     if (key === STATE_KEYS.lock) {
       if (op === 'put' && body) this.#lockWritten(actor, body);
       return;
@@ -210,10 +222,51 @@ export class Monitor {
     if (run) this.#checkWriter(actor, run, op, key);
   }
 
+  /** 25: the lock as it stood when a finisher last read a closing record (its decision point). */
+  #finisherRead(actor: Actor): void {
+    const body = this.s3.peek(STATE_KEYS.lock);
+    const record = body && LockRecordSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
+    if (record) this.#lockReads.set(actor, { record, t: this.sim.now });
+    else this.#lockReads.delete(actor);
+  }
+
+  /** 25: a finisher's write for a run whose CLI closes it and, by the lock it read, holds it. */
+  #finisherWrites(actor: Actor, run: string, key: string): void {
+    const read = this.#lockReads.get(actor);
+    if (!read || read.record.run_id !== run || read.record.released_at !== undefined) return;
+    if (this.closedAt.has(run)) return;
+    const closing = this.s3.peek(STATE_KEYS.closing(run));
+    if (!closing) return;
+    const record = JSON.parse(Buffer.from(closing).toString('utf8')) as { driver?: string; closed?: unknown };
+    if (record.driver !== 'local' || 'closed' in record) return;
+    if (read.t + actor.offsetMs >= Date.parse(read.record.expires_at) + MAX_CLOCK_SKEW_MS) return;
+    this.violate(
+      '25 finish-run leaves a live CLI its closing',
+      `${actor.name} wrote ${key} for run ${run}, a CLI's closing, which it read at ${this.#at(read.t)} while run ${run} (${read.record.owner}) held the lock until ${read.record.expires_at} (its clock read ${new Date(read.t + actor.offsetMs).toISOString()})`,
+      [run],
+      `25 ${run}`,
+    );
+  }
+
   #lockWritten(actor: Actor, body: Uint8Array): void {
     const record = LockRecordSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
     const now = this.sim.now;
     const current = this.#current;
+    // 24: the closer of a run renews its lock after the run's tombstone.
+    const closed = this.closedAt.get(record.run_id);
+    if (
+      closed?.by === actor &&
+      record.released_at === undefined &&
+      record.written_at !== undefined &&
+      Date.parse(record.written_at) - actor.offsetMs > closed.t
+    ) {
+      this.violate(
+        "24 a closed run's lock is not renewed",
+        `${actor.name} wrote its tombstone of run ${record.run_id} at ${this.#at(closed.t)} and then renewed the run's lock (written at ${record.written_at} by its clock, until ${record.expires_at}): a closed run's lock is free, and no renewal may say otherwise`,
+        [record.run_id],
+        `24 ${record.run_id}`,
+      );
+    }
     const expiresAt = Date.parse(record.expires_at) - actor.offsetMs;
     if (record.released_at !== undefined) {
       if (current && current.run === record.run_id && current.releasedAt === undefined) {
@@ -235,7 +288,11 @@ export class Monitor {
     // lost may end up taking the lock again under a new run id: the last one is its run).
     actor.fixedRun = record.run_id;
     if (current && current.releasedAt === undefined && current.takenOverAt === undefined) {
-      if (now < current.expiresAt && this.alive(current.run) && !this.processGone(current.holder, actor)) {
+      // A killed CLI's lock taken by a CLI of its machine is free by the lock's rules: its
+      // process is gone (processes.ts), whatever its run's records say (the taker's recovery
+      // closes that run).
+      const goneProcess = !current.holder.alive && this.sameMachine(actor, current.holder);
+      if (now < current.expiresAt && this.alive(current.run) && !goneProcess) {
         this.violate(
           '4 one writer',
           `run ${record.run_id} (${actor.name}, clock ${fmtOffset(actor)}) took the lock over from run ${current.run} ` +

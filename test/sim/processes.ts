@@ -48,18 +48,17 @@ export class SimMachines {
     };
   }
 
-  /**
-   * Whether `holder`'s process is gone as `taker` sees it: both are simulated CLIs on one
-   * machine, and the holder's process has ended (killed, crashed, a zombie included). A lock
-   * taken over from such a holder is taken by the lock's own rule (its process is gone), and
-   * its run, whatever its records say, has nobody working for it any more.
-   */
-  goneTo(holder: Actor, taker: Actor): boolean {
-    const of = (actor: Actor) => [...this.#processes.values()].find((p) => p.actor === actor);
-    const h = of(holder);
-    const t = of(taker);
-    if (!h || !t || h.machine !== t.machine) return false;
-    return !(h.actor.alive && !h.actor.done);
+  /** The simulated CLI of a lock's `owner` (`pid@runner`), its machine and its zombie rule. */
+  processOf(owner: string): { actor: Actor; machine: number; zombie: boolean } | undefined {
+    const found = this.#processes.get(Number(owner.slice(0, owner.lastIndexOf('@'))));
+    return found && { actor: found.actor, machine: found.machine, zombie: found.zombieWhenKilled };
+  }
+
+  /** True when both actors are simulated CLIs on one machine (a killed one is gone to the other). */
+  sameMachine(a: Actor, b: Actor): boolean {
+    const machineOf = (actor: Actor) => [...this.#processes.values()].find((p) => p.actor === actor)?.machine;
+    const of = machineOf(a);
+    return of !== undefined && of === machineOf(b);
   }
 
   /** One machine's kernel: its processes as `kill(pid, 0)` and `/proc` show them. */

@@ -101,6 +101,8 @@ export class SimS3 {
    * release, or before it deleted the run's records.
    */
   crashAtLockAndTombstone = false;
+  /** A process pause the scenario places at a call of its choosing (cli-cases.ts): extra latency, no draw. */
+  pauseBefore: ((actor: Actor, command: string, key: string) => number) | undefined;
   #etags = 0;
 
   constructor(
@@ -141,6 +143,7 @@ export class SimS3 {
     if (this.sim.faultsOn && actor.canCrash && this.sim.rng.chance(this.faults.pause)) {
       latency += this.sim.rng.int(30_000, 120_000);
     }
+    latency += this.pauseBefore?.(actor, name, key) ?? 0;
     return this.sim.call(actor, latency, `${name} ${key}`, (control) => {
       const faulty = this.sim.faultsOn;
       const rng = this.sim.rng;

@@ -31,6 +31,14 @@ import {
 } from './actors.js';
 import { generateDataset, SimApi } from './api.js';
 import { type BudgetSettings, SimBudget } from './budget.js';
+import {
+  type CliCase,
+  type CliOutcome,
+  checkCliRefusals,
+  drawCliCases,
+  PAIR_PIDS,
+  RERUN_PIDS,
+} from './cli-cases.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
@@ -40,7 +48,7 @@ import { lateRuns } from './iceberg-current.js';
 import { icebergTables } from './iceberg-invariants.js';
 import { checkInvariants } from './invariants.js';
 import { checkLiveness, codeSeesHolder, type Excuses, type ScheduledAnswer } from './liveness.js';
-import { Monitor, type Violation } from './monitor.js';
+import { Monitor, runOfKey, type Violation } from './monitor.js';
 import { OtherEngine } from './other-engine.js';
 import { Prng } from './prng.js';
 import { SimMachines } from './processes.js';
@@ -77,19 +85,30 @@ export interface Scenario {
     recoveryHandsOn?: boolean;
   }>;
   /** CLI runs; one with a `tableFormat` other than the seed's is a format switch (`formatSwitch`). */
-  clis: Array<{
-    at: number;
-    mode: Mode;
-    waitForLockMs: number;
-    tableFormat?: TableFormat;
-    killAfterMs?: number;
-    /** Which of the two machines of hostname `runner` it runs on (processes.ts). */
-    machine?: number;
-    /** Killed, it stays a zombie (a container without an init process to reap it). */
-    zombieWhenKilled?: boolean;
-    /** Its clock's offset, where the seed sets it (clocks beyond the allowance); else drawn at its start. */
-    offsetMs?: number;
-  }>;
+  clis: Array<
+    {
+      at: number;
+      mode: Mode;
+      waitForLockMs: number;
+      tableFormat?: TableFormat;
+      killAfterMs?: number;
+      /** Which of the two machines of hostname `runner` it runs on (processes.ts). */
+      machine?: number;
+      /** Killed, it stays a zombie (a container without an init process to reap it). */
+      zombieWhenKilled?: boolean;
+      /** Its clock's offset, where the seed sets it (clocks beyond the allowance); else drawn at its start. */
+      offsetMs?: number;
+      /** The CLI's lock cases (cli-cases.ts): a rerun after a kill, a pause after the tombstone, a finisher at its closing. */
+    } & Pick<
+      CliCase,
+      | 'rerunAfterKill'
+      | 'rerunOf'
+      | 'pauseAfterTombstoneMs'
+      | 'finisherAtClosingMs'
+      | 'pairAfterLockMs'
+      | 'pairOf'
+    >
+  >;
   /** Per finish-run tick: a second, overlapping invocation. */
   finishOverlap: number;
   /**
@@ -295,6 +314,9 @@ export function generateScenario(rng: Prng): Scenario {
   // run's leftovers, which the next recovery must sweep (20). Drawn last: other seeds keep theirs.
   scenario.crashAtLockAndTombstone = rng.chance(1 / 3);
   lateClosings(rng.stream('late closings'), scenario, cli);
+  // The CLI's lock cases (cli-cases.ts), each from a stream of its own: a rerun right after a
+  // kill on the same machine, a pause after the tombstone, a finisher at the CLI's closing.
+  drawCliCases(rng, scenario.clis);
   return scenario;
 }
 
@@ -396,6 +418,12 @@ export interface LockCases {
   holdersGone: number;
   /** Reads of the bucket's clock (`state/lock-clock.json` written): a lease that looked over. */
   storageClockReads: number;
+  /** CLIs refused for the lock (23 checks the holder each named). */
+  cliRefusals: number;
+  /** CLI runs typed again right after a kill on the same machine (cli-cases.ts). */
+  cliReruns: number;
+  /** CLIs started on the other machine while a CLI held the lock (cli-cases.ts). */
+  cliPairs: number;
 }
 
 /** What a seed's format switches came to (zero but in the seeds that draw one: `generateScenario`). */
@@ -609,16 +637,97 @@ async function simulate(
   };
 
   const machines = new SimMachines();
-  monitor.processGone = (holder, taker) => machines.goneTo(holder, taker);
+  monitor.sameMachine = (a, b) => machines.sameMachine(a, b);
+  const cliOutcomes: CliOutcome[] = [];
+  const cliOf = new Map<Actor, Scenario['clis'][number]>();
+  // A process pause after a CLI's own tombstone, before its next call (cli-cases.ts).
+  const pauseNext = new Map<Actor, number>();
+  s3.pauseBefore = (actor, command, key) => {
+    const pause = pauseNext.get(actor);
+    if (pause === undefined) return 0;
+    pauseNext.delete(actor);
+    sim.log(actor, `process paused ${(pause / 1000).toFixed(0)}s before ${command} ${key}`);
+    return pause;
+  };
+  const finisherAtClosing = new Set<Actor>();
+  const killedForRerun = new Set<Actor>();
+  const paired = new Set<Actor>();
+  s3.listeners.push((actor, op, key, body) => {
+    const cli = cliOf.get(actor);
+    if (!cli || op !== 'put' || !body) return;
+    // A rerun right after a kill on the same machine: killed a moment after it took the lock.
+    const rerun = cli.rerunAfterKill;
+    if (key === STATE_KEYS.lock && rerun && sim.faultsOn && !killedForRerun.has(actor)) {
+      if (Buffer.from(body).toString('utf8').includes('"released_at"')) return;
+      killedForRerun.add(actor);
+      const index = scenario.clis.indexOf(cli);
+      sim.spawn('invoker', 'cli-rerun', { canCrash: false }, async (self) => {
+        await sim.sleep(self, rerun.killAfterLockMs);
+        sim.kill(actor, 'killed, its command typed again next');
+        await sim.sleep(self, rerun.rerunAfterMs);
+        const again = { ...cli, at: sim.now, waitForLockMs: 0, offsetMs: actor.offsetMs, rerunOf: index };
+        launchCli({ ...again, rerunAfterKill: undefined, killAfterMs: undefined }, RERUN_PIDS + index);
+      });
+      return;
+    }
+    // A CLI pair on the two machines: another CLI a moment after this one took the lock.
+    const pairAfter = cli.pairAfterLockMs;
+    if (key === STATE_KEYS.lock && pairAfter !== undefined && sim.faultsOn && !paired.has(actor)) {
+      if (Buffer.from(body).toString('utf8').includes('"released_at"')) return;
+      paired.add(actor);
+      const index = scenario.clis.indexOf(cli);
+      sim.spawn('invoker', 'cli-pair', { canCrash: false }, async (self) => {
+        await sim.sleep(self, pairAfter);
+        const wide = scenario.skewMs > MINUTE && actor.offsetMs !== 0;
+        launchCli(
+          {
+            ...cli,
+            at: sim.now,
+            waitForLockMs: 2 * MINUTE,
+            machine: 1 - (cli.machine ?? 0),
+            offsetMs: wide ? -actor.offsetMs : undefined,
+            pairOf: index,
+            pairAfterLockMs: undefined,
+            rerunAfterKill: undefined,
+            pauseAfterTombstoneMs: undefined,
+            finisherAtClosingMs: undefined,
+          },
+          PAIR_PIDS + index,
+        );
+      });
+      return;
+    }
+    const run = runOfKey(key);
+    if (!run) return;
+    if (key === STATE_KEYS.closed(run) && cli.pauseAfterTombstoneMs !== undefined && sim.faultsOn)
+      pauseNext.set(actor, cli.pauseAfterTombstoneMs);
+    const delay = cli.finisherAtClosingMs;
+    if (key !== STATE_KEYS.closing(run) || delay === undefined || finisherAtClosing.has(actor)) return;
+    if ('closed' in JSON.parse(Buffer.from(body).toString('utf8'))) return;
+    finisherAtClosing.add(actor);
+    sim.spawn('invoker', 'finish-at-cli-closing', { canCrash: false }, async (self) => {
+      await sim.sleep(self, delay);
+      finish();
+    });
+  });
+  const launchCli = (cli: Scenario['clis'][number], index: number) => {
+    const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
+    sim.spawn('cli', 'cli', { offsetMs: cli.offsetMs ?? offset(), ...kill }, async (actor) => {
+      cliOf.set(actor, cli);
+      cliOutcomes.push({ actor, machine: cli.machine ?? 0 });
+      if (cli.rerunOf !== undefined)
+        sim.log(actor, `cli: the command of CLI run ${cli.rerunOf}, typed again after its kill`);
+      if (cli.pairOf !== undefined)
+        sim.log(actor, `cli: a pair of CLI run ${cli.pairOf}, on the other machine`);
+      const process = machines.cli(index, actor, cli.machine ?? 0, cli.zombieWhenKilled ?? false);
+      const summary = await cliRun(world, actor, cli, process);
+      sim.log(actor, `cli: exited 0 ${summary.trim().split('\n')[0] ?? ''}`);
+    });
+  };
   for (const [index, cli] of scenario.clis.entries()) {
     sim.spawn('invoker', 'cli-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, cli.at - sim.now);
-      const kill = cli.killAfterMs === undefined ? {} : { killAfterMs: cli.killAfterMs };
-      sim.spawn('cli', 'cli', { offsetMs: cli.offsetMs ?? offset(), ...kill }, async (actor) => {
-        const process = machines.cli(index, actor, cli.machine ?? 0, cli.zombieWhenKilled ?? false);
-        const summary = await cliRun(world, actor, cli, process);
-        sim.log(actor, `cli: exited 0 ${summary.trim().split('\n')[0] ?? ''}`);
-      });
+      launchCli(cli, index);
     });
   }
 
@@ -807,6 +916,7 @@ async function simulate(
   };
   for (const problem of world.budget.check()) monitor.violate(BUDGET_INVARIANT, problem, []);
   await checkInvariants(s3, world.api, monitor, world.announcer, others.committed);
+  const cliRefusals = checkCliRefusals(s3, monitor, machines, cliOutcomes);
   checkLiveness({
     s3,
     monitor,
@@ -840,6 +950,9 @@ async function simulate(
     },
     lock: {
       holdersGone: machines.judgedGone,
+      cliRefusals,
+      cliReruns: killedForRerun.size,
+      cliPairs: paired.size,
       storageClockReads: s3.events.filter(
         (e) => e.op === 'put' && e.key === STATE_KEYS.lockClock && e.result === 'ok',
       ).length,
