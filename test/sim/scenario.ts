@@ -121,6 +121,8 @@ export interface Scenario {
   glue?: GlueFaults | undefined;
   /** Crashes at the writes of the lock and of tombstones ten times likelier (s3.ts). */
   crashAtLockAndTombstone: boolean;
+  /** Per call on a `state/` key while faults are on: the chance it starts the key's outage (s3.ts). */
+  storageOutages: number;
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -181,6 +183,7 @@ export function generateScenario(rng: Prng): Scenario {
     others: { at: [], triggered: 0, compactShare: 0 },
     budget: { ceiling: 0, containers: 1, skewMs: 0, faults: NO_DYNAMO_FAULTS },
     crashAtLockAndTombstone: false,
+    storageOutages: 0,
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -275,6 +278,11 @@ export function generateScenario(rng: Prng): Scenario {
   // closer that died after the tombstone, which the lock's rules must free (18), and a closed
   // run's leftovers, which the next recovery must sweep (20). Drawn last: other seeds keep theirs.
   scenario.crashAtLockAndTombstone = rng.chance(1 / 3);
+  // Per-key outages of the storage (s3.ts) in a quarter of the seeds: a `state/` key answering
+  // 503 for 5-30 s, longer than one caller's retries (a claim's done mark, a lock's renewal).
+  // From a stream of its own: no other draw moves.
+  const outages = rng.stream('storage-outages');
+  scenario.storageOutages = outages.chance(0.25) ? outages.pick([0.01, 0.03]) : 0;
   return scenario;
 }
 
@@ -422,6 +430,9 @@ async function simulate(
 ): Promise<SeedResult> {
   const s3 = new SimS3(sim, scenario.faults);
   s3.crashAtLockAndTombstone = scenario.crashAtLockAndTombstone;
+  if (scenario.storageOutages > 0) {
+    s3.outages = { chance: scenario.storageOutages, rng: new Prng(seed).stream('storage-outage-calls') };
+  }
   const world: World = {
     sim,
     s3,
