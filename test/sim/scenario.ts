@@ -43,6 +43,7 @@ import { Monitor, type Violation } from './monitor.js';
 import { OtherEngine } from './other-engine.js';
 import { Prng } from './prng.js';
 import { SimMachines } from './processes.js';
+import { RefetchWatch } from './refetch.js';
 import { type FaultRates, SimS3 } from './s3.js';
 import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
 import { type Delivery, SimQueue } from './sqs.js';
@@ -460,6 +461,8 @@ async function simulate(
   world.budget = new SimBudget(sim, dynamo, scenario.budget);
   if (scenario.glue) world.glue = new SimGlue(sim, scenario.glue, s3);
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
+  const refetch = new RefetchWatch(s3, monitor, () => sim.now);
+  world.api.onReportAsked = (actor, jobId) => refetch.asked(actor, jobId);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
   const stop = { ticks: false, pollers: false };
 
