@@ -463,6 +463,8 @@ async function simulate(
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
   const refetch = new RefetchWatch(s3, monitor, () => sim.now);
   world.api.onReportAsked = (actor, jobId) => refetch.asked(actor, jobId);
+  world.fetcherSlots.onViolation = (message) =>
+    monitor.violate('24 a lapsed fetcher slot is taken', message, []);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
   const stop = { ticks: false, pollers: false };
 
