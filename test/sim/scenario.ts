@@ -279,11 +279,11 @@ export function generateScenario(rng: Prng): Scenario {
   // closer that died after the tombstone, which the lock's rules must free (18), and a closed
   // run's leftovers, which the next recovery must sweep (20). Drawn last: other seeds keep theirs.
   scenario.crashAtLockAndTombstone = rng.chance(1 / 3);
-  // Per-key outages of the storage (s3.ts) in a quarter of the seeds: a `state/` key answering
+  // Per-key outages of the storage (s3.ts) in 30% of the seeds: a `state/` key answering
   // 503 for 5-30 s, longer than one caller's retries (a claim's done mark, a lock's renewal).
   // From a stream of its own: no other draw moves.
   const outages = rng.stream('storage-outages');
-  scenario.storageOutages = outages.chance(0.25) ? outages.pick([0.01, 0.03]) : 0;
+  scenario.storageOutages = outages.chance(0.3) ? outages.pick([0.05, 0.1]) : 0;
   return scenario;
 }
 
