@@ -182,6 +182,8 @@ async function tallied(asked: Promise<ReportOutcome>, tally: ApiTally | undefine
 
 export class SimApi {
   readonly served: Served[] = [];
+  /** Told of every report request that reaches the API (refetch.ts, 23). */
+  onReportAsked: ((actor: Actor, jobId: number) => void) | undefined;
   readonly #reports = new Map<string, { report: Report; raw: unknown }>();
 
   constructor(
@@ -370,6 +372,7 @@ export class SimApi {
     jobId: number,
     count: (status: number | 'error') => void,
   ): ReportOutcome {
+    this.onReportAsked?.(actor, jobId);
     const now = this.sim.now;
     const job = this.dataset.campaigns.find((c) => c.id === campaignId)?.jobs.find((j) => j.id === jobId);
     const version = job ? versionAt(job, now) : undefined;

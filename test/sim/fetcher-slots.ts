@@ -26,6 +26,10 @@ export interface FetcherSlotCases {
 export class SimFetcherSlots {
   readonly items = new Map<number, { holder: string; until: number }>();
   readonly cases: FetcherSlotCases = { waited: 0, lost: 0, open: 0 };
+  /** Per actor, its looks since its last take: the item it saw lapsed by its own clock, per slot. */
+  /** Told when a delivery breaks 24 (scenario.ts reports it as the monitor's violation). */
+  onViolation: ((message: string) => void) | undefined;
+  readonly #lapsedSeen = new Map<Actor, Map<number, { holder: string; until: number }>>();
 
   constructor(
     private readonly sim: Sim,
@@ -37,6 +41,23 @@ export class SimFetcherSlots {
     if (this.sim.faultsOn && this.sim.rng.chance(STALLS))
       return this.sim.rng.int(FETCHER_LEASE_MS, 2 * FETCHER_LEASE_MS);
     return this.sim.rng.int(3, 20);
+  }
+
+  /**
+   * 24 a lapsed fetcher slot is taken: a delivery that waits for a slot (every slot busy) must
+   * not leave untaken a slot whose item it saw lapsed, by its own clock, when it looked (a
+   * holder that crashed, timed out or failed to release: fetcher-slots.ts, "taken when absent,
+   * lapsed or the taker's"). A slot taken by another meanwhile is no violation (the item is
+   * then not the one it saw). Returns what breaks it, if anything; the looks are forgotten.
+   */
+  lapsedLeft(actor: Actor): string | undefined {
+    const seen = this.#lapsedSeen.get(actor);
+    this.#lapsedSeen.delete(actor);
+    for (const [slot, item] of seen ?? []) {
+      if (this.items.get(slot) !== item) continue;
+      return `${actor.name} waited for a fetcher slot while slot ${slot}, held by ${item.holder} until ${new Date(item.until).toISOString()} (lapsed by its clock when it looked), stood untaken`;
+    }
+    return undefined;
   }
 
   /** The store as `actor` calls it. */
@@ -58,6 +79,10 @@ export class SimFetcherSlots {
       holderOf: (slot) =>
         op(`look ${slot}`, () => {
           const item = this.items.get(slot);
+          const seen = this.#lapsedSeen.get(actor) ?? new Map<number, { holder: string; until: number }>();
+          this.#lapsedSeen.set(actor, seen);
+          if (item && item.until < this.sim.now + actor.offsetMs) seen.set(slot, item);
+          else seen.delete(slot);
           return item && { ...item };
         }),
       take: (slot, holder, until, now) =>

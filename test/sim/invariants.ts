@@ -287,8 +287,8 @@ export async function checkInvariants(
 /**
  * Announcements of `run` made again in the one window shared/export/state/announcement.ts
  * leaves (at least once): the announcer before had its event accepted and never said so (neither
- * the claim's done mark nor the tombstone written), as it crashed, or its done mark met a fault
- * (503, 409, a lost answer); and it had ended when the next one came. An announcer that ended
+ * the claim's done mark nor the tombstone written), as it crashed, or its done mark and then its
+ * tombstone met a fault (503, 409); and it had ended when the next one came. An announcer that ended
  * on any other error, or was still at work, earns nothing.
  */
 function repeatsInWindow(s3: SimS3, announcer: Announcer, monitor: Monitor, run: string): number {
@@ -298,9 +298,21 @@ function repeatsInWindow(s3: SimS3, announcer: Announcer, monitor: Monitor, run:
     if (monitor.settledAnnouncement(actor, run)) return false;
     if (actor.endedAt === undefined || actor.endedAt > made[i + 1]!.t) return false;
     if (actor.result === 'crashed') return true;
-    return s3.events.some(
-      (e) => e.actor === actor && e.key === claim && e.t >= t && e.op === 'put' && !e.result.startsWith('ok'),
-    );
+    // A done mark that failed is no excuse by itself: the announcer goes on to the tombstone,
+    // which keeps the others from announcing the run again; only a tombstone that failed too
+    // (a call on it that met a fault) leaves the window open.
+    const tombstone = STATE_KEYS.closed(run);
+    const failedOn = (key: string) =>
+      s3.events.some(
+        (e) =>
+          e.actor === actor &&
+          e.key === key &&
+          e.t >= t &&
+          !e.result.startsWith('ok') &&
+          !e.result.startsWith('404') &&
+          !e.result.startsWith('412'),
+      );
+    return failedOn(claim) && failedOn(tombstone);
   }).length;
 }
 

@@ -109,8 +109,10 @@ async function takeSlot(world: World, actor: Actor, holder: string) {
     },
   });
   const { cases } = world.fetcherSlots;
+  const left = world.fetcherSlots.lapsedLeft(actor);
   if (hold.kind === 'busy') {
     cases.waited++;
+    if (left) world.fetcherSlots.onViolation?.(left);
     return hold;
   }
   if (hold.kind === 'open') cases.open++;

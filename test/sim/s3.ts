@@ -10,6 +10,7 @@
  * Errors carry `name` and `$metadata.httpStatusCode` as the SDK's do.
  */
 import { Buffer } from 'node:buffer';
+import type { Prng } from './prng.js';
 import type { Actor, Sim } from './scheduler.js';
 
 export interface FaultRates {
@@ -103,6 +104,15 @@ export class SimS3 {
   crashAtLockAndTombstone = false;
   /** A process pause the scenario places at a call of its choosing (cli-cases.ts): extra latency, no draw. */
   pauseBefore: ((actor: Actor, command: string, key: string) => number) | undefined;
+  /**
+   * Per-key outages (scenario.ts draws them in a share of the seeds): a call on a `state/` key
+   * starts one with this chance, and every call on that key then answers 503 SlowDown for 5-30 s
+   * (a throttled prefix, a hot partition), past one caller's retries (the announcement's done
+   * mark tries five times over about 6 s). Drawn from a stream of their own, not the scheduler's:
+   * a seed without them keeps every draw.
+   */
+  outages: { chance: number; rng: Prng } | undefined;
+  readonly #outageUntil = new Map<string, number>();
   #etags = 0;
 
   constructor(
@@ -165,6 +175,11 @@ export class SimS3 {
         control.kill(`before ${name} ${keyOf(input)}`);
         return undefined;
       }
+      if (faulty && this.#inOutage(keyOf(input))) {
+        note('503 SlowDown');
+        this.sim.log(actor, `${op} ${keyOf(input)} → 503 SlowDown (the key's outage)`);
+        throw new SdkError('SlowDown', 503, 'Please reduce your request rate.');
+      }
       if (faulty && rng.chance(this.faults.slowDown)) {
         note('503 SlowDown');
         this.sim.log(actor, `${op} ${keyOf(input)} → 503 SlowDown`);
@@ -191,6 +206,17 @@ export class SimS3 {
       }
       return result;
     });
+  }
+
+  /** True while `key` is in an outage (a call may start one: see `outages`). */
+  #inOutage(key: string): boolean {
+    // One key's, not a listing's (a listing's key here is its prefix and `*`).
+    if (!this.outages || !key.startsWith('state/') || key.endsWith('*')) return false;
+    const until = this.#outageUntil.get(key);
+    if (until !== undefined && until > this.sim.now) return true;
+    if (!this.outages.rng.chance(this.outages.chance)) return false;
+    this.#outageUntil.set(key, this.sim.now + this.outages.rng.int(5_000, 30_000));
+    return true;
   }
 
   #apply(

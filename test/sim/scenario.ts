@@ -52,6 +52,7 @@ import { Monitor, runOfKey, type Violation } from './monitor.js';
 import { OtherEngine } from './other-engine.js';
 import { Prng } from './prng.js';
 import { SimMachines } from './processes.js';
+import { RefetchWatch } from './refetch.js';
 import { type FaultRates, SimS3 } from './s3.js';
 import { type Actor, describe, Sim, type TraceLine } from './scheduler.js';
 import { type Delivery, SimQueue } from './sqs.js';
@@ -158,6 +159,8 @@ export interface Scenario {
    * by side). Zero starts: none.
    */
   lateClosings: { starts: number; afterMs: number; resumeAfterMs: number };
+  /** Per call on a `state/` key while faults are on: the chance it starts the key's outage (s3.ts). */
+  storageOutages: number;
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -219,6 +222,7 @@ export function generateScenario(rng: Prng): Scenario {
     budget: { ceiling: 0, containers: 1, skewMs: 0, faults: NO_DYNAMO_FAULTS },
     crashAtLockAndTombstone: false,
     lateClosings: { starts: 0, afterMs: 0, resumeAfterMs: 0 },
+    storageOutages: 0,
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -317,6 +321,11 @@ export function generateScenario(rng: Prng): Scenario {
   // The CLI's lock cases (cli-cases.ts), each from a stream of its own: a rerun right after a
   // kill on the same machine, a pause after the tombstone, a finisher at the CLI's closing.
   drawCliCases(rng, scenario.clis);
+  // Per-key outages of the storage (s3.ts) in 30% of the seeds: a `state/` key answering
+  // 503 for 5-30 s, longer than one caller's retries (a claim's done mark, a lock's renewal).
+  // From a stream of its own: no other draw moves.
+  const outages = rng.stream('storage-outages');
+  scenario.storageOutages = outages.chance(0.3) ? outages.pick([0.05, 0.1]) : 0;
   return scenario;
 }
 
@@ -510,6 +519,9 @@ async function simulate(
 ): Promise<SeedResult> {
   const s3 = new SimS3(sim, scenario.faults);
   s3.crashAtLockAndTombstone = scenario.crashAtLockAndTombstone;
+  if (scenario.storageOutages > 0) {
+    s3.outages = { chance: scenario.storageOutages, rng: new Prng(seed).stream('storage-outage-calls') };
+  }
   const world: World = {
     sim,
     s3,
@@ -537,6 +549,10 @@ async function simulate(
   world.budget = new SimBudget(sim, dynamo, scenario.budget);
   if (scenario.glue) world.glue = new SimGlue(sim, scenario.glue, s3);
   const monitor = new Monitor(sim, s3, [world.planQueue, world.reportQueue]);
+  const refetch = new RefetchWatch(s3, monitor, () => sim.now);
+  world.api.onReportAsked = (actor, jobId) => refetch.asked(actor, jobId);
+  world.fetcherSlots.onViolation = (message) =>
+    monitor.violate('27 a lapsed fetcher slot is taken', message, []);
   const offset = () => (scenario.skewMs > 0 ? sim.rng.int(-scenario.skewMs, scenario.skewMs) : 0);
   const stop = { ticks: false, pollers: false };
 
