@@ -28,16 +28,17 @@ const switchReached = noFormatSwitchCases();
  * The request budget's table (dynamo.ts) and the Glue catalog (glue.ts): the cases the batches
  * reached. Every run of 600 seeds reaches each at least SERVICES_AT_LEAST times: a conditional
  * write whose answer was lost (its SDK retry met its own write), throttling, budget writes by
- * clocks more than a minute apart (beyond the budget's allowance); a stale VersionId, an
- * UpdateTable answer lost after it applied, two commits of one Glue table at once.
+ * clocks more than a minute apart (beyond the budget's allowance); an UpdateTable answer lost
+ * after it applied. Not asserted: a stale VersionId and two Glue commits of one table at once.
+ * Since the actors call the real finish-run, every closing is committed under its lease, and
+ * the late closings commit a table one after the other: no two UpdateTables from one loaded
+ * version meet (`glue-commit-without-version-id` survives for that reason; mutants/README.md).
  */
 const servicesReached = {
   lostConditional: 0,
   throttled: 0,
   skewedWrites: 0,
-  staleVersion: 0,
   lostAnswer: 0,
-  concurrentCommits: 0,
 };
 const SERVICES_AT_LEAST = 3;
 /**
@@ -104,9 +105,7 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
           servicesReached.lostConditional += result.budget.lostConditional;
           servicesReached.throttled += result.budget.throttled;
           servicesReached.skewedWrites += result.budget.skewedWrites;
-          servicesReached.staleVersion += result.glue.staleVersion;
           servicesReached.lostAnswer += result.glue.lostAnswer;
-          servicesReached.concurrentCommits += result.glue.concurrentCommits;
           cliLockReached.cliReruns += result.lock.cliReruns;
           cliLockReached.cliRefusals += result.lock.cliRefusals;
         }
@@ -154,7 +153,7 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
   );
 
   it.runIf(SEEDS >= 600)(
-    "reaches the services' faults: the budget item's lost answers, throttling and clocks apart; Glue's stale VersionId, lost answers and two commits at once",
+    "reaches the services' faults: the budget item's lost answers, throttling and clocks apart; Glue's lost answers",
     () => {
       const missed = Object.entries(servicesReached).filter(([, n]) => n < SERVICES_AT_LEAST);
       expect(missed, JSON.stringify(servicesReached)).toEqual([]);

@@ -42,6 +42,11 @@ export interface ExportDeps {
    * one by default; the simulation gives each simulated CLI its own pid and machine.
    */
   process?: LockProcess | undefined;
+  /**
+   * How this run's id is made: `newRunId` by default. The freeze golden test gives the scheme
+   * of the release it pins (six random digits), the one seam for that intended change.
+   */
+  newRunId?: ((startedAt: Date, random?: () => number, after?: string) => string) | undefined;
 }
 
 /** `deps.random`, or `Math.random`. */

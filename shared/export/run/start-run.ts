@@ -131,13 +131,13 @@ export async function startRunStep(deps: ExportDeps, input: StartRunInput): Prom
   let runId: string;
   if (input.lock === 'unlocked') {
     startedAt = deps.now();
-    runId = newRunId(startedAt, deps.random);
+    runId = (deps.newRunId ?? newRunId)(startedAt, deps.random);
   } else {
     // The run starts when it holds the output: its id then sorts after every run before it.
     const { renewEveryMs, ...acquire } = input.lock;
     lock = await OutputLock.acquire(deps.storage, {
       ...acquire,
-      newRunId: (at, previous) => newRunId(at, randomOf(deps), previous),
+      newRunId: (at, previous) => (deps.newRunId ?? newRunId)(at, randomOf(deps), previous),
       now: deps.now,
       // Only a given clock: the lock's own renewal timer is unref'd, so it never keeps a CLI alive.
       ...(deps.sleep ? { sleep: deps.sleep } : {}),

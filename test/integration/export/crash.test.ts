@@ -267,9 +267,10 @@ describe('a run that dies', () => {
     ];
     const child = spawn('npx', args, { env, detached: true, stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    // Kill it once it has finished some units and before it closes (it needs ~2 s at 30 req/s).
+    // Kill it once it has finished some units and before it closes (it needs ~2 s at 30 req/s,
+    // after tsx's start, which a loaded machine can stretch past 15 s: look for up to a minute).
     const units = join(out, 'state', 'runs');
-    for (let i = 0; i < 600; i++) {
+    for (let i = 0; i < 2_400; i++) {
       const runs = await readdir(units).catch(() => [] as string[]);
       const done = runs[0] ? await readdir(join(units, runs[0], 'units')).catch(() => [] as string[]) : [];
       if (done.length >= 2) break;
