@@ -17,6 +17,17 @@ interface SimTimer {
 }
 
 /** Installs the shim for `sim`; returns the function that restores the real timers. */
+/** A timer handle on the virtual clock, which `cancel` stops (`unref` and `ref` do nothing there). */
+function simTimer(cancel: () => void): SimTimer {
+  const timer: SimTimer = {
+    [SIM_TIMER]: cancel,
+    unref: () => timer,
+    ref: () => timer,
+    hasRef: () => false,
+  };
+  return timer;
+}
+
 export function installTimerShim(sim: Sim): () => void {
   const realSetInterval = globalThis.setInterval;
   const realClearInterval = globalThis.clearInterval;
@@ -25,14 +36,7 @@ export function installTimerShim(sim: Sim): () => void {
   const shimSet = (fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
     const actor = currentActor();
     if (!actor) return realSetInterval(fn, ms, ...args);
-    const cancel = sim.every(actor, Math.max(1, ms ?? 1), () => fn(...args));
-    const timer: SimTimer = {
-      [SIM_TIMER]: cancel,
-      unref: () => timer,
-      ref: () => timer,
-      hasRef: () => false,
-    };
-    return timer;
+    return simTimer(sim.every(actor, Math.max(1, ms ?? 1), () => fn(...args)));
   };
   const shimClear = (timer: unknown) => {
     if (timer && typeof timer === 'object' && SIM_TIMER in timer) (timer as SimTimer)[SIM_TIMER]();
@@ -47,13 +51,7 @@ export function installTimerShim(sim: Sim): () => void {
       cancel();
       fn(...args);
     });
-    const timer: SimTimer = {
-      [SIM_TIMER]: cancel,
-      unref: () => timer,
-      ref: () => timer,
-      hasRef: () => false,
-    };
-    return timer;
+    return simTimer(cancel);
   };
   const shimClearTimeout = (timer: unknown) => {
     if (timer && typeof timer === 'object' && SIM_TIMER in timer) (timer as SimTimer)[SIM_TIMER]();

@@ -4,28 +4,17 @@
  * share a hostname, so `pid@host` alone makes a live holder elsewhere look dead here. Real
  * processes: a reaped child, a zombie, and a live child standing for a reused pid.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { hostname } from 'node:os';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type LockRecord, lockIsFree } from '../../../../shared/export/state/lock.js';
 import { processStartMarker, thisBootId } from '../../../../shared/export/state/process-alive.js';
+import { childProcesses } from '../../../helpers/children.js';
 
 const onLinux = process.platform === 'linux';
 const NOW = new Date('2026-11-22T03:00:30Z');
 const OTHER_BOOT = '00000000-0000-4000-8000-000000000000';
-const children: ChildProcess[] = [];
-
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
-});
-
-function start(command: string, args: string[]): ChildProcess & { pid: number } {
-  const child = spawn(command, args, { stdio: 'ignore' });
-  children.push(child);
-  if (child.pid === undefined) throw new Error(`${command} did not start`);
-  return child as ChildProcess & { pid: number };
-}
+const start = childProcesses();
 
 /** A child that ran and was reaped: its pid names no process now. Returns the pid and the marker it had. */
 async function reapedChild(): Promise<{ pid: number; marker: string }> {

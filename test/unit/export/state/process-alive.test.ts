@@ -4,28 +4,17 @@
  * reaps its children), so `sh -c 'sleep 0 & exec sleep 30'` does: the backgrounded `sleep 0`
  * exits and stays a zombie of the exec'd `sleep 30`, which never waits.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { processIsGone, processStartMarker } from '../../../../shared/export/state/process-alive.js';
+import { childProcesses } from '../../../helpers/children.js';
 
 const onLinux = process.platform === 'linux';
-const children: ChildProcess[] = [];
-
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
-});
-
-function start(command: string, args: string[]): ChildProcess & { pid: number } {
-  const child = spawn(command, args, { stdio: 'ignore' });
-  children.push(child);
-  if (child.pid === undefined) throw new Error(`${command} did not start`);
-  return child as ChildProcess & { pid: number };
-}
+const start = childProcesses();
 
 /** The state letter and parent pid of every process, from /proc. */
 async function processTable(): Promise<{ pid: number; ppid: number; state: string }[]> {
