@@ -141,6 +141,9 @@ export class Monitor {
     sim.afterStep.push(() => this.#step());
   }
 
+  /** The run whose closing each actor works on for another run (its recovery), by actor. */
+  readonly #recovering = new Map<Actor, string>();
+
   violate(invariant: string, message: string, runs: string[], dedupe = `${invariant} ${message}`): void {
     if (this.#reported.has(dedupe)) return;
     this.#reported.add(dedupe);
@@ -217,6 +220,12 @@ export class Monitor {
     ) {
       this.started.delete(keyRun);
       this.refusedStarts++;
+    }
+    // An actor that works on another run's closing (a start's recovery of a run left open):
+    // from its first write of that closing until that run's tombstone.
+    if (keyRun !== undefined && actor.fixedRun !== undefined && keyRun !== actor.fixedRun) {
+      if (key.startsWith(`${STATE_KEYS.runPrefix(keyRun)}closing`)) this.#recovering.set(actor, keyRun);
+      if (key === STATE_KEYS.closed(keyRun)) this.#recovering.delete(actor);
     }
     const run = actor.runFor(keyRun);
     if (run) this.#checkWriter(actor, run, op, key);
@@ -368,6 +377,14 @@ export class Monitor {
     // A run whose closing record is frozen is finished by whoever finds it (finish-run holds no
     // lock): what it writes is that record's, the same whoever writes it.
     if (actor.name.startsWith('finish') && this.s3.peek(STATE_KEYS.closing(run)) !== undefined) {
+      this.excuses.frozenClosing++;
+      return;
+    }
+    // So is a run left open that a start's recovery closes, while its closing record stands:
+    // the recovering run losing its own lock meanwhile does not make that closing's writes
+    // (its tables' commits included) a second writer of the output.
+    const recovering = this.#recovering.get(actor);
+    if (recovering !== undefined && this.s3.peek(STATE_KEYS.closing(recovering)) !== undefined) {
       this.excuses.frozenClosing++;
       return;
     }
