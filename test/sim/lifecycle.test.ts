@@ -6,7 +6,7 @@
  * `npm run sim -- --seed <seed> --trace`.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SEEDS } from './default-seeds.js';
+import { DEFAULT_SEEDS, KNOWN_OPEN } from './default-seeds.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
 import { type FormatSwitchCases, noFormatSwitchCases, runSeed } from './scenario.js';
@@ -83,24 +83,6 @@ const OTHERS_CASES: (keyof IcebergCases)[] = [
   'commitsAfterCompaction',
 ];
 const OTHERS_AT_LEAST = 3;
-
-/**
- * Defects the simulation found and nobody has fixed yet, each by the seed that shows it and the
- * invariant it breaks: that seed is held to no other invariant meanwhile, and the last test
- * below fails once it holds (then its entry goes). Not an excuse: each is an open finding, in
- * mutants/README.md and the closing note of the issue that found it.
- */
-const KNOWN_OPEN = new Map<number, { invariant: string; finding: string }>([
-  [
-    214,
-    {
-      invariant: '21 the request budget holds',
-      finding:
-        'seven requests granted in 4.3 s at a ceiling of 1 req/s (6.5 allowed) by four containers ' +
-        'leasing one budget item, no fault of the table in that window; found by issue 32, not yet understood',
-    },
-  ],
-]);
 
 describe('the run lifecycle under faults (seeded simulation)', () => {
   for (let batch = 0; batch < BATCHES; batch++) {

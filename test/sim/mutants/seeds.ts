@@ -4,6 +4,7 @@
  * (`{"seed":N,"invariants":[…]}`, the invariants it broke; a seed that threw names `threw`).
  */
 import { parseArgs } from 'node:util';
+import { KNOWN_OPEN } from '../default-seeds.js';
 import { runSeed } from '../scenario.js';
 
 /** One seed's line: the invariants it broke, each once. */
@@ -22,7 +23,9 @@ for (let seed = from; seed <= to; seed++) {
   let invariants: string[];
   try {
     const result = await runSeed(seed);
-    invariants = [...new Set(result.violations.map((v) => v.invariant))];
+    // A known open defect at its seed (default-seeds.ts) is the unmutated code's, not a catch.
+    const open = KNOWN_OPEN.get(seed)?.invariant;
+    invariants = [...new Set(result.violations.map((v) => v.invariant))].filter((name) => name !== open);
   } catch (error) {
     // A mutant may break the simulation's own reads; the seed still caught it, and says how.
     invariants = [`threw: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`];
