@@ -32,6 +32,14 @@ export type CampaignReportExporterProps = { readonly apiBaseUrl: string } & Read
   Partial<Omit<ExporterConfig, 'apiBaseUrl'>>
 >;
 
+/**
+ * The feature flags the construct is built for, set on it so that it synthesizes the same in
+ * any app: cdk.json's flags reach only this repository's app. An app without
+ * `serverAccessLogsUseBucketPolicy` would give the access log bucket an ACL, which its
+ * BUCKET_OWNER_ENFORCED ownership (no ACLs) refuses at synth.
+ */
+const FEATURE_FLAGS = { '@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy': true } as const;
+
 /** One stack output: its plain name (the docs'), value and description. */
 export interface ExporterOutput {
   readonly name: string;
@@ -64,6 +72,8 @@ export class CampaignReportExporter extends Construct {
   /** @throws InfraConfigError naming every bad prop. */
   constructor(scope: Construct, id: string, props: CampaignReportExporterProps) {
     super(scope, id);
+    // Before any child: a construct's context reaches only what is added under it afterwards.
+    for (const [flag, value] of Object.entries(FEATURE_FLAGS)) this.node.setContext(flag, value);
     const config = parseConfig({ ...props }, 'props');
     this.config = config;
     this.names = namesFor(config.stage, { databaseName: config.databaseName });

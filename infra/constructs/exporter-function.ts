@@ -58,6 +58,11 @@ export interface ExporterFunctionProps {
   readonly oldSpaceShare: number;
   /** Where `package-lock.json` is: the bundler's project root. */
   readonly projectRoot: string;
+  /**
+   * A folder holding the handler already bundled (`index.js` and its source map), as the
+   * package ships it: deployed as it is, and `entry` is not bundled at synth.
+   */
+  readonly prebuilt?: string | undefined;
   readonly logRetentionDays: number;
   readonly logLevel: ExporterConfig['logLevel'];
   /** Powertools' `service`: a dimension of every metric and a field of every log line. */
@@ -170,8 +175,6 @@ export class ExporterFunction extends nodejs.NodejsFunction {
     }
     super(scope, id, {
       description: props.description,
-      entry: props.entry,
-      handler: 'handler',
       runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize,
@@ -187,9 +190,17 @@ export class ExporterFunction extends nodejs.NodejsFunction {
         props.logLevel === 'DEBUG' ? lambda.ApplicationLogLevel.DEBUG : lambda.ApplicationLogLevel.INFO,
       // INFO keeps the platform's START and REPORT lines (duration, memory used, init duration).
       systemLogLevelV2: lambda.SystemLogLevel.INFO,
-      projectRoot: props.projectRoot,
-      depsLockFilePath: `${props.projectRoot}package-lock.json`,
-      bundling: EXPORTER_BUNDLING,
+      ...(props.prebuilt !== undefined
+        ? // NodejsFunction deploys `code` as given (no esbuild, no Docker); the file is index.js,
+          // as its own bundling names it.
+          { code: lambda.Code.fromAsset(props.prebuilt), handler: 'index.handler' }
+        : {
+            entry: props.entry,
+            handler: 'handler',
+            projectRoot: props.projectRoot,
+            depsLockFilePath: `${props.projectRoot}package-lock.json`,
+            bundling: EXPORTER_BUNDLING,
+          }),
       ...(props.network ? { vpc: props.network.vpc, vpcSubnets: props.network.subnets } : {}),
     });
     this.functionLogs = logGroup;

@@ -110,6 +110,20 @@ const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const entryOf = (name: FunctionName): string =>
   fileURLToPath(new URL(`../../functions/aws/${name}.ts`, import.meta.url));
 
+/**
+ * Set by the package's build (test/tools/build-package.ts) to the folder of the prebuilt handler
+ * bundles, relative to the construct's bundle: the installed package deploys them as they are,
+ * so a CDK app that uses it needs no esbuild, Docker or sources at synth. Unset in the
+ * repository, where synth bundles the sources.
+ */
+declare const PREBUILT_LAMBDA_DIR: string | undefined;
+
+/** The folder of a function's prebuilt bundle in the installed package; undefined in the repository. */
+const prebuiltOf = (name: FunctionName): string | undefined =>
+  typeof PREBUILT_LAMBDA_DIR === 'string'
+    ? fileURLToPath(new URL(`${PREBUILT_LAMBDA_DIR}${name}/`, import.meta.url))
+    : undefined;
+
 export interface ExporterFunctionsProps {
   readonly config: ExporterConfig;
   readonly dataLake: DataLake;
@@ -149,6 +163,7 @@ export class ExporterFunctions extends Construct {
         memorySize: size.memorySize,
         oldSpaceShare: FUNCTION_SIZES[name].oldSpaceShare,
         projectRoot: REPO_ROOT,
+        prebuilt: prebuiltOf(name),
         logRetentionDays: config.logRetentionDays,
         logLevel: config.logLevel,
         serviceName: props.serviceName ?? SERVICE_NAME,
