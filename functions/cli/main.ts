@@ -45,7 +45,7 @@ ${Object.entries(COMMANDS)
 
 Options:
   -h, --help     this text; \`${PROGRAM} <command> --help\` for a command's options
-  --version      the version
+  -V, --version  the version
 
 Exit code 2 on a usage error; each command's help says its other codes.`;
 
@@ -56,7 +56,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (name === '--version') {
+  if (name === '--version' || name === '-V') {
     process.stdout.write(`${packageJson.version}\n`);
     return 0;
   }
