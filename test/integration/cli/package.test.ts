@@ -12,20 +12,13 @@ import { isBuiltin } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_MALLOC_ENV, CLI_START_FLAGS } from '../../../functions/cli/reexec.js';
 import { tempDir } from '../../helpers/export.js';
+import { expectedPackageFiles, PACK_TIMEOUT_MS, packInto } from '../../helpers/package.js';
 
 const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-/** npm pack runs prepack (the esbuild bundle) first: a few seconds, more on a busy machine. */
-const PACK_TIMEOUT_MS = 120_000;
-
-interface PackedFile {
-  path: string;
-}
 
 interface Outcome {
   code: number;
@@ -36,7 +29,7 @@ interface Outcome {
 let work: string;
 let packageDir: string;
 let bin: string;
-let packed: PackedFile[];
+let packed: string[];
 let version: string;
 
 /** Runs the packaged bin with `args` from the extracted package; never rejects. */
@@ -64,13 +57,9 @@ function importedModules(bundle: string): string[] {
 
 beforeAll(async () => {
   work = await tempDir('cli-package');
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
-    cwd: ROOT,
-    maxBuffer: 1 << 20,
-  });
-  const [result] = JSON.parse(stdout) as [{ filename: string; files: PackedFile[] }];
-  packed = result.files;
-  await run('tar', ['-xzf', join(work, result.filename), '-C', work]);
+  const { tarball, files } = await packInto(work);
+  packed = files;
+  await run('tar', ['-xzf', tarball, '-C', work]);
   packageDir = join(work, 'package');
   const manifest = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as {
     version: string;
@@ -85,22 +74,24 @@ afterAll(async () => {
 });
 
 describe('the packed CLI', () => {
-  it('ships the entry, the bundle, the README, the docs it links and package.json, and none of the sources', async () => {
-    const docs = (await readdir(new URL('../../../docs/', import.meta.url))).map((f) => `docs/${f}`);
-    expect(docs.length).toBeGreaterThan(0);
-    expect(packed.map((f) => f.path).sort()).toEqual(
-      ['README.md', 'dist/cli.mjs', 'dist/cli-main.mjs', ...docs, 'package.json'].sort(),
-    );
+  it('ships the CLI, the construct, the prebuilt functions, the README, the docs it links, the changelog and package.json, and none of the sources', () => {
+    expect(packed.sort()).toEqual(expectedPackageFiles());
   });
 
-  it('installs nothing beside itself: its package.json lists no dependencies of any kind', async () => {
-    // dist/cli-main.mjs bundles what it uses; a listed dependency would be fetched by `npm install -g`.
+  it("installs nothing beside itself: no dependencies, and the construct's peers (aws-cdk-lib, constructs) optional", async () => {
+    // dist/cli-main.mjs bundles what it uses; a listed dependency would be fetched by `npm install -g`,
+    // and so would a peer that is not optional (npm 7 and later install peers).
     const manifest = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as Record<
       string,
       unknown
     >;
-    for (const field of ['dependencies', 'optionalDependencies', 'peerDependencies', 'bundleDependencies'])
+    for (const field of ['dependencies', 'optionalDependencies', 'bundleDependencies'])
       expect(manifest[field], field).toBeUndefined();
+    expect(Object.keys(manifest.peerDependencies as object).sort()).toEqual(['aws-cdk-lib', 'constructs']);
+    expect(manifest.peerDependenciesMeta).toEqual({
+      'aws-cdk-lib': { optional: true },
+      constructs: { optional: true },
+    });
   });
 
   it('is an entry and one bundle that need only Node: a node shebang, Node built-ins, no TypeScript or tsx', async () => {
@@ -132,10 +123,12 @@ describe('the packed CLI', () => {
     }
   });
 
-  it("prints package.json's version on --version", async () => {
-    const { code, stdout } = await cli(['--version']);
-    expect(code).toBe(0);
-    expect(stdout).toBe(`${version}\n`);
+  it("prints package.json's version on --version and -V", async () => {
+    for (const flag of ['--version', '-V']) {
+      const { code, stdout } = await cli([flag]);
+      expect(code, flag).toBe(0);
+      expect(stdout, flag).toBe(`${version}\n`);
+    }
   });
 
   it('exits 2 naming the commands on an unknown command, and on none', async () => {
