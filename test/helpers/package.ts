@@ -5,7 +5,10 @@
  */
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { FUNCTION_NAMES } from '../../infra/constructs/functions.js';
@@ -30,6 +33,55 @@ export async function packInto(destination: string): Promise<Packed> {
   });
   const [result] = JSON.parse(stdout) as [{ filename: string; files: { path: string }[] }];
   return { tarball: join(destination, result.filename), files: result.files.map((f) => f.path) };
+}
+
+/**
+ * The folder one vitest run packs into: its test files run in forks of the one vitest process
+ * (vitest.config.ts `pool: 'forks'`), so they share its pid as their parent's.
+ */
+const sharedDir = (): string => join(tmpdir(), `cre-package-${process.ppid}`);
+/** How often a file that did not pack looks for the tarball another one is making. */
+const WAIT_POLL_MS = 250;
+
+/**
+ * The tarball of this checkout, packed once per vitest run for every test file that asks: the
+ * first packs (20 s or more: prepack builds dist/), the others wait for it. Call
+ * {@link releaseSharedPack} in afterAll: the last file to release removes it.
+ */
+export async function sharedPack(): Promise<Packed> {
+  const dir = sharedDir();
+  const result = join(dir, 'packed.json');
+  const user = join(dir, `user-${process.pid}`);
+  let packer = true;
+  try {
+    await mkdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    packer = false;
+  }
+  await writeFile(user, '');
+  if (packer) {
+    const packed = await packInto(dir);
+    await writeFile(`${result}.partial`, JSON.stringify(packed));
+    await rename(`${result}.partial`, result);
+    return packed;
+  }
+  const deadline = Date.now() + PACK_TIMEOUT_MS;
+  for (;;) {
+    const text = await readFile(result, 'utf8').catch(() => undefined);
+    if (text !== undefined) return JSON.parse(text) as Packed;
+    if (Date.now() > deadline)
+      throw new Error(`no tarball in ${dir} after ${PACK_TIMEOUT_MS} ms: did its packer fail?`);
+    await sleep(WAIT_POLL_MS);
+  }
+}
+
+/** This file is done with the shared tarball; the last one removes its folder. */
+export async function releaseSharedPack(): Promise<void> {
+  const dir = sharedDir();
+  await rm(join(dir, `user-${process.pid}`), { force: true });
+  const users = (await readdir(dir).catch(() => [])).filter((f) => f.startsWith('user-'));
+  if (users.length === 0) await rm(dir, { recursive: true, force: true });
 }
 
 /**

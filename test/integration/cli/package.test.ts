@@ -16,7 +16,12 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_MALLOC_ENV, CLI_START_FLAGS } from '../../../functions/cli/reexec.js';
 import { tempDir } from '../../helpers/export.js';
-import { expectedPackageFiles, PACK_TIMEOUT_MS, packInto } from '../../helpers/package.js';
+import {
+  expectedPackageFiles,
+  PACK_TIMEOUT_MS,
+  releaseSharedPack,
+  sharedPack,
+} from '../../helpers/package.js';
 
 const run = promisify(execFile);
 
@@ -57,7 +62,7 @@ function importedModules(bundle: string): string[] {
 
 beforeAll(async () => {
   work = await tempDir('cli-package');
-  const { tarball, files } = await packInto(work);
+  const { tarball, files } = await sharedPack();
   packed = files;
   await run('tar', ['-xzf', tarball, '-C', work]);
   packageDir = join(work, 'package');
@@ -71,6 +76,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
+  await releaseSharedPack();
 });
 
 describe('the packed CLI', () => {
