@@ -5,7 +5,7 @@
  * (dist/lambda/<name>/index.js), which the packaged construct deploys as they are: a CDK app
  * that installs the package needs aws-cdk-lib and constructs, and no esbuild, Docker or sources.
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -51,6 +51,30 @@ async function buildLambdas(): Promise<void> {
       renameSync(partial, dir);
     }),
   );
+}
+
+/** Whether the process `pid` still runs (a build's partial folder of a live process is its own). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes from dist/lambda/ what is not a function's bundle: a function renamed or dropped, or
+ * the partial folder of a build that died. package.json `files` ships dist/lambda/ whole.
+ */
+function pruneLambdas(): void {
+  const dir = join(DIST, 'lambda');
+  for (const entry of readdirSync(dir)) {
+    if ((FUNCTION_NAMES as readonly string[]).includes(entry)) continue;
+    const pid = /\.(\d+)\.partial$/.exec(entry)?.[1];
+    if (pid !== undefined && alive(Number(pid))) continue;
+    rmSync(join(dir, entry), { recursive: true, force: true });
+  }
 }
 
 /** The construct as one ES module: infra/exporter.ts with zod and the shared modules inside it. */
@@ -176,6 +200,7 @@ export async function buildPackage(): Promise<number> {
   const target = `node${pkg.engines.node.replace(/^>=\s*/, '')}`;
   const [cli] = await Promise.all([buildCli(), buildLambdas(), buildConstruct(target)]);
   writeWhole(CONSTRUCT_TYPES, constructTypes());
+  pruneLambdas();
   const lambdaBytes = FUNCTION_NAMES.reduce(
     (sum, name) => sum + statSync(join(DIST, 'lambda', name, 'index.js')).size,
     0,
