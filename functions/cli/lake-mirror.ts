@@ -32,7 +32,7 @@ export async function mirrorLake(
   storage: Storage,
   folder: string,
   onRawReports: (added: MirrorStats) => void = () => {},
-): Promise<LakeFiles & { stats: MirrorStats }> {
+): Promise<LakeFiles & { stats: MirrorStats; fetchRawReports: () => Promise<void> }> {
   const stats: MirrorStats = { files: 0, bytes: 0 };
   const copied = new Map<string, Promise<string>>();
   const throttled = throttle(DOWNLOADS_IN_FLIGHT);

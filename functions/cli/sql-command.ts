@@ -259,7 +259,17 @@ async function openExport(
     const mirror = await mirrorLake(storage, folder, (added) =>
       read(`${storage.location}/${rawPrefix('reports')}`, added),
     );
-    const files = { ...mirror, catalog: await readerCatalog(storage) };
+    const files = {
+      ...mirror,
+      catalog: await readerCatalog(storage),
+      fetchRawReports: async () => {
+        try {
+          await mirror.fetchRawReports();
+        } catch (error) {
+          throw unreadable(error);
+        }
+      },
+    };
     const sql = await openLake(files, duckdb);
     read(storage.location, files.stats);
     return {

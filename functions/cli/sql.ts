@@ -129,8 +129,11 @@ async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promi
  * - a view per table over `<root>/parquet/<table>/dt=*\/*.parquet`: the table's columns in
  *   order, then `dt` as a string (as Athena's partition column is); files are matched by column
  *   name, and a column no file has (`_rescued` in a `freeze` output) reads as NULL, as in Athena;
+ * - (an Iceberg output: a view per Iceberg table instead, at its current snapshot);
  * - `runs` over `<root>/runs/dt=*\/*.json` (one line of JSON per manifest), `dt` last;
- * - the `*_latest` views, created from `shared/export/views.ts` like the Glue ones.
+ * - `raw_reports` over `<root>/raw/reports/dt=*\/*.jsonl.gz`, `dt` last;
+ * - the views the output's Athena stack has ({@link athenaViews}: every `*_latest` view for
+ *   Hive, the listing ones for Iceberg), created from `shared/export/views.ts` like the Glue ones.
  * DuckDB's readers fail on a glob that matches nothing, so a table without files is an empty
  * typed view instead: it reads as zero rows with the right columns, and queries still run.
  */
