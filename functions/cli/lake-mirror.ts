@@ -3,14 +3,15 @@
  * which reads S3, cannot be installed without the internet, so the files come through the
  * exporter's own S3 storage (its credentials, --s3-region, --s3-endpoint) into a temporary
  * folder, under the same keys. Copied: `runs/` and, for Hive tables, `parquet/`; for Iceberg
- * tables only the files of each table's current snapshot, as the views ask for them.
+ * tables only the files of each table's current snapshot, as the views ask for them; and
+ * `raw/reports/` only once a statement names `raw_reports`.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ExporterError } from '../../shared/errors.js';
 import { outputTableFormat } from '../../shared/export/state/table-format.js';
 import { keyOfLocation } from '../../shared/iceberg/locations.js';
-import { PARQUET_ROOT, RUNS_PREFIX } from '../../shared/layout.js';
+import { PARQUET_ROOT, RUNS_PREFIX, rawPrefix } from '../../shared/layout.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import type { LakeFiles } from './sql.js';
 
@@ -23,11 +24,15 @@ export interface MirrorStats {
   bytes: number;
 }
 
-/** {@link LakeFiles} over a local copy of `storage` in `folder` (an empty folder the caller removes). */
+/**
+ * {@link LakeFiles} over a local copy of `storage` in `folder` (an empty folder the caller
+ * removes). `onRawReports` hears what fetching the raw report lines added, once fetched.
+ */
 export async function mirrorLake(
   storage: Storage,
   folder: string,
-): Promise<LakeFiles & { stats: MirrorStats }> {
+  onRawReports: (added: MirrorStats) => void = () => {},
+): Promise<LakeFiles & { stats: MirrorStats; fetchRawReports: () => Promise<void> }> {
   const stats: MirrorStats = { files: 0, bytes: 0 };
   const copied = new Map<string, Promise<string>>();
   const throttled = throttle(DOWNLOADS_IN_FLIGHT);
@@ -50,16 +55,24 @@ export async function mirrorLake(
     return path;
   };
 
+  const copyAll = async (prefixes: string[]) => {
+    const keys: string[] = [];
+    for (const prefix of prefixes) for await (const key of storage.list(prefix)) keys.push(key);
+    await Promise.all(keys.map(copy));
+  };
   const prefixes = [RUNS_PREFIX];
   if ((await outputTableFormat(storage)) !== 'iceberg') prefixes.push(`${PARQUET_ROOT}/`);
-  const keys: string[] = [];
-  for (const prefix of prefixes) for await (const key of storage.list(prefix)) keys.push(key);
-  await Promise.all(keys.map(copy));
+  await copyAll(prefixes);
 
   return {
     storage,
     root: folder,
     localPath: (location) => copy(keyOfLocation(storage, location)),
+    fetchRawReports: async () => {
+      const before = { ...stats };
+      await copyAll([rawPrefix('reports')]);
+      onRawReports({ files: stats.files - before.files, bytes: stats.bytes - before.bytes });
+    },
     stats,
   };
 }

@@ -4,8 +4,9 @@
  * the packaged `campaign-report-exporter sql` both call {@link sqlCommand}.
  *
  * SQL comes from `-c` (each one run in order), else from stdin: an interactive prompt on a
- * terminal, the whole input as a script otherwise. Results go to stdout; errors are one line on
- * stderr, `error: <reason>`.
+ * terminal, the whole input as a script otherwise. The prompt's dot-commands (`.tables`,
+ * `.quit`) work in a script and in `-c` too, on a line of their own between statements.
+ * Results go to stdout; errors are one line on stderr, `error: <reason>`.
  */
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,13 +15,13 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { ConfigError, describeError, ExporterError } from '../../shared/errors.js';
-import { ICEBERG_ROOT, PARQUET_ROOT, RUNS_ROOT } from '../../shared/layout.js';
+import { ICEBERG_ROOT, PARQUET_ROOT, RUNS_ROOT, rawPrefix } from '../../shared/layout.js';
 import { isS3Out } from '../../shared/storage/open.js';
 import { readerCatalog } from './catalog.js';
 import { argumentError, OUT_OPTIONS, OUT_SHAPE, outValues, resolveOut } from './config.js';
 import { openOut } from './deps.js';
 import { loadDuckDb } from './duckdb-loader.js';
-import { mirrorLake } from './lake-mirror.js';
+import { type MirrorStats, mirrorLake } from './lake-mirror.js';
 import {
   type DuckDbModule,
   formatResult,
@@ -39,8 +40,10 @@ export type SqlFormat = (typeof SQL_FORMATS)[number];
 export const SQL_USAGE = `Usage: campaign-report-exporter sql --out <DIR | s3://bucket/prefix> [options]
        npm run --silent sql -- --out <DIR | s3://bucket/prefix> [options]   (in a checkout)
 
-Opens DuckDB over an export: a view per table (dt a string, as in Athena), runs, and the
-*_latest views, so the queries of docs/query.md run as they are (docs/query.md#the-sql-command).
+Opens DuckDB over an export with the tables and views its Athena stack has for the output's
+table format: a view per table (dt a string, as in Athena), runs, raw_reports, and the *_latest
+views (Iceberg: the *_current tables, *_latest of campaigns and jobs only), so the queries of
+docs/query.md run as they are (docs/query.md#the-sql-command).
 
 Options:
   --out <DIR|s3://bucket/prefix>  the export to read (required); a relative DIR is taken from
@@ -51,14 +54,15 @@ Options:
                                   prompt on a terminal, else the whole input as one script
   --format <table|csv|json>       how results are printed (default table): table, aligned
                                   columns; csv, a header line then RFC 4180 rows, NULL empty;
-                                  json, JSON Lines, one object per row (BIGINT and DECIMAL as
-                                  strings, exact)
+                                  json, JSON Lines, one object per row (integers as numbers up
+                                  to 2^53-1, larger ones and DECIMAL as strings, exact)
   --s3-region <region>            region of the bucket (default: AWS_REGION, else us-east-1)
   --s3-endpoint <url>             an S3-compatible endpoint (path-style addressing)
   -h, --help                      this text
 
 At the prompt: end a statement with ; (it may span lines); .tables lists the views, .quit or
-Ctrl-D leaves, Ctrl-C drops the statement being typed.
+Ctrl-D leaves, Ctrl-C drops the statement being typed. In a script on stdin or in -c, .tables
+and .quit work on a line of their own after a statement's ;.
 
 DuckDB (@duckdb/node-api) is installed on first use by the packaged CLI, into
 $XDG_CACHE_HOME/campaign-report-exporter/ (default ~/.cache/...), or into the folder
@@ -173,7 +177,11 @@ export async function sqlCommand(
     if (config.commands.length > 0 || !stdin.isTTY) {
       const scripts = config.commands.length > 0 ? config.commands : [await readAll(stdin)];
       for (const script of scripts) {
-        for await (const result of lake.sql.run(script)) print(result);
+        for (const step of scriptSteps(script)) {
+          if (step.dot === 'quit') return SQL_EXIT.ok;
+          for await (const result of lake.sql.run(step.dot === undefined ? step.sql : TABLES_SQL))
+            print(result);
+        }
       }
       return SQL_EXIT.ok;
     }
@@ -246,12 +254,24 @@ async function openExport(
   const folder = await mkdtemp(join(tmpdir(), 'campaign-report-sql-'));
   const removeCopy = () => rm(folder, { recursive: true, force: true });
   try {
-    const files = { ...(await mirrorLake(storage, folder)), catalog: await readerCatalog(storage) };
-    const sql = await openLake(files, duckdb);
-    const { files: count, bytes } = files.stats;
-    stderr.write(
-      `Read ${count} files (${(bytes / 1048576).toFixed(1)} MiB) of ${storage.location} into ${folder}\n`,
+    const read = (what: string, { files: count, bytes }: MirrorStats) =>
+      stderr.write(`Read ${count} files (${(bytes / 1048576).toFixed(1)} MiB) of ${what} into ${folder}\n`);
+    const mirror = await mirrorLake(storage, folder, (added) =>
+      read(`${storage.location}/${rawPrefix('reports')}`, added),
     );
+    const files = {
+      ...mirror,
+      catalog: await readerCatalog(storage),
+      fetchRawReports: async () => {
+        try {
+          await mirror.fetchRawReports();
+        } catch (error) {
+          throw unreadable(error);
+        }
+      },
+    };
+    const sql = await openLake(files, duckdb);
+    read(storage.location, files.stats);
     return {
       sql,
       close: async () => {
@@ -320,6 +340,58 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 const TABLES_SQL =
   "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1";
 
+/** The dot-commands, by what is typed: the same at the prompt, in a script and in `-c`. */
+const DOT_COMMANDS: Readonly<Record<string, 'tables' | 'quit'>> = {
+  '.tables': 'tables',
+  '.quit': 'quit',
+  '.exit': 'quit',
+};
+
+/** A dot-command that is none of {@link DOT_COMMANDS}: one line naming those there are. */
+class UnknownDotCommandError extends ExporterError {
+  constructor(typed: string) {
+    super(`unknown command ${typed}: the commands are .tables and .quit`);
+    this.name = 'UnknownDotCommandError';
+  }
+}
+
+/** One step of a script: SQL (one statement or several), or a dot-command. */
+export type ScriptStep = { sql: string; dot?: undefined } | { dot: 'tables' | 'quit'; sql?: undefined };
+
+/**
+ * A script's steps in order. A line starting with `.` is a dot-command where a statement may
+ * start: when the SQL before it is blank or ends with `;` (comment lines aside). Elsewhere it is
+ * SQL (the middle of a statement), left to DuckDB. Throws on an unknown dot-command, before
+ * anything runs.
+ */
+export function scriptSteps(script: string): ScriptStep[] {
+  const steps: ScriptStep[] = [];
+  let sql = '';
+  for (const line of script.split('\n')) {
+    const typed = line.trim();
+    if (typed.startsWith('.') && statementsComplete(sql)) {
+      const dot = DOT_COMMANDS[typed];
+      if (dot === undefined) throw new UnknownDotCommandError(typed);
+      if (sql.trim() !== '') steps.push({ sql });
+      steps.push({ dot });
+      sql = '';
+    } else {
+      sql += `${line}\n`;
+    }
+  }
+  if (sql.trim() !== '') steps.push({ sql });
+  return steps;
+}
+
+/** True when `sql` ends between statements: blank, or its last line of SQL (not a `--` comment) ends with `;`. */
+function statementsComplete(sql: string): boolean {
+  const lines = sql
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('--'));
+  return lines.length === 0 || lines.at(-1)!.endsWith(';');
+}
+
 /**
  * The interactive prompt: lines gather until one ends with `;`, then run; an error is printed
  * and the prompt goes on. Resolves when the user leaves (.quit, Ctrl-D).
@@ -351,12 +423,14 @@ async function prompt(
   io.stdout.write(`DuckDB over ${out}: end statements with ;  .tables lists the views, .quit leaves\n`);
   ask();
   for await (const line of rl) {
-    const dot = buffer === '' ? line.trim() : '';
-    if (dot === '.quit' || dot === '.exit') break;
-    const statement = dot === '.tables' ? TABLES_SQL : dot.startsWith('.') ? undefined : `${buffer}${line}\n`;
+    const typed = buffer === '' ? line.trim() : '';
+    const dot = DOT_COMMANDS[typed];
+    if (dot === 'quit') break;
+    const statement =
+      dot === 'tables' ? TABLES_SQL : typed.startsWith('.') ? undefined : `${buffer}${line}\n`;
     if (statement === undefined) {
-      io.stderr.write(`error: unknown command ${dot}: the commands are .tables and .quit\n`);
-    } else if (dot === '.tables' || statement.trimEnd().endsWith(';')) {
+      io.stderr.write(`error: ${describeError(new UnknownDotCommandError(typed))}\n`);
+    } else if (dot === 'tables' || statement.trimEnd().endsWith(';')) {
       buffer = '';
       try {
         for await (const result of sql.run(statement)) print(result);

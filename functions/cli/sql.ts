@@ -1,18 +1,22 @@
 /**
- * SQL over an export folder with DuckDB, the way Athena sees it: one view per table over its
- * Parquet files with the `dt` partition column, `runs` over the run manifests, and the
- * `*_latest` views from the very SQL text the Glue catalog registers, so the same query text
- * runs on both engines. An Iceberg output's tables are read at their current snapshot: the
- * live data files its manifests list, less the rows its position delete files name (DuckDB's
- * own `iceberg` extension would do the same, but it cannot be installed without the internet).
+ * SQL over an export folder with DuckDB, the way Athena sees it: the very tables and views the
+ * Glue catalog of the output's table format registers (infra/constructs/catalog.ts), no more and
+ * no fewer: one view per table over its Parquet files with the `dt` partition column, `runs`
+ * over the run manifests, `raw_reports` over the raw report lines, and the `*_latest` views
+ * from the very SQL text the Glue catalog registers, so the same query text runs on both
+ * engines. An Iceberg output's tables are read at their current snapshot: the live data files
+ * its manifests list, less the rows its position delete files name (DuckDB's own `iceberg`
+ * extension would do the same, but it cannot be installed without the internet).
  */
 import { join } from 'node:path';
-import type { DuckDBConnection, DuckDBResultReader } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBResultReader, DuckDBValueConverter, Json } from '@duckdb/node-api';
 import { outputTableFormat } from '../../shared/export/state/table-format.js';
 import { TABLE_NAMES, type TableName } from '../../shared/export/tables.js';
 import {
+  athenaViews,
   duckdbType,
-  LATEST_VIEWS,
+  RAW_REPORTS_COLUMNS,
+  RAW_REPORTS_TABLE,
   RUNS_TABLE,
   RUNS_VIEW_COLUMNS,
   type SqlColumn,
@@ -23,7 +27,13 @@ import { FileCatalog } from '../../shared/iceberg/file-catalog.js';
 import { keyOfLocation } from '../../shared/iceberg/locations.js';
 import { baseTableOf, ICEBERG_TABLE_NAMES } from '../../shared/iceberg/schema.js';
 import { snapshotFiles } from '../../shared/iceberg/snapshot-files.js';
-import { PARTITION_KEY, RUNS_PREFIX, tablePrefix } from '../../shared/layout.js';
+import {
+  DEFAULT_TABLE_FORMAT,
+  PARTITION_KEY,
+  RUNS_PREFIX,
+  rawPrefix,
+  tablePrefix,
+} from '../../shared/layout.js';
 import { LocalStorage } from '../../shared/storage/local.js';
 import type { Storage } from '../../shared/storage/storage.js';
 import { displayWidth, oneLine, padEnd, truncate } from './columns.js';
@@ -40,7 +50,10 @@ export interface StatementResult {
   returnsRows: boolean;
   /** Each value as DuckDB's own text (`2026-11-22`, `[1, 2]`, `{'a': 1}`), null for NULL. */
   textRows(): (string | null)[][];
-  /** Each row as a JSON object; BIGINT, HUGEINT and DECIMAL values as strings, exact. */
+  /**
+   * Each row as a JSON object: integers as numbers when a double holds them exactly
+   * (|n| ≤ 2^53 - 1), larger ones and DECIMAL values as strings, exact.
+   */
   jsonRows(): Record<string, unknown>[];
 }
 
@@ -65,8 +78,14 @@ export type DuckDbModule = typeof import('@duckdb/node-api');
 export interface LakeFiles {
   /** The output itself: its table format and its Iceberg metadata are read from here. */
   storage: Storage;
-  /** A local folder holding the output's `parquet/` and `runs/` files under their keys. */
+  /** A local folder holding the output's `parquet/`, `runs/` and `raw/reports/` files under their keys. */
   root: string;
+  /**
+   * Brings `raw/reports/` into `root`, called before the first statement that names
+   * `raw_reports` (a copy of an S3 output fetches the raw lines only if they are queried: they
+   * are the biggest part of a lake); absent when they are there already.
+   */
+  fetchRawReports?: (() => Promise<void>) | undefined;
   /** The local path of a file the output names by its location (an Iceberg data or delete file). */
   localPath(location: string): Promise<string>;
   /**
@@ -110,8 +129,11 @@ async function matchesAnyFile(connection: DuckDBConnection, glob: string): Promi
  * - a view per table over `<root>/parquet/<table>/dt=*\/*.parquet`: the table's columns in
  *   order, then `dt` as a string (as Athena's partition column is); files are matched by column
  *   name, and a column no file has (`_rescued` in a `freeze` output) reads as NULL, as in Athena;
+ * - (an Iceberg output: a view per Iceberg table instead, at its current snapshot);
  * - `runs` over `<root>/runs/dt=*\/*.json` (one line of JSON per manifest), `dt` last;
- * - the `*_latest` views, created from `shared/export/views.ts` like the Glue ones.
+ * - `raw_reports` over `<root>/raw/reports/dt=*\/*.jsonl.gz`, `dt` last;
+ * - the views the output's Athena stack has ({@link athenaViews}: every `*_latest` view for
+ *   Hive, the listing ones for Iceberg), created from `shared/export/views.ts` like the Glue ones.
  * DuckDB's readers fail on a glob that matches nothing, so a table without files is an empty
  * typed view instead: it reads as zero rows with the right columns, and queries still run.
  */
@@ -128,36 +150,60 @@ export async function openLakeSql(root: string, duckdb?: DuckDbModule): Promise<
  * default, the one this program resolves (a checkout's node_modules).
  */
 export async function openLake(files: LakeFiles, duckdb?: DuckDbModule): Promise<LakeSql> {
-  const { DuckDBInstance, ResultReturnType } = duckdb ?? (await import('@duckdb/node-api'));
+  const { DuckDBInstance, ResultReturnType, JsonDuckDBValueConverter } =
+    duckdb ?? (await import('@duckdb/node-api'));
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
+  // Fetched on first use when the source says so (an S3 copy): until then an empty typed view,
+  // which no statement reads, since one that names it fetches first.
+  let fetchRaw = files.fetchRawReports;
   try {
-    if ((await outputTableFormat(files.storage)) === 'iceberg') {
+    const format = (await outputTableFormat(files.storage)) ?? DEFAULT_TABLE_FORMAT;
+    if (format === 'iceberg') {
       await createIcebergViews(connection, files);
     } else {
       await createHiveViews(connection, files.root);
     }
     await createRunsView(connection, files.root);
-    for (const view of LATEST_VIEWS) await connection.run(`CREATE VIEW ${view.name} AS ${view.sql}`);
+    await createRawReportsView(connection, fetchRaw ? undefined : files.root);
+    for (const view of athenaViews(format)) await connection.run(`CREATE VIEW ${view.name} AS ${view.sql}`);
   } catch (error) {
     connection.closeSync();
     instance.closeSync();
     throw error;
   }
+  const rawReportsNamed = async (sql: string) => {
+    if (!fetchRaw || !RAW_REPORTS_NAMED.test(sql)) return;
+    await fetchRaw();
+    fetchRaw = undefined;
+    await createRawReportsView(connection, files.root, 'CREATE OR REPLACE VIEW');
+  };
+
+  /**
+   * JSON as DuckDB's own converter writes it, but an integer a double holds exactly as a
+   * number: `count(*)` and ids are BIGINT, and a string there surprises every JSON reader. A
+   * larger one stays a string, since a JSON reader parsing it as a double would round it.
+   */
+  const exactJson: DuckDBValueConverter<Json> = (value, type, converter) =>
+    typeof value === 'bigint' && value >= -MAX_EXACT && value <= MAX_EXACT
+      ? Number(value)
+      : JsonDuckDBValueConverter(value, type, converter);
 
   const resultOf = (reader: DuckDBResultReader): StatementResult => ({
     columns: reader.columnNames(),
     returnsRows: reader.returnType === ResultReturnType.QUERY_RESULT,
     textRows: () => reader.getRows().map((row) => row.map((v) => (v === null ? null : String(v)))),
-    jsonRows: () => reader.getRowObjectsJson() as Record<string, unknown>[],
+    jsonRows: () => reader.convertRowObjects(exactJson),
   });
 
   return {
     async query(sql) {
+      await rawReportsNamed(sql);
       const reader = await connection.runAndReadAll(sql);
       return { columns: reader.columnNames(), rows: reader.getRowsJS() as unknown[][] };
     },
     async *run(sql) {
+      await rawReportsNamed(sql);
       const statements = await connection.extractStatements(sql);
       for (let i = 0; i < statements.count; i++) {
         yield resultOf(await (await statements.prepare(i)).runAndReadAll());
@@ -232,6 +278,34 @@ async function createRunsView(connection: DuckDBConnection, root: string): Promi
       ).join(', ')}})`
     : emptyView(RUNS_VIEW_COLUMNS);
   await connection.run(`CREATE VIEW ${RUNS_TABLE} AS ${runsSource}`);
+}
+
+/** A statement that may read `raw_reports` (its name anywhere: a view of the user's over it too). */
+const RAW_REPORTS_NAMED = new RegExp(RAW_REPORTS_TABLE, 'i');
+
+/** The largest integer a JSON number (a double) holds exactly: 2^53 - 1. */
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * `raw_reports` over the raw report lines under `root` (gzip JSON Lines), read as Athena's
+ * table reads them: the line's fields by name with the contract's types, `data` as its JSON
+ * text (an object or array as JSON, a string as itself), `dt` from the folder as a string.
+ * Without `root`, an empty typed view (see `fetchRawReports`).
+ */
+async function createRawReportsView(
+  connection: DuckDBConnection,
+  root: string | undefined,
+  create = 'CREATE VIEW',
+): Promise<void> {
+  const glob = root && join(root, rawPrefix('reports'), `${PARTITION_KEY}=*`, '*.jsonl.gz');
+  const lineColumns = RAW_REPORTS_COLUMNS.filter((c) => c.name !== PARTITION_KEY);
+  const source =
+    glob && (await matchesAnyFile(connection, glob))
+      ? `SELECT ${RAW_REPORTS_COLUMNS.map((c) => c.name).join(', ')} FROM read_json(${literal(glob)}, ` +
+        `format = 'newline_delimited', hive_partitioning = true, hive_types = {'${PARTITION_KEY}': VARCHAR}, ` +
+        `columns = {${lineColumns.map((c) => `${literal(c.name)}: ${literal(duckdbType(c.type))}`).join(', ')}})`
+      : emptyView(RAW_REPORTS_COLUMNS);
+  await connection.run(`${create} ${RAW_REPORTS_TABLE} AS ${source}`);
 }
 
 /** The widest a result column is shown, in terminal columns; a longer value is cut with `…`. */

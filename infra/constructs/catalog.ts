@@ -4,9 +4,9 @@ import { Construct } from 'constructs';
 import { RAW_LINE_COLUMNS } from '../../shared/export/raw-lines.js';
 import { glueType, TABLES, type TableDef, type TableName } from '../../shared/export/tables.js';
 import {
+  athenaViews,
   hiveType,
-  LATEST_VIEWS,
-  LISTING_VIEWS,
+  RAW_REPORTS_TABLE,
   RUNS_COLUMNS,
   RUNS_TABLE,
 } from '../../shared/export/views.js';
@@ -23,8 +23,8 @@ import {
 import { athenaViewInput } from './athena-view.js';
 import type { DataLake } from './data-lake.js';
 
-/** The Glue table over the raw report JSON Lines. */
-export const RAW_REPORTS_TABLE = 'raw_reports';
+/** The Glue table over the raw report JSON Lines (its name is shared with the `sql` command's). */
+export { RAW_REPORTS_TABLE };
 
 const PARQUET_FORMAT = {
   inputFormat: 'org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat',
@@ -123,7 +123,8 @@ export class ExporterCatalog extends Construct {
       },
     });
 
-    const hive = (props.tableFormat ?? DEFAULT_TABLE_FORMAT) === 'hive';
+    const tableFormat = props.tableFormat ?? DEFAULT_TABLE_FORMAT;
+    const hive = tableFormat === 'hive';
     const tables: Partial<Record<TableName, glue.CfnTable>> = {};
     for (const def of hive ? Object.values(TABLES) : []) {
       tables[def.name] = this.#table(`Table-${def.name}`, {
@@ -178,7 +179,7 @@ export class ExporterCatalog extends Construct {
     });
 
     this.views = Object.fromEntries(
-      (hive ? LATEST_VIEWS : LISTING_VIEWS).map((view) => [
+      athenaViews(tableFormat).map((view) => [
         view.name,
         this.#table(`View-${view.name}`, athenaViewInput(view, props.databaseName)),
       ]),

@@ -4,6 +4,8 @@
  * DuckDB (the CLI and the demo): the view SQL is the same text on Athena (Trino) and DuckDB, and
  * every column type is written once and spelled for each engine here.
  */
+import type { TableFormat } from '../layout.js';
+import { RAW_LINE_COLUMNS } from './raw-lines.js';
 import type { RunStatus } from './state/manifest.js';
 import { type ColumnType, REPORT_TABLES, type ReportTableName, TABLES, type TableName } from './tables.js';
 
@@ -364,3 +366,24 @@ export const REPORT_LATEST_VIEWS: readonly ViewDef[] = REPORT_TABLES.map((table)
 
 /** Every `*_latest` view: the listing views, then one per report table. */
 export const LATEST_VIEWS: readonly ViewDef[] = [...LISTING_VIEWS, ...REPORT_LATEST_VIEWS];
+
+/**
+ * The views the Glue catalog of an output in `format` registers, and so the ones the `sql`
+ * command creates: every `*_latest` view for Hive tables; for Iceberg tables the listing views
+ * only, the report tables' `_current` tables taking their place. One list for both, so a query
+ * tried locally names nothing Athena lacks.
+ */
+export function athenaViews(format: TableFormat): readonly ViewDef[] {
+  return format === 'iceberg' ? LISTING_VIEWS : LATEST_VIEWS;
+}
+
+// ---- raw_reports: the raw report lines ------------------------------------------------------
+
+/** The table over the raw report JSON Lines, `raw/reports/dt=YYYY-MM-DD/<stem>.jsonl.gz`. */
+export const RAW_REPORTS_TABLE = 'raw_reports';
+
+/** The columns of `raw_reports`: the raw report line's fields (`data` as JSON text), then `dt`. */
+export const RAW_REPORTS_COLUMNS: readonly SqlColumn[] = [
+  ...RAW_LINE_COLUMNS.reports.map(({ name, type, doc }) => ({ name, type, doc })),
+  DT_COLUMN,
+];

@@ -11,6 +11,8 @@ import { LATEST_VIEWS, RUNS_TABLE } from '../../shared/export/views.js';
 import { RUNS_PREFIX } from '../../shared/layout.js';
 import {
   dataLakeUrl,
+  glueSurface,
+  localSqlSurface,
   logicalIdOf,
   projectedTableParameters,
   removeSynthOutputs,
@@ -74,6 +76,13 @@ beforeAll(() => {
 afterAll(removeSynthOutputs);
 
 const bucketUrl = (key: string) => dataLakeUrl(bucketId, key);
+
+describe('the sql command over a Hive output', () => {
+  it('offers exactly the tables and views of the Hive stack, with their columns in order', async () => {
+    // A query tried locally must name nothing Athena lacks, nor miss what it has (raw_reports).
+    expect(await localSqlSurface('hive')).toEqual(glueSurface(s.template));
+  });
+});
 
 describe('the runs table', () => {
   const runs = () => inputs.get(RUNS_TABLE)!;

@@ -2,16 +2,23 @@
  * Builders for the infra tests: the app as `infra/app.ts` builds it, with cdk.json's context
  * plus overrides, and template lookups shared by the test files.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { openLakeSql } from '../../functions/cli/sql.js';
 import { parseConfig } from '../../infra/config.js';
 import { FUNCTION_NAMES, FUNCTION_SETTINGS, type FunctionName } from '../../infra/constructs/functions.js';
 import { addExporterStack, type ExporterStack } from '../../infra/exporter-stack.js';
 import { readConfig } from '../../infra/settings.js';
-import { DT_PROJECTION_FORMAT, partitionTemplate } from '../../shared/layout.js';
+import {
+  DT_PROJECTION_FORMAT,
+  partitionTemplate,
+  STATE_KEYS,
+  STATE_ROOT,
+  type TableFormat,
+} from '../../shared/layout.js';
 
 const CDK_JSON = new URL('../../cdk.json', import.meta.url);
 
@@ -168,3 +175,52 @@ export const projectedTableParameters = (bucketId: string, prefix: string, class
   'projection.dt.interval.unit': 'DAYS',
   'storage.location.template': dataLakeUrl(bucketId, partitionTemplate(prefix)),
 });
+
+/** Each table and view by name, its column names in order (a Glue table's partition keys last). */
+export type SqlSurface = Record<string, string[]>;
+
+/** The tables and views a template's Glue catalog registers, as Athena lists them. */
+export function glueSurface(template: Template): SqlSurface {
+  const surface: SqlSurface = {};
+  for (const r of Object.values(resourcesOf(template, 'AWS::Glue::Table'))) {
+    const input = r.Properties.TableInput as {
+      Name: string;
+      PartitionKeys?: { Name: string }[];
+      StorageDescriptor: { Columns: { Name: string }[] };
+    };
+    surface[input.Name] = [...input.StorageDescriptor.Columns, ...(input.PartitionKeys ?? [])].map(
+      (c) => c.Name,
+    );
+  }
+  return surface;
+}
+
+/**
+ * What the `sql` command offers over an output of `format` that no run has written yet (every
+ * table and view is there, empty): the same shape as {@link glueSurface}.
+ */
+export async function localSqlSurface(format: TableFormat): Promise<SqlSurface> {
+  const root = mkdtempSync(join(tmpdir(), 'cre-sql-surface-'));
+  try {
+    // The format as a run records it: an output holds Hive tables until one says otherwise.
+    mkdirSync(join(root, STATE_ROOT), { recursive: true });
+    writeFileSync(
+      join(root, STATE_KEYS.tableFormat),
+      `${JSON.stringify({ table_format: format, run_id: 'surface' })}\n`,
+    );
+    const sql = await openLakeSql(root);
+    try {
+      const { rows } = await sql.query(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main' ORDER BY table_name, ordinal_position",
+      );
+      const surface: SqlSurface = {};
+      for (const [table, column] of rows as [string, string][])
+        surface[table] = [...(surface[table] ?? []), column];
+      return surface;
+    } finally {
+      sql.close();
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}

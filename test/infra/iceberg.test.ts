@@ -21,6 +21,8 @@ import { IamGuard } from '../helpers/iam/guard.js';
 import type { TemplateJson } from '../helpers/iam/intrinsics.js';
 import { evaluate } from '../helpers/iam/policy.js';
 import {
+  glueSurface,
+  localSqlSurface,
   logicalIdOf,
   referencedIds,
   removeSynthOutputs,
@@ -74,6 +76,12 @@ const bucketName = () => deployment.functions['finish-run'].environment.DATA_BUC
 const glueArn = (resource: string) =>
   `arn:aws:glue:${deployment.target.region}:${deployment.target.account}:${resource}`;
 const databaseName = () => deployment.functions['finish-run'].environment.GLUE_DATABASE!;
+
+describe('tableFormat iceberg: the sql command over an Iceberg output', () => {
+  it('offers exactly the tables and views of the Iceberg stack (no reports_latest), with their columns in order', async () => {
+    expect(await localSqlSurface('iceberg')).toEqual(glueSurface(s.template));
+  });
+});
 
 describe('tableFormat iceberg: the Glue tables', () => {
   it('has the 8 contract tables and the 6 _current tables as Iceberg tables, beside raw_reports, runs and the listing views', () => {

@@ -9,14 +9,19 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DUCKDB_DIR_VARIABLE, DUCKDB_VERSION } from '../../../functions/cli/duckdb-loader.js';
+import {
+  DUCKDB_DIR_VARIABLE,
+  DUCKDB_DOWNLOAD_MB,
+  DUCKDB_INSTALLED_MB,
+  DUCKDB_VERSION,
+} from '../../../functions/cli/duckdb-loader.js';
 import { tempDir } from '../../helpers/export.js';
 import { buildCli } from '../../tools/build-cli.js';
 
@@ -39,6 +44,8 @@ let lake: string;
 let registry: Server;
 let registryUrl: string;
 let requests: string[] = [];
+/** The bytes of the tarballs the registry serves: what npm downloads. */
+let tarballBytes = 0;
 
 /** DuckDB's packages as installed here (the platform ones present), packed as npm would fetch them. */
 async function packDuckDb(into: string): Promise<Map<string, Packed>> {
@@ -102,6 +109,7 @@ beforeAll(async () => {
   work = await tempDir('duckdb-install');
   ({ outfile: bin, bundle: bundleFile } = await buildCli(join(work, 'bin', 'cli.mjs')));
   const packed = await packDuckDb(await tempDir('duckdb-packs'));
+  for (const { tarball } of packed.values()) tarballBytes += tarball.byteLength;
   registry = await serveRegistry(packed);
   registryUrl = `http://127.0.0.1:${(registry.address() as AddressInfo).port}/`;
   // An export with no run yet: every view is there, empty.
@@ -140,6 +148,15 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Outcome>
   );
 }
 
+/** The bytes of the files under `dir`, as `du -sb` counts them (the folders' own entries aside). */
+async function folderBytes(dir: string): Promise<number> {
+  let bytes = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) bytes += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return bytes;
+}
+
 const CACHE_DIR = () => join(work, 'cache', 'campaign-report-exporter', `duckdb-${DUCKDB_VERSION}`);
 const QUERY = ['sql', '--out', 'lake', '--format', 'csv', '-c', 'SELECT count(*) AS n FROM reports_latest'];
 
@@ -164,7 +181,7 @@ describe('DuckDB for the packaged sql command', () => {
     async () => {
       const r = await cli(QUERY);
       expect(r.stderr).toBe(
-        `DuckDB is needed once: installing @duckdb/node-api@${DUCKDB_VERSION} into ${CACHE_DIR()} (npm, about 25 MB)…\n`,
+        `DuckDB is needed once: installing @duckdb/node-api@${DUCKDB_VERSION} into ${CACHE_DIR()} (npm: about ${DUCKDB_DOWNLOAD_MB} MB to download, ${DUCKDB_INSTALLED_MB} MB on disk)…\n`,
       );
       expect(r.code).toBe(0);
       expect(r.stdout).toBe('n\r\n0\r\n');
@@ -174,6 +191,20 @@ describe('DuckDB for the packaged sql command', () => {
       expect(installed.version).toBe(DUCKDB_VERSION);
     },
     INSTALL_TIMEOUT_MS,
+  );
+
+  // The figures are linux-x64's (other platforms' native builds differ): measured where they apply.
+  it.runIf(process.platform === 'linux' && process.arch === 'x64')(
+    'takes the download and the disk space the install line and docs/query.md say, within 10%',
+    async () => {
+      const installed = await folderBytes(CACHE_DIR());
+      expect(installed / 1e6).toBeGreaterThan(DUCKDB_INSTALLED_MB * 0.9);
+      expect(installed / 1e6).toBeLessThan(DUCKDB_INSTALLED_MB * 1.1);
+      expect(tarballBytes / 1e6).toBeGreaterThan(DUCKDB_DOWNLOAD_MB * 0.9);
+      expect(tarballBytes / 1e6).toBeLessThan(DUCKDB_DOWNLOAD_MB * 1.1);
+      const docs = await readFile(join(ROOT, 'docs/query.md'), 'utf8');
+      expect(docs).toContain(`${DUCKDB_DOWNLOAD_MB} MB to download and ${DUCKDB_INSTALLED_MB} MB on disk`);
+    },
   );
 
   it('uses the installed copy the next time, asking npm nothing', async () => {

@@ -126,20 +126,32 @@ describe('sql over an export folder', () => {
     expect(r.stdout).toBe('x,y,z,n,e\r\n"a,b","say ""hi""","two\nlines",,""\r\n');
   });
 
-  it('prints JSON Lines: one object per row, bigints as exact strings', async () => {
+  it('prints JSON Lines: integers a double holds exactly as numbers, nested ones too; larger ones and decimals as exact strings', async () => {
     const r = await sql([
       '--out',
       hive,
       '--format',
       'json',
       '-c',
-      'SELECT campaign_id, dt FROM reports_latest ORDER BY job_id LIMIT 3; SELECT 9007199254740993::BIGINT AS big',
+      'SELECT campaign_id, count(*) AS n FROM reports_latest GROUP BY campaign_id ORDER BY campaign_id LIMIT 1; ' +
+        'SELECT counts FROM runs ORDER BY run_id LIMIT 1; ' +
+        'SELECT 9007199254740991::BIGINT AS top, -9007199254740991::BIGINT AS bottom, 9007199254740992::BIGINT AS over, ' +
+        '-9007199254740992::BIGINT AS under, 12::HUGEINT AS huge, [3::BIGINT] AS list, 1.50::DECIMAL(5, 2) AS dec',
     ]);
+    expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const rows = jsonLines(r.stdout);
-    expect(rows).toHaveLength(4);
-    expect(typeof rows[0]!.campaign_id).toBe('string');
-    expect(rows[3]).toEqual({ big: '9007199254740993' });
+    const [counted, run, edges] = jsonLines(r.stdout);
+    expect(counted).toEqual({ campaign_id: expect.any(Number), n: expect.any(Number) });
+    expect(typeof (run!.counts as Record<string, unknown>).jobs).toBe('number');
+    expect(edges).toEqual({
+      top: 9007199254740991,
+      bottom: -9007199254740991,
+      over: '9007199254740992',
+      under: '-9007199254740992',
+      huge: 12,
+      list: [3],
+      dec: '1.50',
+    });
   });
 
   it('prints a table with a row count by default, and runs each -c in order', async () => {
@@ -164,6 +176,59 @@ describe('sql over an export folder', () => {
     });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('answer\r\n42\r\n');
+  });
+
+  it('runs the dot-commands in a script on stdin and in -c: .tables lists, .quit stops the script', async () => {
+    const r = await sql(['--out', hive, '--format', 'csv'], {
+      input: 'SELECT 1 AS a;\n.tables\n-- a comment\nSELECT 2\n  AS b;\n  .quit\nSELECT 3 AS c;\n',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\r\n');
+    expect(lines.slice(0, 3)).toEqual(['a', '1', 'name']);
+    for (const view of ['campaigns', 'raw_reports', 'reports_latest', 'runs']) expect(lines).toContain(view);
+    expect(lines.slice(-3)).toEqual(['b', '2', '']);
+    const c = await sql(['--out', hive, '--format', 'csv', '-c', '.tables']);
+    expect(c.code).toBe(0);
+    expect(c.stdout.split('\r\n')).toContain('reports_latest');
+  });
+
+  it('leaves a line starting with . inside a statement to SQL, and refuses an unknown dot-command before running anything', async () => {
+    const inside = await sql(['--out', hive, '--format', 'csv'], { input: 'SELECT\n.5 AS half;\n' });
+    expect(inside.stdout).toBe('half\r\n0.5\r\n');
+    const r = await sql(['--out', hive, '--format', 'csv'], { input: 'SELECT 1 AS a;\n.schema\n' });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('error: unknown command .schema: the commands are .tables and .quit\n');
+  });
+
+  it('offers raw_reports over the raw report lines, as Athena has it: data the JSON text, dt a string', async () => {
+    const r = await sql([
+      '--out',
+      hive,
+      '--format',
+      'json',
+      '-c',
+      "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'raw_reports' ORDER BY ordinal_position",
+      '-c',
+      'SELECT (SELECT count(*) FROM raw_reports) AS lines, (SELECT count(*) FROM reports) AS rows, ' +
+        "(SELECT count(*) FROM raw_reports r JOIN reports t USING (run_id, job_id) WHERE r.data->>'$.job.id' = CAST(t.job_id AS VARCHAR)) AS matched",
+    ]);
+    expect(r.stderr).toBe('');
+    const [...rows] = jsonLines(r.stdout);
+    expect(rows.slice(0, -1)).toEqual(
+      [
+        ['run_id', 'VARCHAR'],
+        ['fetched_at', 'VARCHAR'],
+        ['campaign_id', 'BIGINT'],
+        ['job_id', 'BIGINT'],
+        ['data', 'VARCHAR'],
+        ['dt', 'VARCHAR'],
+      ].map(([column_name, data_type]) => ({ column_name, data_type })),
+    );
+    const counts = rows.at(-1)!;
+    expect(counts.lines).toBeGreaterThan(0);
+    expect(counts).toEqual({ lines: counts.rows, rows: counts.rows, matched: counts.rows });
   });
 
   it('exits 1 with one line for a SQL error, after printing the statements before it', async () => {
@@ -282,8 +347,8 @@ describe('sql over an Iceberg folder', () => {
     ]);
     expect(r.stderr).toBe('');
     const [row] = jsonLines(r.stdout);
-    expect(row).toEqual({ jobs: '24', current: expect.any(String), dt_type: 'VARCHAR' });
-    expect(Number(row!.current)).toBeGreaterThan(0);
+    expect(row).toEqual({ jobs: 24, current: expect.any(Number), dt_type: 'VARCHAR' });
+    expect(row!.current).toBeGreaterThan(0);
   });
 });
 
@@ -314,6 +379,22 @@ describe('sql over an export on S3', () => {
     const [history, current, jobs] = values.split(',').map(Number);
     expect(current).toBe(jobs);
     expect(history).toBeGreaterThan(jobs!);
+  });
+
+  it('fetches the raw report lines only for a statement that names raw_reports, then answers as the folder does', async () => {
+    const out = ['--out', 's3://lake/ice', '--s3-endpoint', aws.endpoint, '--format', 'csv'];
+    const without = await sql([...out, '-c', 'SELECT count(*) AS n FROM runs'], {}, env());
+    expect(without.stderr.trimEnd().split('\n')).toHaveLength(1);
+    const q = 'SELECT count(*) AS lines, count(DISTINCT job_id) AS jobs, min(dt) AS dt FROM raw_reports';
+    const s3 = await sql([...out, '-c', 'SELECT 1 AS one', '-c', q, '-c', q], {}, env());
+    const local = await sql(['--out', iceberg, '--format', 'csv', '-c', 'SELECT 1 AS one', '-c', q, '-c', q]);
+    expect(s3.code).toBe(0);
+    expect(s3.stdout).toBe(local.stdout);
+    expect(local.stdout).toMatch(/^one\r\n1\r\nlines,jobs,dt\r\n[1-9]\d*,[1-9]\d*,2026-11-22\r\n/);
+    const [whole, raw, ...rest] = s3.stderr.split('\n');
+    expect(whole).toMatch(/^Read \d+ files \([\d.]+ MiB\) of s3:\/\/lake\/ice into /);
+    expect(raw).toMatch(/^Read [1-9]\d* files \([\d.]+ MiB\) of s3:\/\/lake\/ice\/raw\/reports\/ into /);
+    expect(rest).toEqual(['']);
   });
 
   it('answers as the same export in a folder would, and removes its temporary copy', async () => {
