@@ -1,5 +1,5 @@
 /**
- * The output key layout (CONTRACT.md, "Output layout"), identical on a local folder and on
+ * The output key layout (docs/ingest.md#output-layout), identical on a local folder and on
  * S3. The writer, the Glue tables' partition projection (CDK) and the tests derive from it.
  * Below both the export and the Iceberg writer, so it imports nothing of either: a table or
  * raw entity is named by its string here.

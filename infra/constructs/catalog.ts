@@ -61,7 +61,7 @@ export const RUNS_GLUE_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = RUNS_C
   comment: c.doc,
 }));
 
-/** The raw report line (CONTRACT.md, "Raw lines"), from its one definition. */
+/** The raw report line (docs/ingest.md#output-layout), from its one definition. */
 export const RAW_REPORT_COLUMNS: readonly glue.CfnTable.ColumnProperty[] = RAW_LINE_COLUMNS.reports.map(
   (c) => ({
     name: c.name,

@@ -213,7 +213,7 @@ export const ReportResponseSchema = z.looseObject({ data: ReportSchema });
 export type ReportResponse = z.infer<typeof ReportResponseSchema>;
 
 /**
- * How a run treats a report that differs from the spec (CONTRACT.md, "Schema contract"):
+ * How a run treats a report that differs from the spec (docs/cli.md#reports-that-differ-from-the-spec):
  * `evolve` lands it, every value that fits in its column and the rest in `_rescued`, and reports
  * the drift; `freeze` checks it against these schemas and quarantines it whole when it fails,
  * as every run did before the option.

@@ -1,5 +1,5 @@
 /**
- * The raw JSON Lines (CONTRACT.md, "Raw lines"): the one definition of a raw line's fields, in
+ * The raw JSON Lines (docs/ingest.md#output-layout): the one definition of a raw line's fields, in
  * order, for each entity. The steps build their lines with {@link rawLine}, and the Glue table
  * over the raw reports takes its columns from {@link RAW_LINE_COLUMNS}.
  */

@@ -1,5 +1,5 @@
 /**
- * The Parquet tables of the outside contract (CONTRACT.md): names, columns, logical types and
+ * The Parquet tables of the outside contract (docs/contract.md, docs/query.md#tables): names, columns, logical types and
  * nullability. The single source of truth: the Parquet writer, the Glue tables in CDK, the
  * column reference in docs/query.md and the tests all derive from this module.
  */

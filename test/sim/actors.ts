@@ -59,7 +59,7 @@ export interface Settings {
   fetchers?: number | undefined;
   /**
    * How every run of the seed writes its tables: the CLI's `--table-format`, and for start-run
-   * the CDK context `tableFormat` (CONTRACT.md), which functions/aws/start-run.ts does not pass
+   * the CDK context `tableFormat` (docs/iceberg.md), which functions/aws/start-run.ts does not pass
    * yet. Iceberg runs commit through the file catalog on the same bucket (`deps.catalog` unset);
    * the Glue catalog is not simulated.
    */

@@ -1,5 +1,5 @@
 /**
- * The invariants of Iceberg runs (CONTRACT.md, "Iceberg option"), read from the bucket after
+ * The invariants of Iceberg runs (docs/iceberg.md), read from the bucket after
  * quiescence with the project's own readers (the file catalog's layout, `decodeManifestList`,
  * `decodeManifest`) and hyparquet for the data files' footers. Per table under `iceberg/`:
  * 9. the metadata chain is sound: v1..vN all there and parse; each v(k+1) is v(k) with one

@@ -57,23 +57,26 @@ function rateLimit(values: Record<string, string | undefined>): RateLimit | null
   return rate === undefined ? null : { ratePerSecond: rate, burst: burst ?? Math.max(1, Math.ceil(rate)) };
 }
 
+/** The flags, each with a value (`simulator --help` names each with its default: command.ts). */
+export const FLAGS = {
+  port: { type: 'string' },
+  seed: { type: 'string' },
+  campaigns: { type: 'string' },
+  jobs: { type: 'string' },
+  rate: { type: 'string' },
+  burst: { type: 'string' },
+  window: { type: 'string' },
+  headers: { type: 'string' },
+  turn: { type: 'string' },
+  latency: { type: 'string' },
+  size: { type: 'string' },
+} as const;
+
 /** Turns command-line flags into simulator options. */
 export function optionsFromArgs(args: string[]): SimulatorOptions {
   const { values } = parseArgs({
     args,
-    options: {
-      port: { type: 'string' },
-      seed: { type: 'string' },
-      campaigns: { type: 'string' },
-      jobs: { type: 'string' },
-      rate: { type: 'string' },
-      burst: { type: 'string' },
-      window: { type: 'string' },
-      headers: { type: 'string' },
-      turn: { type: 'string' },
-      latency: { type: 'string' },
-      size: { type: 'string' },
-    },
+    options: FLAGS,
     strict: true,
   });
   const size = values.size as ReportSize | undefined;

@@ -11,10 +11,18 @@
 // that matters is the first `node` on PATH once the install is done; this file itself may run
 // on an older one, the one that was first before node_modules/.bin/node existed.
 //
-// Why `npm install` and not `npm ci`: npm 11 here writes lockfiles without other platforms'
-// optional packages (biome's and DuckDB's native builds) and then its own `npm ci` rejects
-// them as out of sync. `npm install` with a lockfile installs the locked versions.
-const { execFileSync, execSync } = require('node:child_process');
+// Why `npm install --no-save` and not `npm ci` or a plain `npm install`: `npm install` reads
+// package-lock.json and installs the locked versions, as `npm ci` does, but unless told
+// `--no-save` it also writes the lockfile back as this npm would have resolved it (adding or
+// dropping other platforms' optional packages, biome's and DuckDB's native builds, depending on
+// the npm that wrote it last), which leaves a fresh clone's `git status` dirty. `npm ci` would
+// not write, but it refuses a lockfile its npm would have written otherwise. Changing the
+// dependencies stays a developer's own `npm install <name>`, which writes the lockfile.
+//
+// package.json `allowScripts` says which install scripts npm runs; `classic-level` (dynalite's
+// LevelDB, test-only) is denied by name, which keeps npm from warning about it: its install
+// script only compiles LevelDB when none of the prebuilt binaries it ships fits the platform.
+const { execFileSync, spawnSync } = require('node:child_process');
 const { existsSync, statSync } = require('node:fs');
 const { join } = require('node:path');
 const { nodeVersionProblem } = require('../../functions/cli/node-version.cjs');
@@ -29,7 +37,44 @@ const stale =
   !existsSync(installed) || !existsSync(node24) || statSync(installed).mtimeMs < statSync(lock).mtimeMs;
 if (stale) {
   process.stderr.write('Installing dependencies from package-lock.json (Node 24 included)…\n');
-  execSync('npm install --no-audit --no-fund', { cwd: root, stdio: 'inherit' });
+  install();
+}
+
+/**
+ * `npm install --no-save`, its stderr passed on but for npm's EBADENGINE warnings: on an older
+ * machine Node (20 here) npm warns once per package that wants Node 22 or later (a dozen lines
+ * each, the project itself among them), though no script runs on that Node: they run on the
+ * Node 24 this install puts into node_modules/.bin, and the check below stops any that would not.
+ * One line says they were left out; every other warning and error is passed on as npm wrote it.
+ */
+function install() {
+  const npm = spawnSync('npm', ['install', '--no-save', '--no-audit', '--no-fund'], {
+    cwd: root,
+    stdio: ['inherit', 'inherit', 'pipe'],
+    encoding: 'utf8',
+    shell: process.platform === 'win32', // npm is npm.cmd there, which spawn does not find by itself
+  });
+  if (npm.error !== undefined) {
+    process.stderr.write(
+      `error: could not start npm (${npm.error.message}); install Node with npm, then run \`npm install\`\n`,
+    );
+    process.exit(1);
+  }
+  const engine = /^npm warn EBADENGINE\b/;
+  const lines = npm.stderr.split('\n');
+  const packages = lines.filter((line) => /^npm warn EBADENGINE +package: /.test(line)).length;
+  process.stderr.write(lines.filter((line) => !engine.test(line)).join('\n'));
+  if (packages > 0) {
+    process.stderr.write(
+      `(npm's warnings that ${packages} packages want a newer Node than ${process.version} left out: the scripts run on the Node 24 just installed into node_modules/.bin)\n`,
+    );
+  }
+  if (npm.status !== 0) {
+    process.stderr.write(
+      `error: npm install exited with ${npm.status ?? npm.signal}; its lines above say why\n`,
+    );
+    process.exit(npm.status ?? 1);
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Report → table rows under the `evolve` schema contract (CONTRACT.md, "Schema contract"): a
+ * Report → table rows under the `evolve` schema contract (docs/cli.md#reports-that-differ-from-the-spec): a
  * report lands whatever it holds, as long as `data` is an object. The row builder reads the
  * report as the spec describes it (`shared/api/schemas.ts`), and where the report differs:
  *

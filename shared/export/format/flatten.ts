@@ -1,5 +1,5 @@
 /**
- * Report and list items → table rows (CONTRACT.md, "Parquet tables"). Pure functions: no I/O,
+ * Report and list items → table rows (docs/query.md#tables). Pure functions: no I/O,
  * no clock; the run's identity and time come in through {@link RowContext}. Every row carries
  * exactly the columns of its table in `TABLES` (the unit tests hold the two together).
  */

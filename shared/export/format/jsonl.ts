@@ -1,5 +1,5 @@
 /**
- * The raw JSON Lines files (CONTRACT.md, "Raw lines"): one JSON document per line, gzip.
+ * The raw JSON Lines files (docs/ingest.md#output-layout): one JSON document per line, gzip.
  * Lossless: a line is `JSON.stringify` of what it was given, so parsing it back deep-equals it.
  */
 import { gzipSync, constants as zlibConstants } from 'node:zlib';

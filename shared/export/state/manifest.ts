@@ -1,5 +1,5 @@
 /**
- * The run manifest (CONTRACT.md, "Run manifest"): what a run did, counted so that every
+ * The run manifest (docs/ingest.md#the-run-manifest): what a run did, counted so that every
  * listed job has exactly one outcome.
  */
 import * as z from 'zod';

@@ -79,7 +79,7 @@ export function fatalOf(error: unknown): Fatal {
 }
 
 /**
- * How a run's tables are written (CONTRACT.md): `hive`, Parquet under `parquet/<table>/dt=…/`;
+ * How a run's tables are written (docs/contract.md): `hive`, Parquet under `parquet/<table>/dt=…/`;
  * `iceberg`, Iceberg v2 tables under `iceberg/<table>/`. Chosen when the run starts.
  */
 export const TableFormatSchema = z.enum(TABLE_FORMATS);

@@ -2,7 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { optionsFromArgs } from '../../simulator/cli-options.js';
+import { FLAGS, optionsFromArgs } from '../../simulator/cli-options.js';
+import { simulatorCommand } from '../../simulator/command.js';
+import { generateDataset } from '../../simulator/dataset.js';
 import { startSimulator } from '../../simulator/index.js';
 
 describe('simulator command line', () => {
@@ -63,6 +65,27 @@ describe('simulator command line', () => {
       '--headers must be one of none, laravel, github, ietf',
     );
     expect(() => optionsFromArgs(['--latency=-5'])).toThrow('--latency must be a number >= 0');
+  });
+
+  it('--help names every flag with its default, the defaults of a run without flags', async () => {
+    const writes: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((chunk: string) => writes.push(chunk) > 0) as typeof process.stdout.write;
+    try {
+      expect(await simulatorCommand(['--help'])).toBe(0);
+    } finally {
+      process.stdout.write = write;
+    }
+    const help = writes.join('');
+    for (const flag of Object.keys(FLAGS))
+      expect(help).toMatch(new RegExp(`^  --${flag} [^\\n]*(\\n {23}[^\\n]*)?\\[[^\\]]+\\]$`, 'm'));
+    const dataset = generateDataset(optionsFromArgs([]));
+    const defaultOf = (flag: string) =>
+      new RegExp(`^  --${flag} .*(?:\\n {23}.*)?\\[([^\\]]+)\\]$`, 'm').exec(help)?.[1];
+    expect(defaultOf('seed')).toBe(String(dataset.seed));
+    expect(defaultOf('campaigns')).toBe(String(dataset.campaigns.length));
+    expect(defaultOf('jobs')).toBe(String(dataset.campaigns[0]?.jobs.length));
+    expect(defaultOf('size')).toBe(dataset.reportSize);
   });
 
   it('leaves validating the window to the simulator', async () => {
