@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -90,7 +90,9 @@ export async function releaseSharedPack(): Promise<void> {
  * (the functions run with --enable-source-maps), the docs the README links, the changelog.
  */
 export function expectedPackageFiles(): string[] {
-  const docs = readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`);
+  const docs = readdirSync(join(ROOT, 'docs'), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)).split(sep).join('/'));
   const lambdas = FUNCTION_NAMES.flatMap((n) => [
     `dist/lambda/${n}/index.js`,
     `dist/lambda/${n}/index.js.map`,
