@@ -52,10 +52,11 @@ Options:
   --date <YYYY-MM-DD>             the dt= partition (default: today, UTC)
   --full                          fetch every report again (default: incremental); says
                                   first on stderr how long that takes at --max-rate
-  --table-format <hive|iceberg>   how the tables are written: hive, Parquet under parquet/
-                                  (default); iceberg, Apache Iceberg v2 tables under iceberg/.
-                                  An output keeps the format of its first run; to switch,
-                                  run once with --full and the new format
+  --table-format <hive|iceberg>   how the tables are written: hive, Parquet under parquet/;
+                                  iceberg, Apache Iceberg v2 tables under iceberg/. Default:
+                                  the format the output records (state/table-format.json),
+                                  hive for a new one. An output keeps the format of its first
+                                  run; to switch, run once with --full and the new format
   --schema-contract <evolve|freeze>
                                   a report that differs from the API spec: evolve (default)
                                   lands it, what does not fit its column in _rescued, and
@@ -69,7 +70,8 @@ Options:
                                   (${defaultAndRange(RUN_DEFAULTS.unitSize)})
   --max-body-mb <n>               the largest API answer read, in MiB; a longer one fails that
                                   request (${defaultAndRange(RUN_DEFAULTS.maxBodyMiB)})
-  --wait-lock <seconds>           wait this long for another run writing to --out to finish
+  --wait-lock <seconds>           wait this long for another run writing to --out to finish,
+                                  saying so on stderr when the wait starts and ends
                                   (default 0: refuse at once; 0 to ${MAX_WAIT_LOCK_SECONDS})
   --fail-on-partial               exit ${EXIT.partial} when the run ends partial (default: exit 0)
   --s3-region <region>            region of the bucket (default: AWS_REGION, else us-east-1)
@@ -167,9 +169,12 @@ export const CliConfigSchema = z.object({
     })
     .optional(),
   full: z.boolean(),
-  tableFormat: z.enum(TABLE_FORMATS, {
-    error: (issue) => `--table-format takes hive or iceberg, got ${String(issue.input)}`,
-  }),
+  /** Absent: the output's own format (export-command.ts), hive for a new output. */
+  tableFormat: z
+    .enum(TABLE_FORMATS, {
+      error: (issue) => `--table-format takes hive or iceberg, got ${String(issue.input)}`,
+    })
+    .optional(),
   schemaContract: z.enum(SCHEMA_CONTRACTS, {
     error: (issue) => `--schema-contract takes ${SCHEMA_CONTRACTS.join(' or ')}, got ${String(issue.input)}`,
   }),
@@ -270,7 +275,7 @@ export function parseCli(
         out: OUT_OPTIONS.out,
         date: { type: 'string' },
         full: { type: 'boolean', default: false },
-        'table-format': { type: 'string', default: 'hive' },
+        'table-format': { type: 'string' },
         'schema-contract': { type: 'string', default: DEFAULT_SCHEMA_CONTRACT },
         concurrency: { type: 'string', default: String(RUN_DEFAULTS.concurrency.value) },
         'max-rate': { type: 'string', default: String(RUN_DEFAULTS.maxRate.value) },
@@ -336,7 +341,8 @@ export function npmCallerFolder(env: NodeJS.ProcessEnv, cwd: string = process.cw
 }
 
 /**
- * What a CLI configuration asks of runExport. --concurrency is the ceiling of a unit's report
+ * What a CLI configuration asks of runExport (a run without --table-format: hive; the command
+ * settles the output's own format first, export-command.ts). --concurrency is the ceiling of a unit's report
  * fetches (fetchConcurrency) as well as the limiter's (cliDeps), not of the limiter alone.
  */
 export function runOptionsOf(config: CliConfig): LocalRunOptions {

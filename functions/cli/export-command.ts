@@ -11,15 +11,23 @@ import { randomUUID } from 'node:crypto';
 import { ConfigError, describeError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { runExport } from '../../shared/export/run/local-run.js';
+import type { LockWait } from '../../shared/export/state/lock.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
-import { manifestKey, STATE_ROOT } from '../../shared/layout.js';
+import { outputTableFormat } from '../../shared/export/state/table-format.js';
+import { manifestKey, STATE_ROOT, type TableFormat } from '../../shared/layout.js';
 import { checkWritable } from '../../shared/storage/open.js';
 import { cliCatalog } from './catalog.js';
 import { type CliConfig, EXIT, parseCli, runOptionsOf, USAGE } from './config.js';
 import { type CliDepsOptions, cliDeps, consoleLog, formatRequestEvent } from './deps.js';
 import { exportEstimateLine } from './estimate-line.js';
 import { exitCodeOf, listenForInterrupt, type SignalSource, type StopSignal } from './interrupt.js';
-import { formatSummary, Progress, type ProgressClock, type ProgressStream } from './progress.js';
+import {
+  formatDuration,
+  formatSummary,
+  Progress,
+  type ProgressClock,
+  type ProgressStream,
+} from './progress.js';
 
 /** The command's surroundings; tests pass their own streams, folder and clock. */
 export interface CliIo {
@@ -41,6 +49,9 @@ export interface CliIo {
 }
 
 const USAGE_HINT = 'see --help';
+
+/** A wait for a retry before the run starts that is said without a terminal: a few seconds, not a blink. */
+const SAID_WAIT_MS = 3_000;
 
 /** Runs `export` with `argv` (the flags after the command) and `env`; resolves to the exit code. */
 export async function exportCommand(
@@ -68,13 +79,22 @@ export async function exportCommand(
 
   const log = consoleLog(config.verbose ? 'verbose' : config.quiet ? 'quiet' : 'normal', stderr);
   const progress = config.quiet ? undefined : new Progress(stderr, io.clock);
-  /** The run's id once it started: the interrupted line names the run the next one closes. */
-  let runId: string | undefined;
+  /**
+   * How far the command got, for the interrupted line: checking --out and its catalog, waiting
+   * for another run's lock (neither has started a run: nothing to close), starting (the lock
+   * taken, the run not yet under way), or the run `runId` under way.
+   */
+  let stage: InterruptedStage = { at: 'checking' };
   const interrupted = (signal: StopSignal, again: boolean): number => {
     progress?.finish('interrupted');
     log.settle(true);
-    stderr.write(`error: ${interruptedLine(signal, again, runId)}\n`);
+    stderr.write(`error: ${interruptedLine(signal, again, stage)}\n`);
     return exitCodeOf(signal);
+  };
+  /** A line of its own on stderr, above the bar on a terminal; none with --quiet. */
+  const say = (line: string): void => {
+    if (progress) progress.say(line);
+    else if (!config.quiet) stderr.write(`${line}\n`);
   };
   const interrupt = listenForInterrupt((first) => interrupted(first, true), io.signals);
   try {
@@ -91,6 +111,19 @@ export async function exportCommand(
             progress?.waiting(
               `no answer from ${config.baseUrl} (${event.detail}); attempt ${event.attempt + 1} in ${(event.retryInMs / 1000).toFixed(1)} s`,
             );
+          // Without a terminal no progress line comes before the run starts: a long wait (a
+          // Retry-After, a backoff) before it is said in a line of its own. During the run the
+          // progress lines every 5 s show it goes on.
+          if (
+            !stderr.isTTY &&
+            !config.verbose &&
+            stage.at !== 'run' &&
+            event.retryInMs !== undefined &&
+            event.retryInMs >= SAID_WAIT_MS
+          )
+            say(
+              `GET ${event.path} -> ${event.status}${event.detail && event.detail !== `HTTP ${event.status}` ? ` (${event.detail})` : ''}: attempt ${event.attempt + 1} in ${formatDuration(event.retryInMs)}`,
+            );
         },
       });
     } catch (error) {
@@ -98,34 +131,56 @@ export async function exportCommand(
       return error instanceof ConfigError ? EXIT.usage : EXIT.failed;
     }
 
+    // The checks below start no run: a signal stops them at once (a file system that never
+    // answers cannot hold the command), with nothing to close.
+    const checked = <T>(work: Promise<T>): Promise<T> => untilAborted(work, interrupt.signal);
+    const stoppedInCheck = (): number => {
+      const code = interrupted(interrupt.received!, false);
+      interrupt.exitSoon(code);
+      return code;
+    };
+
     // --out is proven writable before the first API request: a wrong one costs nothing.
     try {
       const id = io.uniqueId?.() ?? `${process.pid}-${randomUUID()}`;
-      await checkWritable(deps.storage, `${STATE_ROOT}/write-check-${id}`);
+      await checked(checkWritable(deps.storage, `${STATE_ROOT}/write-check-${id}`));
     } catch (error) {
+      if (interrupt.received) return stoppedInCheck();
       fail(error);
       return EXIT.failed;
     }
 
-    // The catalog the output is registered in, settled before the first API request as well.
+    // The catalog the output is registered in, settled before the first API request as well; a
+    // run without --table-format continues the output's format (hive for a new output), so that
+    // a cron line need not repeat the flag of the output's first run.
+    let settled: CliConfig & { tableFormat: TableFormat };
     try {
-      const catalog = await cliCatalog(deps.storage, config);
+      const tableFormat = config.tableFormat ?? (await checked(outputTableFormat(deps.storage))) ?? 'hive';
+      settled = { ...config, tableFormat };
+      const catalog = await checked(cliCatalog(deps.storage, settled));
       if (catalog) deps = { ...deps, catalog };
     } catch (error) {
+      if (interrupt.received) return stoppedInCheck();
       fail(error);
       return error instanceof ConfigError ? EXIT.usage : EXIT.failed;
     }
 
+    stage = { at: 'starting' };
     progress?.waiting(`connecting to ${config.baseUrl} …`);
     let manifest: Manifest;
     try {
       manifest = await runExport(deps, {
-        ...runOptionsOf(config),
+        ...runOptionsOf(settled),
         // Said before the reports are fetched; not asked for when nothing would show it.
         estimate: config.full && !config.quiet,
         signal: interrupt.signal,
+        // A wait says it waits, on a terminal or not (a cron job's log shows why it took long).
+        onLockWait: (wait) => {
+          stage = wait.state === 'waiting' ? { at: 'waiting' } : { at: 'starting' };
+          say(lockWaitLine(wait, config.waitLockSeconds));
+        },
         onProgress: (event) => {
-          if (event.type === 'started') runId = event.runId;
+          if (event.type === 'started') stage = { at: 'run', runId: event.runId };
           if (event.type === 'estimate') progress?.say(exportEstimateLine(event.size, config));
           progress?.onEvent(event);
         },
@@ -161,12 +216,50 @@ export async function exportCommand(
   }
 }
 
+/** Where the command was when a signal came (see `stage` in exportCommand). */
+type InterruptedStage =
+  | { at: 'checking' }
+  | { at: 'waiting' }
+  | { at: 'starting' }
+  | { at: 'run'; runId: string };
+
+/** `work`, or a rejection as soon as `signal` aborts: what it was doing is left to end by itself. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** `12:04:31Z`: a time of today in UTC, as short as a person reads it. */
+const clockTime = (at: Date | string): string => `${new Date(at).toISOString().slice(11, 19)}Z`;
+
+/** The lines of a wait for another run's lock (--wait-lock): when it starts and when it ends. */
+function lockWaitLine(wait: LockWait, waitSeconds: number): string {
+  if (wait.state === 'taken')
+    return `--out is free after ${formatDuration(wait.waitedMs)} of waiting: this run starts`;
+  const holder = wait.holder;
+  const who = holder
+    ? `run ${holder.run_id} (${holder.owner}, since ${clockTime(holder.acquired_at)})`
+    : 'another run';
+  const lease = holder ? `; its lock lasts until ${clockTime(holder.expires_at)} unless it renews it` : '';
+  return `waiting up to ${formatDuration(waitSeconds * 1000)} (--wait-lock, until ${clockTime(wait.until)}) for ${who} to release --out${lease}`;
+}
+
 /**
  * The one line of an interrupted run: what stopped it and what the next run does (recover.ts:
  * it closes the interrupted run, publishing under its id what it finished, and asks again for
  * the reports it never got). `again`: a second signal, which stopped the process at once.
+ * Before a run started (checking --out, waiting for its lock) there is nothing to close.
  */
-function interruptedLine(signal: StopSignal, again: boolean, runId: string | undefined): string {
+function interruptedLine(signal: StopSignal, again: boolean, stage: InterruptedStage): string {
+  if (stage.at === 'checking' || stage.at === 'waiting') {
+    const where = stage.at === 'checking' ? 'while checking --out' : 'while waiting for --out (--wait-lock)';
+    return `interrupted by ${signal}${again ? ' again: stopped at once' : ''} ${where}, before a run started; nothing to close, the next export to --out starts afresh`;
+  }
+  const runId = stage.at === 'run' ? stage.runId : undefined;
   const run = runId ? `run ${runId}` : 'the run';
   const stopped = again
     ? `interrupted by ${signal} again: stopped at once, before ${run} published`

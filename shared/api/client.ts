@@ -7,14 +7,20 @@ import { ConfigError, InterruptedError, ListingError, TransientApiError } from '
 import { bodyLimitBytes, RUN_DEFAULTS } from '../run-defaults.js';
 import { API_PATH_PREFIX, normalizeBaseUrl } from './base-url.js';
 import { type Clock, systemClock } from './clock.js';
-import { accessDenied, authFailure, isKeyRestriction, redactor } from './failures.js';
+import { accessDenied, authFailure, isKeyRestriction, redactor, verifyNotFound } from './failures.js';
 import { type Classified, classify, type HttpResult, httpGet } from './http.js';
 import { depthIssue } from './json-depth.js';
 import { AdaptiveRateLimiter, type RateLimiter, RateLimitWaitError, type Release } from './limiter.js';
 import { issuesOf, type ListedItem, type ReportOutcome } from './outcome.js';
 import { type ItemSchema, type ListedPage, type ListingStart, listPages, paginate } from './pagination.js';
 import { parseRateLimitHeaders } from './rate-limit-headers.js';
-import { decideRetry, parseRetryAfter, type RetryPolicy, resolveRetryPolicy } from './retry.js';
+import {
+  decideRetry,
+  parseRetryAfter,
+  policyForFailure,
+  type RetryPolicy,
+  resolveRetryPolicy,
+} from './retry.js';
 import {
   type CampaignItem,
   CampaignItemSchema,
@@ -142,6 +148,13 @@ export class IntegrationApiClient {
   async verify(): Promise<{ companyName: string }> {
     const path = `${API_PATH_PREFIX}/verify`;
     return this.call(path, (answer) => {
+      if (answer.kind === 'refused' && answer.status === 404) {
+        const source = this.options.baseUrlSource ?? 'the API base URL';
+        return {
+          kind: 'throw',
+          error: verifyNotFound(this.base + path, this.base, refusalFields(answer), source),
+        };
+      }
       if (answer.kind !== 'json') return commonStep(answer, path);
       const parsed = VerifyResponseSchema.safeParse(answer.value);
       if (!parsed.success)
@@ -321,7 +334,7 @@ export class IntegrationApiClient {
       }
       const decision = decideRetry(
         { attempts: attempt, elapsedMs: this.clock.now() - startedAt, retryAfterMs: step.retryAfterMs },
-        this.policy,
+        policyForFailure(this.policy, step.cause),
         this.random,
       );
       if (!decision.retry) {

@@ -3,7 +3,8 @@
  * API's error_code and a hint that says what to do, and the redaction that keeps the API key
  * out of every message.
  */
-import { AccessDeniedError, AuthError } from '../errors.js';
+import { AccessDeniedError, ApiError, AuthError } from '../errors.js';
+import { API_PATH_PREFIX } from './base-url.js';
 
 /** The fields of an error answer the messages are built from. */
 export interface RefusalFields {
@@ -95,4 +96,28 @@ export function accessDenied(path: string, fields: RefusalFields): AccessDeniedE
 /** IP and domain restrictions refuse every request: fatal wherever they come. */
 export function isKeyRestriction(errorCode: string | undefined): boolean {
   return errorCode === 'IP_NOT_ALLOWED' || errorCode === 'DOMAIN_NOT_ALLOWED';
+}
+
+/**
+ * 404 on verify: verify is the first request and exists on every API, so no such path means
+ * the base URL leads somewhere else (most often a path missing before /integration/v1/client,
+ * or one too many). Names the whole URL asked (it never holds the key: that goes in a header)
+ * and the setting the base came from.
+ */
+export function verifyNotFound(
+  url: string,
+  base: string,
+  fields: RefusalFields,
+  baseUrlSource: string,
+): ApiError {
+  const code = fields.errorCode === undefined ? '' : ` (${fields.errorCode})`;
+  // Its full stop dropped: the hint follows after one (describeError).
+  const text = fields.apiMessage === undefined ? '' : `: ${fields.apiMessage.replace(/\.$/, '')}`;
+  return new ApiError(`GET ${url} answered HTTP 404${code}${text}`, {
+    ...fields,
+    path: `${API_PATH_PREFIX}/verify`,
+    hint:
+      `no Integration API answers under ${base}: check that ${baseUrlSource} is the API's base URL, with the ` +
+      `path the API lives under if it has one (the exporter appends ${API_PATH_PREFIX}/…)`,
+  });
 }

@@ -29,6 +29,22 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxRetryAfterMs: 60_000,
 });
 
+/**
+ * Attempts of a call whose host name does not resolve (ENOTFOUND: the DNS server answered that
+ * no such name exists). Unlike a 503 or a refused port the same name gets the same answer, so
+ * one retry (a resolver that stumbled once) and then the error that says to check the name:
+ * about a second, where the whole budget took ~16 s on average (up to 32 s by the jitter).
+ * EAI_AGAIN (no answer from the DNS server) keeps the whole budget: it does pass.
+ */
+export const UNRESOLVED_NAME_ATTEMPTS = 2;
+
+/** The policy for a failure whose network error is `cause`: fewer attempts for a name that does not resolve. */
+export function policyForFailure(policy: RetryPolicy, cause: unknown): RetryPolicy {
+  const code = (cause as { code?: unknown } | null | undefined)?.code;
+  if (code !== 'ENOTFOUND' || policy.maxAttempts <= UNRESOLVED_NAME_ATTEMPTS) return policy;
+  return { ...policy, maxAttempts: UNRESOLVED_NAME_ATTEMPTS };
+}
+
 /** The default policy with `overrides` applied; rejects values that make no sense. */
 export function resolveRetryPolicy(overrides: Partial<RetryPolicy> = {}): RetryPolicy {
   const policy = { ...DEFAULT_RETRY_POLICY };

@@ -4,9 +4,11 @@
  * asked anything.
  */
 import { stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { ConfigError, ExporterError } from '../errors.js';
 import { LocalStorage } from './local.js';
+import { makeOutFolder } from './local-folder.js';
 import { S3Storage } from './s3.js';
 import type { Storage } from './storage.js';
 
@@ -57,7 +59,8 @@ export function openStorage(out: string, options: OpenStorageOptions = {}): Stor
 
 /**
  * Proves that `storage` takes writes: writes a small object at `probeKey` and deletes it (a
- * missing folder is created on the way). Throws `ExporterError` with one line naming `--out`
+ * missing folder is created first, one component at a time; a file system of the kernel such
+ * as /proc is refused before anything is made). Throws `ExporterError` with one line naming `--out`
  * and the cause (a file where a folder should be, no permission, no credentials, no such
  * bucket, S3 unreachable) and a hint.
  *
@@ -72,6 +75,10 @@ export async function checkWritable(storage: Storage, probeKey: string): Promise
         hint: 'pass a folder (created if missing) or s3://bucket/prefix',
       });
     }
+    // Made one folder at a time: a recursive mkdir on /proc never settles (local-folder.ts).
+    await makeOutFolder(storage.location, join(storage.location, dirname(probeKey))).catch((error) => {
+      throw error instanceof ExporterError ? error : unwritable(storage, error);
+    });
   }
   try {
     await storage.put(probeKey, 'a write check of the exporter; deleted at once\n');

@@ -5,6 +5,7 @@
  */
 import { describeError, ExporterError, InterruptedError, OutputLockedError } from '../../errors.js';
 import { manifestKey } from '../../layout.js';
+import type { LockWait } from '../state/lock.js';
 import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import {
   addRequestCounts,
@@ -55,6 +56,8 @@ export interface LocalRunOptions {
   publishConcurrency?: number;
   /** Wait up to this long for another run to release the output (default: refuse at once). */
   waitForLockMs?: number;
+  /** Told when that wait starts and when it ends with the lock taken (the CLI says both). */
+  onLockWait?: (wait: LockWait) => void;
   /**
    * A full run counts its campaigns' jobs before it plans them (job-counts.ts) and says its
    * size in an `estimate` event: a few requests, counted in the manifest. Default off.
@@ -115,6 +118,7 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
       // Retry-After all come before the first report.
       renewEveryMs: LOCK_RENEW_MS,
       ...(options.waitForLockMs ? { waitMs: options.waitForLockMs } : {}),
+      ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
     },
   });
   const lock = started.lock!; // Taken: the run was not started unlocked.

@@ -85,7 +85,18 @@ export interface AcquireOptions {
   random?: () => number;
   /** Told of a clock (the holder's, or this process's) further from the storage's than the allowance. */
   onClockSkew?: (skew: ClockSkew) => void;
+  /**
+   * Told when a wait (`waitMs`) for a lock another run holds starts, and when it ends with the
+   * lock taken; a wait that runs out ends in `OutputLockedError`. Observes only: a person who
+   * waits (--wait-lock) is told so.
+   */
+  onWait?: (wait: LockWait) => void;
 }
+
+/** A wait for the lock: begun (who holds it, until when this run waits), or over with the lock taken. */
+export type LockWait =
+  | { state: 'waiting'; holder: LockRecord | undefined; until: Date }
+  | { state: 'taken'; waitedMs: number };
 
 /** `pid@host` of this process. */
 export const processOwner = (): string => `${process.pid}@${hostname()}`;
@@ -255,6 +266,8 @@ export class OutputLock {
     const token = tokenOf(options.random ?? Math.random);
     const me = options.process ?? thisProcess();
     const onClockSkew = oncePerClock(options.onClockSkew);
+    /** When this run began to wait, once it did. */
+    let waitingSince: Date | undefined;
     for (;;) {
       const at = now();
       const owner = options.owner ?? me.owner;
@@ -278,6 +291,8 @@ export class OutputLock {
           const { etag } = await storage.put(key, encodeLock(record), {
             ...(current ? { ifMatch: current.etag } : { ifNoneMatch: '*' }),
           });
+          if (waitingSince)
+            options.onWait?.({ state: 'taken', waitedMs: at.getTime() - waitingSince.getTime() });
           return new OutputLock(storage, record, etag, options);
         } catch (error) {
           if (!(error instanceof PreconditionFailedError)) throw error;
@@ -285,6 +300,10 @@ export class OutputLock {
         }
       }
       if (now().getTime() >= deadline) throw lockedError(storage, held);
+      if (!waitingSince) {
+        waitingSince = at;
+        options.onWait?.({ state: 'waiting', holder: held, until: new Date(deadline) });
+      }
       await (options.sleep ?? defaultSleep)(WAIT_POLL_MS);
     }
   }

@@ -19,8 +19,6 @@ import { type Simulator, startSimulator } from '../../simulator/index.js';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** tsx compiles the CLI on start: a few seconds on a busy machine. */
 const TEST_TIMEOUT_MS = 90_000;
-/** Enough for the CLI to start (1–2.5 s measured here) on a machine busy with other tests. */
-const START_MS = 6_000;
 
 const simulators: Simulator[] = [];
 const children: ChildProcess[] = [];
@@ -164,8 +162,8 @@ describe('a run stopped by a signal', () => {
       });
       undo.push(() => held.release());
       const cli = exportCli(simulator, out, ['--wait-lock', '60']);
-      // Nothing is printed while it waits for the lock: time for tsx to load the CLI and start waiting.
-      await new Promise((resolve) => setTimeout(resolve, START_MS));
+      // The line that says it waits: the CLI is loaded and waiting.
+      await cli.line(/^waiting up to 1m 00s \(--wait-lock/);
       cli.child.kill('SIGINT');
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(cli.child.exitCode).toBeNull(); // the wait for the lock goes on after the first
@@ -176,7 +174,7 @@ describe('a run stopped by a signal', () => {
       expect(code).toBe(130);
       const errors = cli.lines.filter((l) => l.startsWith('error:'));
       expect(errors).toEqual([
-        'error: interrupted by SIGINT again: stopped at once, before the run published; the next export to --out closes what it left and starts afresh',
+        'error: interrupted by SIGINT again: stopped at once while waiting for --out (--wait-lock), before a run started; nothing to close, the next export to --out starts afresh',
       ]);
     },
     TEST_TIMEOUT_MS,

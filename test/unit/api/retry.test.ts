@@ -4,7 +4,9 @@ import {
   DEFAULT_RETRY_POLICY,
   decideRetry,
   parseRetryAfter,
+  policyForFailure,
   resolveRetryPolicy,
+  UNRESOLVED_NAME_ATTEMPTS,
 } from '../../../shared/api/retry.js';
 import { ConfigError } from '../../../shared/errors.js';
 
@@ -86,5 +88,27 @@ describe('resolveRetryPolicy', () => {
     expect(() => resolveRetryPolicy({ maxAttempts: 0 })).toThrow(ConfigError);
     expect(() => resolveRetryPolicy({ baseDelayMs: -1 })).toThrow(ConfigError);
     expect(() => resolveRetryPolicy({ maxElapsedMs: Number.NaN })).toThrow(ConfigError);
+  });
+});
+
+describe('policyForFailure', () => {
+  const enotfound = Object.assign(new Error('getaddrinfo ENOTFOUND api.acme.invalid'), { code: 'ENOTFOUND' });
+
+  it('gives a host name that does not resolve one retry, not the whole budget', () => {
+    const policy = policyForFailure(DEFAULT_RETRY_POLICY, enotfound);
+    expect(policy.maxAttempts).toBe(UNRESOLVED_NAME_ATTEMPTS);
+    expect(decideRetry({ attempts: 1, elapsedMs: 30 }, policy, () => 1)).toEqual({
+      retry: true,
+      delayMs: 250,
+    });
+    expect(decideRetry({ attempts: 2, elapsedMs: 300 }, policy).retry).toBe(false);
+  });
+
+  it('keeps the policy for a lookup that failed for now (EAI_AGAIN), any other failure, and a smaller budget', () => {
+    const again = Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' });
+    expect(policyForFailure(DEFAULT_RETRY_POLICY, again)).toBe(DEFAULT_RETRY_POLICY);
+    expect(policyForFailure(DEFAULT_RETRY_POLICY, undefined)).toBe(DEFAULT_RETRY_POLICY);
+    const one = resolveRetryPolicy({ maxAttempts: 1 });
+    expect(policyForFailure(one, enotfound)).toBe(one);
   });
 });

@@ -102,7 +102,8 @@ describe('runOptionsOf', () => {
       waitForLockMs: 3000,
     });
     expect(runOptionsOf(parse()).mode).toBe('incremental');
-    expect(runOptionsOf(parse()).tableFormat).toBe('hive');
+    // No flag: the output's own format, which the command reads from --out (export-command.ts).
+    expect(runOptionsOf(parse()).tableFormat).toBeUndefined();
     expect(() => parse('--table-format', 'delta')).toThrow(/--table-format takes hive or iceberg, got delta/);
   });
 
