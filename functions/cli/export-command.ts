@@ -8,6 +8,7 @@
  * (estimate-line.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { untilAborted } from '../../shared/abort.js';
 import { ConfigError, describeError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { runExport } from '../../shared/export/run/local-run.js';
@@ -222,16 +223,6 @@ type InterruptedStage =
   | { at: 'waiting' }
   | { at: 'starting' }
   | { at: 'run'; runId: string };
-
-/** `work`, or a rejection as soon as `signal` aborts: what it was doing is left to end by itself. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
 
 /** `12:04:31Z`: a time of today in UTC, as short as a person reads it. */
 const clockTime = (at: Date | string): string => `${new Date(at).toISOString().slice(11, 19)}Z`;

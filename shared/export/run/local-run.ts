@@ -119,6 +119,8 @@ export async function runExport(deps: ExportDeps, options: LocalRunOptions): Pro
       renewEveryMs: LOCK_RENEW_MS,
       ...(options.waitForLockMs ? { waitMs: options.waitForLockMs } : {}),
       ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
+      // A Ctrl-C while it waits for another run's lock ends the wait: no run has started.
+      ...(options.signal ? { signal: options.signal } : {}),
     },
   });
   const lock = started.lock!; // Taken: the run was not started unlocked.

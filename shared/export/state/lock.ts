@@ -21,6 +21,7 @@
  */
 import { hostname } from 'node:os';
 import * as z from 'zod';
+import { untilAborted } from '../../abort.js';
 import { OutputLockedError, PreconditionFailedError } from '../../errors.js';
 import { STATE_KEYS } from '../../layout.js';
 import type { Storage, StoredObject } from '../../storage/storage.js';
@@ -91,6 +92,12 @@ export interface AcquireOptions {
    * waits (--wait-lock) is told so.
    */
   onWait?: (wait: LockWait) => void;
+  /**
+   * Ends a wait for a lock another run holds (Ctrl-C while --wait-lock waits): `acquire` rejects
+   * with the signal's reason before its next look, or at once while it sleeps between looks. A
+   * lock already written is this run's: the signal is then the run's to handle.
+   */
+  signal?: AbortSignal;
 }
 
 /** A wait for the lock: begun (who holds it, until when this run waits), or over with the lock taken. */
@@ -269,6 +276,7 @@ export class OutputLock {
     /** When this run began to wait, once it did. */
     let waitingSince: Date | undefined;
     for (;;) {
+      options.signal?.throwIfAborted();
       const at = now();
       const owner = options.owner ?? me.owner;
       const started = owner === me.owner ? me.started : undefined;
@@ -304,7 +312,7 @@ export class OutputLock {
         waitingSince = at;
         options.onWait?.({ state: 'waiting', holder: held, until: new Date(deadline) });
       }
-      await (options.sleep ?? defaultSleep)(WAIT_POLL_MS);
+      await untilAborted((options.sleep ?? defaultSleep)(WAIT_POLL_MS), options.signal);
     }
   }
 

@@ -136,6 +136,52 @@ describe('a signal before any run started', () => {
   });
 });
 
+describe('a second signal', () => {
+  it('exits at once, with one line, when the first cannot end the run (a write that never settles)', async () => {
+    const server = await scripted();
+    const signals = new TestSignals();
+    const stderr = new Captured();
+    let stalled = false;
+    // The run's staged writes never settle once it is under way: a hung network mount, which
+    // the first signal cannot cut short.
+    const stalling = (storage: Storage): Storage =>
+      new Proxy(storage, {
+        get: (target, name) => {
+          if (name === 'put')
+            return (key: string, ...rest: unknown[]) => {
+              if (!key.includes('/staged/')) return Reflect.apply(target.put, target, [key, ...rest]);
+              stalled = true;
+              return new Promise(() => {});
+            };
+          const value = Reflect.get(target, name, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    void exportCommand(['--out', await tempDir('stalled-run'), '-q'], envOf(server.url), {
+      stdout: new Captured(),
+      stderr,
+      cwd: await tempDir('cwd'),
+      signals,
+      deps: (options) => {
+        const deps = cliDeps(options);
+        return { ...deps, storage: stalling(deps.storage) };
+      },
+    });
+    await expect.poll(() => stalled, { timeout: 20_000 }).toBe(true);
+    signals.send('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(signals.exits).toEqual([]); // the first asks the run to stop; the write holds it
+
+    signals.send('SIGINT');
+
+    expect(signals.exits).toEqual([130]);
+    // Staged before the run's first progress event: the run is named by what the next one does.
+    expect(stderr.lines()).toEqual([
+      'error: interrupted by SIGINT again: stopped at once, before the run published; the next export to --out closes what it left and starts afresh',
+    ]);
+  });
+});
+
 describe('an output keeps its table format', () => {
   it('continues an Iceberg output without --table-format, and still refuses an explicit other format', async () => {
     const server = await scripted();

@@ -110,6 +110,35 @@ describe('OutputLock', () => {
     expect(second.runId).not.toBe(first.runId);
   });
 
+  it('stops a wait for a held lock at once when its signal aborts, and leaves the holder its lock', async () => {
+    const storage = new LocalStorage(await tempDir('lock'));
+    const { newRunId } = setup();
+    const first = await OutputLock.acquire(storage, { newRunId, ttlMs: TTL });
+    const stop = new AbortController();
+    const waits: string[] = [];
+    const waiting = OutputLock.acquire(storage, {
+      newRunId,
+      ttlMs: TTL,
+      waitMs: 60_000,
+      signal: stop.signal,
+      // A sleep between looks that would never end: only the abort can end the wait.
+      sleep: () => new Promise<void>(() => {}),
+      onWait: (wait) => {
+        waits.push(wait.state);
+        setTimeout(() => stop.abort(new Error('Ctrl-C')), 50);
+      },
+    });
+    const settled = waiting.then(
+      () => 'took the lock',
+      (error: Error) => error.message,
+    );
+
+    expect(await settled).toBe('Ctrl-C');
+    expect(waits).toEqual(['waiting']);
+    expect((await lockOf(storage)).run_id).toBe(first.runId);
+    await first.release();
+  });
+
   it('is free at once when its holder was a process of this machine that no longer exists', async () => {
     const storage = new LocalStorage(await tempDir('lock'));
     const { clock, newRunId } = setup();
