@@ -91,6 +91,9 @@ export const EXPORTER_BUNDLING = {
   forceDockerBundling: false,
   // The SDK clients the tests ran against, not whatever the runtime carries today.
   bundleAwsSDK: true,
+  // esbuild's warnings and errors, not its table of file sizes at every synth (where a bundle
+  // over 1 MB gets a warning sign, though nothing is wrong).
+  logLevel: nodejs.LogLevel.WARNING,
 } satisfies nodejs.BundlingOptions;
 
 /**

@@ -38,6 +38,8 @@ const TRANSLATE: {
   forceDockerBundling: () => ({}),
   // CDK leaves the SDK v3 packages external unless the function bundles them.
   bundleAwsSDK: (v) => ({ external: v ? [] : ['@aws-sdk/*'] }),
+  // What esbuild prints, not what it builds (the bench prints errors alone).
+  logLevel: () => ({}),
 };
 
 /** The esbuild options a function's bundle is built with (`cdk synth`). */
