@@ -84,13 +84,13 @@ export function recordingLog(): Log & {
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
-/** A run against `server` into a new temp folder (or `out`), with the CLI's dependencies. */
-export async function runAgainst(
+/** The CLI's dependencies for a run against `server` into `out`: its key, no rate to speak of. */
+export function scriptedDeps(
   server: TestServer,
-  options: { out?: string; log?: Log; run?: Partial<LocalRunOptions>; maxBodyMiB?: number } = {},
-): Promise<{ manifest: Manifest; out: string; deps: ExportDeps }> {
-  const out = options.out ?? (await tempDir('scripted-run'));
-  const deps = cliDeps({
+  out: string,
+  options: { log?: Log; maxBodyMiB?: number } = {},
+): ExportDeps {
+  return cliDeps({
     baseUrl: server.url,
     apiKey: SCRIPTED_KEY,
     out,
@@ -99,6 +99,15 @@ export async function runAgainst(
     log: options.log ?? recordingLog(),
     ...(options.maxBodyMiB !== undefined && { maxBodyMiB: options.maxBodyMiB }),
   });
+}
+
+/** A run against `server` into a new temp folder (or `out`), with the CLI's dependencies. */
+export async function runAgainst(
+  server: TestServer,
+  options: { out?: string; log?: Log; run?: Partial<LocalRunOptions>; maxBodyMiB?: number } = {},
+): Promise<{ manifest: Manifest; out: string; deps: ExportDeps }> {
+  const out = options.out ?? (await tempDir('scripted-run'));
+  const deps = scriptedDeps(server, out, options);
   const manifest = await runExport(deps, { mode: 'incremental', ...options.run });
   return { manifest, out, deps };
 }

@@ -6,7 +6,6 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliDeps } from '../../../functions/cli/deps.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import type { CatalogTable } from '../../../shared/iceberg/catalog.js';
 import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
@@ -14,7 +13,7 @@ import type { TableMetadata } from '../../../shared/iceberg/types.js';
 import { ICEBERG_ROOT } from '../../../shared/layout.js';
 import { tempDir } from '../../helpers/export.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
-import { recordingLog, runAgainst, SCRIPTED_KEY, scriptedApi } from '../../helpers/scripted-api.js';
+import { runAgainst, scriptedApi, scriptedDeps } from '../../helpers/scripted-api.js';
 import { listPage } from '../../unit/api/fixtures.js';
 
 /** The file catalog, except that the first commit to `table` fails as a process killed there would. */
@@ -58,14 +57,7 @@ describe('Iceberg current tables, a closing cut short', () => {
     expect(await jobsOf(out, 'sections_current')).toEqual([11, 12]);
 
     listing = 'one';
-    const deps = cliDeps({
-      baseUrl: server.url,
-      apiKey: SCRIPTED_KEY,
-      out,
-      concurrency: 8,
-      maxRate: 10_000,
-      log: recordingLog(),
-    });
+    const deps = scriptedDeps(server, out);
     const catalog = new DiesOnce(deps.storage, 'sections_current');
     await expect(
       runExport({ ...deps, catalog }, { mode: 'incremental', tableFormat: 'iceberg' }),

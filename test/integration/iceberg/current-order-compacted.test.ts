@@ -11,41 +11,18 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliDeps } from '../../../functions/cli/deps.js';
 import { runExport } from '../../../shared/export/run/local-run.js';
 import { recoverOpenRuns } from '../../../shared/export/run/recover.js';
 import { REPORT_TABLES } from '../../../shared/export/tables.js';
-import type { CatalogTable } from '../../../shared/iceberg/catalog.js';
-import { FileCatalog } from '../../../shared/iceberg/file-catalog.js';
 import { currentTableOf } from '../../../shared/iceberg/schema.js';
-import type { TableMetadata } from '../../../shared/iceberg/types.js';
 import { ICEBERG_ROOT, STATE_KEYS } from '../../../shared/layout.js';
 import { tempDir } from '../../helpers/export.js';
+import { HoldsOneRun, nextSecond } from '../../helpers/holds-one-run.js';
 import { readIcebergTable } from '../../helpers/icebird.js';
-import { recordingLog, SCRIPTED_KEY, scriptedApi } from '../../helpers/scripted-api.js';
+import { scriptedApi, scriptedDeps } from '../../helpers/scripted-api.js';
 import { OtherEngine } from '../../sim/other-engine.js';
 import { Prng } from '../../sim/prng.js';
 import { listPage } from '../../unit/api/fixtures.js';
-
-/**
- * The file catalog, except that every commit of one run to `reports_current` fails as a process
- * killed there would, while `held` is set: the first run that commits the table is that run.
- */
-class HoldsOneRun extends FileCatalog {
-  held = true;
-  run: string | undefined;
-  override async commit(base: CatalogTable, metadata: TableMetadata) {
-    if (this.held && metadata.location.endsWith('/reports_current')) {
-      const snapshot = metadata.snapshots?.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
-      const run = snapshot?.summary['run-id'];
-      this.run ??= run;
-      if (run === this.run) throw new Error(`killed before committing reports_current for ${run}`);
-    }
-    return super.commit(base, metadata);
-  }
-}
-
-const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1005 - (Date.now() % 1000)));
 
 /** The distinct `job=run` pairs of a table's live rows, sorted. */
 const pairsOf = async (out: string, table: string) =>
@@ -61,14 +38,7 @@ describe('Iceberg current tables in run order, the history tables compacted by a
       jobs: () => ({ body: listPage([{ id: 11, job_status: 2 }], 1, 1) }),
     });
     const out = await tempDir('current-order-compacted');
-    const deps = cliDeps({
-      baseUrl: server.url,
-      apiKey: SCRIPTED_KEY,
-      out,
-      concurrency: 8,
-      maxRate: 10_000,
-      log: recordingLog(),
-    });
+    const deps = scriptedDeps(server, out);
     const catalog = new HoldsOneRun(deps.storage);
 
     // A exports 11 and dies at reports_current; B cannot close A, and exports 11 again.
