@@ -25,10 +25,17 @@ export const CONSTRUCT_TYPES = join(DIST, 'construct.d.ts');
 const LAMBDA_DIR = './lambda/';
 
 /**
- * The consumer's own copies, never bundled: the construct's classes must be those of the app's
- * aws-cdk-lib (an `App` of one copy does not hold a `Stack` of another).
+ * The consumer's own copies (package.json `peerDependencies`, and their subpaths), never
+ * bundled: the construct's classes must be those of the app's aws-cdk-lib (an `App` of one copy
+ * does not hold a `Stack` of another).
  */
-const PEERS = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'];
+const PEERS = Object.keys(
+  (
+    JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+    }
+  ).peerDependencies,
+).flatMap((name) => [name, `${name}/*`]);
 
 /** Writes `text` beside `file` and renames it over: a reader never sees half a file. */
 function writeWhole(file: string, text: string): void {
