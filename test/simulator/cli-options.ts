@@ -1,5 +1,6 @@
 /** Command-line flags of the standalone simulator (main.ts), as simulator options. */
 import { parseArgs } from 'node:util';
+import { WINDOW_TURNS } from './fixed-window.js';
 import type { RateLimit, RateLimitHeaderStyle, ReportSize, SimulatorOptions, WindowTurn } from './types.js';
 
 const SIZES: readonly ReportSize[] = ['tiny', 'small', 'mixed', 'large'];
@@ -37,8 +38,8 @@ function windowLimit(raw: string, style: string | undefined, turn: string | unde
   if (headers !== undefined && !HEADER_STYLES.includes(headers))
     throw new Error(`--headers must be one of ${HEADER_STYLES.join(', ')}`);
   if (turn !== undefined && headers !== 'laravel') throw new Error('--turn needs --headers laravel');
-  if (turn !== undefined && turn !== 'second' && turn !== 'exact')
-    throw new Error('--turn must be second or exact');
+  if (turn !== undefined && !WINDOW_TURNS.includes(turn as WindowTurn))
+    throw new Error(`--turn must be one of ${WINDOW_TURNS.join(', ')}`);
   const window = { windowRequests: requests, windowMs: Math.round(seconds * 1000), headers };
   return turn === undefined ? window : { ...window, turn: turn as WindowTurn };
 }

@@ -32,7 +32,8 @@ Options (default in brackets):
   --window N/SECONDS   fixed window per key instead: N requests per SECONDS [no rate limit]
   --headers none|laravel|github|ietf
                        rate-limit headers of the window, with --window [none]
-  --turn second|exact  where a Laravel window turns, with --headers laravel [second]
+  --turn second|exact|ceil
+                       where a Laravel window turns, with --headers laravel [second]
   -h, --help           this text`;
 
 /**

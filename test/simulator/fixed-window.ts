@@ -5,14 +5,15 @@
  * on the wall clock (Date.now()), the clock of the epoch times in the headers. Laravel's headers
  * name the reset in whole seconds (its availableAt): exact when the window turns on that second
  * (turn 'second'), up to a second early when it turns where its cache key expires (turn 'exact',
- * Redis). The other styles' resets are rounded up, so a client that waits for them finds the
- * window expired.
+ * Redis), or rounded up to the next whole second, up to a second after the turn (turn 'ceil',
+ * express-rate-limit's default store, with Laravel's headers). The other styles' resets are
+ * rounded up, so a client that waits for them finds the window expired.
  */
 import type { Verdict } from './rate-limit.js';
 import type { FixedWindowLimit, RateLimitHeaderStyle, WindowTurn } from './types.js';
 
 const STYLES: readonly RateLimitHeaderStyle[] = ['none', 'laravel', 'github', 'ietf'];
-const TURNS: readonly WindowTurn[] = ['second', 'exact'];
+export const WINDOW_TURNS: readonly WindowTurn[] = ['second', 'exact', 'ceil'];
 
 interface Window {
   /** Requests admitted in this window. */
@@ -56,10 +57,12 @@ export class FixedWindows {
 
   private open(key: string, now: number): Window {
     const { windowMs, headers, turn } = this.limit;
-    // Laravel: availableAt = the current Unix second + decaySeconds.
-    const namedResetAt = Math.floor(now / 1000) * 1000 + windowMs;
     const turnsOnSecond = headers === 'laravel' && turn === 'second';
-    const window = { hits: 0, expiresAt: turnsOnSecond ? namedResetAt : now + windowMs, namedResetAt };
+    const expiresAt = turnsOnSecond ? Math.floor(now / 1000) * 1000 + windowMs : now + windowMs;
+    // Laravel: availableAt = the current Unix second + decaySeconds; 'ceil': the turn rounded up.
+    const namedResetAt =
+      turn === 'ceil' ? Math.ceil(expiresAt / 1000) * 1000 : Math.floor(now / 1000) * 1000 + windowMs;
+    const window = { hits: 0, expiresAt, namedResetAt };
     this.windows.set(key, window);
     return window;
   }
@@ -72,10 +75,11 @@ function secondsUntil(at: number, now: number): number {
 
 /**
  * A 429's Retry-After. Laravel's is its availableIn: the named reset less the current whole
- * second, 0 once that second has come (while a Redis window runs on).
+ * second, 0 once that second has come (while a Redis window runs on). The others' (and turn
+ * 'ceil''s) are the seconds left, rounded up.
  */
 function retryAfterSeconds(limit: Required<FixedWindowLimit>, window: Window, now: number): number {
-  if (limit.headers !== 'laravel') return secondsUntil(window.expiresAt, now);
+  if (limit.headers !== 'laravel' || limit.turn === 'ceil') return secondsUntil(window.expiresAt, now);
   return Math.max(0, (window.namedResetAt - Math.floor(now / 1000) * 1000) / 1000);
 }
 
@@ -129,8 +133,8 @@ function validatedWindow(limit: FixedWindowLimit): Required<FixedWindowLimit> {
       `simulator: rate limit with laravel headers needs windowMs in whole seconds (a multiple of 1000), got ${windowMs}`,
     );
   }
-  if (!TURNS.includes(turn))
-    throw new Error(`simulator: window turn must be one of ${TURNS.join(', ')}, got "${turn}"`);
+  if (!WINDOW_TURNS.includes(turn))
+    throw new Error(`simulator: window turn must be one of ${WINDOW_TURNS.join(', ')}, got "${turn}"`);
   if (limit.turn !== undefined && headers !== 'laravel')
     throw new Error(
       'simulator: a window turn is set only with laravel headers (the others turn where they say)',

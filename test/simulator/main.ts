@@ -1,6 +1,6 @@
 /**
  * Standalone simulator: `npm run simulator -- --port P --seed S [--campaigns N] [--jobs N]
- * [--rate R --burst B | --window N/SECONDS [--headers none|laravel|github|ietf] [--turn second|exact]] [--latency MS]
+ * [--rate R --burst B | --window N/SECONDS [--headers none|laravel|github|ietf] [--turn second|exact|ceil]] [--latency MS]
  * [--size tiny|small|mixed|large]`. Prints one JSON line `{"url", "keys"}` first, then serves
  * until SIGINT/SIGTERM (command.ts).
  */

@@ -43,8 +43,12 @@ export type RateLimitHeaderStyle = 'none' | 'laravel' | 'github' | 'ietf';
  *   expiries in whole seconds), so the reset a 429 names is exact;
  * - 'exact': `windowMs` after the request that opened it (Redis expires keys to the
  *   millisecond), so the turn comes up to a second after the reset a 429 names.
+ * - 'ceil': `windowMs` after the request that opened it, but the 429 names the reset rounded up
+ *   to the next whole second (`X-RateLimit-Reset` = ceil of the epoch seconds, `Retry-After` =
+ *   ceil of the seconds left, never 0), as express-rate-limit's default store does: the turn
+ *   comes up to a second before the reset named.
  */
-export type WindowTurn = 'second' | 'exact';
+export type WindowTurn = 'second' | 'exact' | 'ceil';
 
 /**
  * Fixed window per key, as Laravel's `throttle` middleware: the first request after a window

@@ -107,7 +107,9 @@ function tokenBucket(limit: { ratePerSecond: number; burst: number }, retryAfter
  * Laravel's throttle: N requests per window counted from the first request after the last one
  * expired. Laravel names the reset in whole seconds, `floor(first request's second) + window`,
  * and Retry-After as that reset less the current second (0 once it has come); the window ends
- * there (turn 'second') or `windowMs` after its first request (turn 'exact', Redis). The other
+ * there (turn 'second') or `windowMs` after its first request (turn 'exact', Redis). Turn 'ceil'
+ * (express-rate-limit) ends it `windowMs` after its first request and names that turn rounded up
+ * to the next whole second, with Retry-After the seconds left rounded up. The other
  * styles end it `windowMs` after its first request. Virtual time is the wall clock here.
  */
 function fixedWindow(limit: WindowLimit, starts: number[]) {
@@ -118,9 +120,9 @@ function fixedWindow(limit: WindowLimit, starts: number[]) {
   const floorSecond = (ms: number) => Math.floor(ms / 1000) * 1000;
   return (now: number): Verdict => {
     if (now >= expiresAt) {
-      namedReset = floorSecond(now) + limit.windowMs;
-      const laravelSecond = limit.headers === 'laravel' && limit.turn !== 'exact';
-      expiresAt = laravelSecond ? namedReset : now + limit.windowMs;
+      const laravelSecond = limit.headers === 'laravel' && (limit.turn ?? 'second') === 'second';
+      expiresAt = laravelSecond ? floorSecond(now) + limit.windowMs : now + limit.windowMs;
+      namedReset = limit.turn === 'ceil' ? ceilSeconds(expiresAt) : floorSecond(now) + limit.windowMs;
       hits = 0;
       starts.push(now);
     }
@@ -130,8 +132,12 @@ function fixedWindow(limit: WindowLimit, starts: number[]) {
     const untilReset = expiresAt - now;
     const counts = { limit: limit.windowRequests, remaining: ok ? remaining : 0 };
     if (limit.headers === 'laravel') {
-      // Reset (epoch seconds) only on a 429.
-      const retryAfterMs = ok ? undefined : Math.max(0, namedReset - floorSecond(now));
+      // Reset (epoch seconds) only on a 429; Retry-After 'ceil': the seconds left rounded up.
+      const retryAfterMs = ok
+        ? undefined
+        : limit.turn === 'ceil'
+          ? ceilSeconds(untilReset)
+          : Math.max(0, namedReset - floorSecond(now));
       return { ok, retryAfterMs, info: counts, resetAt: ok ? undefined : namedReset };
     }
     const retryAfterMs = ok ? undefined : Math.max(1000, ceilSeconds(untilReset));

@@ -68,6 +68,17 @@ describe('FixedWindows (wall clock given)', () => {
     ).toThrow(/only with laravel/);
   });
 
+  it('laravel headers, turn ceil: the window ends windowMs after its first request, the reset named rounded up', () => {
+    const windows = new FixedWindows({ windowRequests: 2, windowMs: 2000, headers: 'laravel', turn: 'ceil' });
+    const refused = { 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '13' };
+    expect(windows.take('k', 10_300).ok).toBe(true);
+    expect(windows.take('k', 10_400).ok).toBe(true);
+    // The turn is at 12.3 s: the reset named is the next whole second, Retry-After the seconds left rounded up.
+    expect(windows.take('k', 10_500)).toEqual({ ok: false, retryAfterSeconds: 2, headers: refused });
+    expect(windows.take('k', 12_299)).toEqual({ ok: false, retryAfterSeconds: 1, headers: refused });
+    expect(windows.take('k', 12_300)).toMatchObject({ ok: true, windowStarted: true });
+  });
+
   it('github: Limit, Remaining, Used and Reset (rounded up) on every answer', () => {
     const windows = new FixedWindows({ windowRequests: 2, windowMs: 1500, headers: 'github' });
     const headers = (remaining: number, used: number, reset: number) => ({
