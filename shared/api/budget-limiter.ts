@@ -17,6 +17,7 @@ import {
   maxGrantWaitMs,
   type SharedBudget,
 } from './request-budget.js';
+import type { WindowFacts } from './window-facts.js';
 import { WindowQuota } from './window-quota.js';
 
 /** The next lease is asked for this long before the last one's slots run out (a store round trip or two). */
@@ -40,6 +41,8 @@ export interface BudgetLimiterOptions {
   minConcurrency?: number;
   /** Called once per outage of the store (the first error; again only after a success). */
   onStoreError?: (error: unknown) => void;
+  /** What an earlier run learnt of the API's fixed windows (the output's state). */
+  windowFacts?: WindowFacts;
   clock?: Clock;
 }
 
@@ -73,7 +76,7 @@ export class BudgetLimiter implements RateLimiter {
   private readonly budget: SharedBudget;
   private readonly clock: Clock;
   private readonly inFlightLimit: InFlightLimit;
-  private readonly quota = new WindowQuota();
+  private readonly quota: WindowQuota;
   private readonly queue: GrantQueue;
   private readonly leases: HeldLease[] = [];
   private leasing = false;
@@ -97,6 +100,7 @@ export class BudgetLimiter implements RateLimiter {
   constructor(private readonly options: BudgetLimiterOptions) {
     this.budget = options.budget;
     this.clock = options.clock ?? systemClock;
+    this.quota = new WindowQuota(options.windowFacts);
     this.inFlightLimit = new InFlightLimit({
       floor: options.minConcurrency ?? LIMITER_DEFAULTS.minConcurrency,
       ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
@@ -166,6 +170,11 @@ export class BudgetLimiter implements RateLimiter {
 
   currentRate(): number {
     return this.leaseRate ?? this.budget.rate();
+  }
+
+  /** What this container learnt of the API's windows, on its leases or else in fallback. */
+  windowFacts(): WindowFacts | undefined {
+    return this.quota.facts() ?? this.fallback?.windowFacts?.();
   }
 
   /** Wall-clock ms: lease slots are times shared with other machines. */

@@ -12,6 +12,7 @@ import { type Clock, systemClock } from './clock.js';
 import { GrantQueue, type Release } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
+import type { WindowFacts } from './window-facts.js';
 import { WindowQuota } from './window-quota.js';
 
 /** Paces and bounds the requests of a process; the client reports every answer back to it. */
@@ -36,6 +37,8 @@ export interface RateLimiter {
   onThrottle(retryAfterMs?: number, info?: RateLimitInfo, sentAt?: number): void;
   /** The pacing rate right now, in requests per second. */
   currentRate(): number;
+  /** What was learnt of the API's fixed windows, to start the next run from (undefined: nothing yet). */
+  windowFacts?(): WindowFacts | undefined;
 }
 
 // The queue of waiting callers both limiters share throws and grants these; callers import them from here.
@@ -64,6 +67,8 @@ export interface AdaptiveRateLimiterOptions {
   concurrency?: number;
   /** Fewest requests allowed in flight, and the number before the latency is known (default 4). */
   minConcurrency?: number;
+  /** What an earlier run learnt of the API's fixed windows (the output's state): met from the first turn. */
+  windowFacts?: WindowFacts;
   /** Time source; tests pass a fake one. */
   clock?: Clock;
 }
@@ -168,7 +173,7 @@ export class AdaptiveRateLimiter implements RateLimiter {
   private readonly maxRate: number;
   private readonly minRate: number;
   private readonly inFlightLimit: InFlightLimit;
-  private readonly quota = new WindowQuota();
+  private readonly quota: WindowQuota;
 
   /** Slow-start rate; used until the first 429. */
   private slowStartRate: number;
@@ -206,6 +211,7 @@ export class AdaptiveRateLimiter implements RateLimiter {
       ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
     });
     this.slowStartRate = this.clamp(options.initialRate ?? LIMITER_DEFAULTS.initialRate);
+    this.quota = new WindowQuota(options.windowFacts);
     this.queue = new GrantQueue({
       clock: this.clock,
       now: () => this.clock.now(),
@@ -302,6 +308,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
 
   currentRate(): number {
     return this.rateAt(this.clock.now());
+  }
+
+  windowFacts(): WindowFacts | undefined {
+    return this.quota.facts();
   }
 
   state(): LimiterState {

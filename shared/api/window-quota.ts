@@ -17,6 +17,7 @@
  * only says the turn had not come yet.
  */
 import type { RateLimitInfo } from './rate-limit-headers.js';
+import type { WindowFacts } from './window-facts.js';
 import { COARSE_STEP_MS, TurnLearner } from './window-turn.js';
 
 /** A spent window with no known reset lets one probe out this often. */
@@ -30,6 +31,18 @@ const SAME_INSTANT_MS = 0.001;
 const NAMED_SCAN_MAX_MS = 2_000;
 /** ...and one from a reset that had passed, this long (the turn was due within a second). */
 const LATE_SCAN_MAX_MS = 1_200;
+/** Whole seconds, the unit of a named reset and of the windows guessed around it. */
+const SECOND_MS = 1_000;
+/**
+ * A whole-second guess goes this share of a round trip after the turn it stands for: the
+ * window's first request reached the API up to a round trip after it was sent, the guess may
+ * reach it sooner.
+ */
+const GUESS_GUARD_TRIPS = 0.5;
+/** The guard before a round trip is known. */
+const DEFAULT_GUARD_MS = 50;
+/** Round-trip samples weigh this much in the average. */
+const TRIP_WEIGHT = 0.2;
 
 /** How a turn was planned. */
 type TurnKind =
@@ -63,6 +76,10 @@ interface Turn {
   opened?: boolean;
   /** A named turn scanned from when a 429 said its reset had passed: it cannot prove the reset exact. */
   late?: boolean;
+  /** A named turn: the reset named. */
+  named?: number;
+  /** A named turn: where it is tried before its scan, ascending (the whole-second guesses and the named reset). */
+  points?: number[];
 }
 
 export class WindowQuota {
@@ -82,9 +99,32 @@ export class WindowQuota {
   private passedResetsHelp = true;
   /** Send of the current window's first request. */
   private openedAt: number | undefined;
+  /** Whether `openedAt` is known to be the request that opened the window (not just the first answered). */
+  private openerKnown = false;
+  /** Where a turn from the reset a 429 named is tried first (the whole-second guesses, the reset). */
+  private namedPoints: number[] | undefined;
+  /** The average time from a request's send to its answer, ms. */
+  private roundTripMs: number | undefined;
+  /** The limit the facts this quota started from were learnt under: another one drops them. */
+  private factsLimit: number | undefined;
   /** The turn that opened the current window, or the one under way. */
   private turn: Turn | undefined;
   private readonly learner = new TurnLearner();
+
+  /** `facts`: what an earlier run learnt of the API's windows (window-facts.ts), a hint until an answer agrees. */
+  constructor(facts?: WindowFacts) {
+    if (facts === undefined) return;
+    this.factsLimit = facts.limit;
+    this.learner.restore(facts);
+  }
+
+  /** What was learnt of the API's windows (undefined until a turn is learnt), to start the next run from. */
+  facts(): WindowFacts | undefined {
+    const learnt = this.learner.learnt();
+    const limit = this.limit ?? this.factsLimit;
+    if (learnt === undefined || limit === undefined) return undefined;
+    return { limit, ...learnt, source: 'headers' };
+  }
 
   /**
    * An answer's fields, read at `now`, for the request sent at `sentAt`, when `othersInFlight`
@@ -93,6 +133,7 @@ export class WindowQuota {
    */
   observe(info: RateLimitInfo, now: number, othersInFlight: number, sentAt = now): void {
     this.roll(now);
+    this.tripTook(now - sentAt);
     this.limitSaid(info.limit);
     if (info.resetInMs !== undefined && info.resetInMs > 0) {
       // Delays are whole seconds, rounded up by most servers: the earliest bound is the tightest.
@@ -107,7 +148,12 @@ export class WindowQuota {
     if (turn !== undefined && !ofTurn && (turn.seenAt !== undefined || this.lastRemaining === undefined))
       return;
     const newWindow = this.isNewWindow(info.remaining, now, othersInFlight, ofTurn && turn.kind === 'probe');
-    if (turn === undefined) this.openedAt = Math.min(this.openedAt ?? sentAt, sentAt);
+    // Only the request that opened a window is answered Remaining = Limit - 1.
+    const opener = newWindow && this.limit !== undefined && info.remaining === this.limit - 1;
+    if (opener && (turn === undefined || turn.seenAt !== undefined)) {
+      this.openedAt = sentAt;
+      this.openerKnown = true;
+    } else if (turn === undefined) this.openedAt = Math.min(this.openedAt ?? sentAt, sentAt);
     else if (!ofTurn) {
       // The window the turn is waited for from: counted as usual.
     } else if (turn.seenAt === undefined && !newWindow) {
@@ -118,6 +164,7 @@ export class WindowQuota {
       turn.seenAt ??= now;
       turn.admitted = sentAt;
       this.openedAt = sentAt;
+      this.openerKnown = true;
     }
     const lastRemaining = newWindow ? info.remaining : Math.min(this.lastRemaining ?? 0, info.remaining);
     this.lastRemaining = lastRemaining;
@@ -148,6 +195,7 @@ export class WindowQuota {
    */
   refused(info: RateLimitInfo, now: number, retryInMs: number | undefined, sentAt = now): void {
     this.roll(now);
+    this.tripTook(now - sentAt);
     this.limitSaid(info.limit);
     const turn = this.turn;
     if (turn !== undefined && sentAt < (turn.seenAt ?? Number.POSITIVE_INFINITY)) {
@@ -160,17 +208,55 @@ export class WindowQuota {
     // Once the turn is learnt, a whole-second reset named by a 429 is no better than what was learnt.
     if (this.learner.plan() !== undefined) return;
     const resetInMs = info.resetInMs ?? retryInMs;
+    // A guess before the reset a named turn was started from, refused: the turn goes on to its
+    // next point (the reset named again is that one).
+    const named = turn?.kind === 'named' && turn === this.turn ? turn.named : undefined;
+    if (named !== undefined && sentAt >= (turn?.from ?? 0) && now + (resetInMs ?? 0) <= named + SECOND_MS)
+      return;
     if (resetInMs !== undefined && resetInMs > 0) {
       this.resetAt = Math.max(this.resetAt ?? 0, now + resetInMs);
       this.resetNamedByRefusal = true;
       this.namedResetPassed = false;
+      this.namedPoints = this.guessesAround(this.resetAt);
     } else if (resetInMs !== undefined && this.passedResetsHelp && this.probing()) {
       // The reset it names has come and the window runs on (Laravel on Redis): the turn comes
       // within a second of that whole second. Scanned from now.
       this.resetAt = now;
       this.resetNamedByRefusal = true;
       this.namedResetPassed = true;
+      this.namedPoints = undefined;
     }
+  }
+
+  /**
+   * Where to try the turn of the reset `reset` a 429 named, before scanning from it: a window
+   * counted from its first request and lasting whole seconds turns a whole number of seconds
+   * after that request reached the API, so just before the named reset if the API rounds it up,
+   * just after if it rounds it down (window-turn.ts). Each guess keeps a guard above the turn it
+   * stands for. Only the named reset, when the window's first request is not known or the
+   * guesses are not to be tried (they missed a turn; named resets proved exact).
+   */
+  private guessesAround(reset: number): number[] | undefined {
+    const anchor = this.openedAt;
+    if (anchor === undefined || !this.openerKnown || !this.learner.guessWholeSeconds) return undefined;
+    const seconds = (reset - anchor) / SECOND_MS;
+    if (seconds < 1) return undefined;
+    const guard = this.guardMs();
+    // (The most whole seconds below the named reset, and the fewest at or above it.)
+    const before = anchor + (Math.ceil(seconds) - 1) * SECOND_MS + guard;
+    const after = anchor + Math.ceil(seconds) * SECOND_MS + guard;
+    return [...(before < reset ? [before] : []), reset, ...(after > reset ? [after] : [])];
+  }
+
+  /** Room a guess keeps above the turn it stands for. */
+  private guardMs(): number {
+    return this.roundTripMs === undefined ? DEFAULT_GUARD_MS : GUESS_GUARD_TRIPS * this.roundTripMs;
+  }
+
+  private tripTook(ms: number): void {
+    if (!(ms > 0)) return;
+    this.roundTripMs =
+      this.roundTripMs === undefined ? ms : this.roundTripMs + TRIP_WEIGHT * (ms - this.roundTripMs);
   }
 
   /** Whether the window is spent and probed for its reset (no reset known, no scan under way). */
@@ -192,7 +278,7 @@ export class WindowQuota {
       this.turn = undefined;
     } else if (
       turn.kind === 'named' &&
-      sentAt - turn.from > (turn.late ? LATE_SCAN_MAX_MS : NAMED_SCAN_MAX_MS)
+      sentAt - (turn.named ?? turn.from) > (turn.late ? LATE_SCAN_MAX_MS : NAMED_SCAN_MAX_MS)
     ) {
       // Probes, as when nothing is known.
       this.turn = undefined;
@@ -218,14 +304,17 @@ export class WindowQuota {
   heldUntil(now: number, inFlight: number): number {
     this.roll(now);
     if (this.left === undefined || this.left > 0) return Number.NEGATIVE_INFINITY;
-    if (this.resetAt !== undefined) return this.resetAt;
+    if (this.resetAt !== undefined) return this.namedPoints?.[0] ?? this.resetAt;
     const under = (this.turn?.seenAt === undefined ? this.turn : undefined) ?? this.beginTurn(now);
     if (under.kind === 'probe') {
       // One at a time, to meet a 429 that names the reset; a second after one that named none.
       if (inFlight > 0) return Number.POSITIVE_INFINITY;
       return Math.max(under.from, (under.refused ?? Number.NEGATIVE_INFINITY) + under.step);
     }
-    if (under.step > 0) return Math.max(under.from, under.lastSentAt + under.step);
+    if (under.step > 0) {
+      const point = under.points?.find((at) => at > under.lastSentAt);
+      return point ?? Math.max(under.from, under.lastSentAt + under.step);
+    }
     if (!under.opened) return under.from;
     // All went and none of their answers showed a new window yet: wait for them, then probe.
     return inFlight > 0 ? Number.POSITIVE_INFINITY : under.lastSentAt + PROBE_INTERVAL_MS;
@@ -234,7 +323,7 @@ export class WindowQuota {
   /** The window is spent and no turn is under way: plan the next (the learner is told the last). */
   private beginTurn(now: number): Turn {
     this.learnFrom(this.turn);
-    const plan = this.openedAt === undefined ? undefined : this.learner.plan();
+    const plan = this.openedAt === undefined || !this.openerKnown ? undefined : this.learner.plan();
     if (plan !== undefined && this.openedAt !== undefined) {
       return this.startTurn('learnt', this.openedAt + plan.from, plan.step);
     }
@@ -255,18 +344,41 @@ export class WindowQuota {
       early: turn.early === undefined ? undefined : turn.early - turn.after,
       admitted: turn.admitted - turn.after,
     };
-    if (turn.kind === 'named') this.learner.afterNamedReset(seen, turn.early === undefined && !turn.late);
+    if (turn.kind === 'named') this.learnFromNamed(turn, seen);
     else if (turn.kind === 'learnt') this.learner.afterPlanned(seen);
+  }
+
+  /**
+   * A named turn: met at a whole-second guess (the first one let through was sent at a guess,
+   * before the named reset or after it with the reset refused), at the reset (exact: nothing
+   * sent from it on met the old window), or by the scan after them.
+   */
+  private learnFromNamed(turn: Turn, seen: { early: number | undefined; admitted: number }): void {
+    const named = turn.named ?? turn.from;
+    const admitted = turn.admitted ?? named;
+    const early = turn.early ?? Number.NEGATIVE_INFINITY;
+    const exact = !turn.late && admitted >= named && early < named;
+    const guesses = turn.points?.filter((at) => at !== named) ?? [];
+    const atGuess = guesses.some((at) => admitted >= at && admitted < at + COARSE_STEP_MS && early < at);
+    if (atGuess && !exact) this.learner.afterGuess(seen, this.guardMs());
+    else {
+      if (guesses.length > 0 && !exact) this.learner.guessesMissedTurn();
+      this.learner.afterNamedReset(seen, exact);
+    }
   }
 
   /** A limit other than the one known: the API changed it, and what was learnt of its windows goes. */
   private limitSaid(limit: number | undefined): void {
     if (limit === undefined) return;
-    if (this.limit !== undefined && limit !== this.limit) {
+    const known = this.limit ?? this.factsLimit;
+    this.factsLimit = undefined;
+    if (known !== undefined && limit !== known) {
       this.learner.forget();
       // The turn planned or seen under the old limit, and where its window opened, teach nothing now.
       this.turn = undefined;
       this.openedAt = undefined;
+      this.openerKnown = false;
+      this.namedPoints = undefined;
       this.passedResetsHelp = true;
     }
     this.limit = limit;
@@ -291,9 +403,11 @@ export class WindowQuota {
       turn.opened = true;
       this.left = this.limit;
     }
-    if (this.resetAt === undefined || now < this.resetAt) return;
+    const points = this.resetNamedByRefusal ? this.namedPoints : undefined;
+    if (this.resetAt === undefined || now < (points?.[0] ?? this.resetAt)) return;
     const at = this.resetAt;
     this.resetAt = undefined;
+    this.namedPoints = undefined;
     if (!this.resetNamedByRefusal) {
       this.startTurn('answers', at, 0).opened = true;
       this.open();
@@ -301,8 +415,10 @@ export class WindowQuota {
     }
     this.learnFrom(turn?.seenAt === undefined ? undefined : turn);
     const exact = this.learner.namedResetsExact === true && !this.namedResetPassed;
-    const named = this.startTurn('named', at, exact ? 0 : COARSE_STEP_MS);
+    const named = this.startTurn('named', points?.[0] ?? at, exact ? 0 : COARSE_STEP_MS);
     named.late = this.namedResetPassed;
+    named.named = at;
+    if (points !== undefined) named.points = points;
     if (exact) {
       named.opened = true;
       this.open();

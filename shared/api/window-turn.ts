@@ -24,6 +24,17 @@
  *    windows are not where they were, learnt afresh.
  * Whole-second windows (the named resets proved exact) take their offset from two exact turns
  * in a row, and are met the same way.
+ *
+ * A window counted from its first request usually lasts whole seconds, and the reset a 429 names
+ * is then that turn rounded to a whole second: up (express-rate-limit's default store: the turn
+ * comes up to a second *before* the reset named, and a first request at the named second always
+ * gets through, as if the reset were exact) or down (Laravel on Redis: after it). So before
+ * scanning, the turn is tried where such a window would turn: a whole number of seconds after
+ * the window's first request, just before the named reset and just after it (window-quota.ts),
+ * with the named second between them. The first of those let through is the offset, learnt in
+ * one turn: at no 429 for a reset rounded up, one for a whole-second window (its named reset is
+ * exact), two for Redis. A turn found by neither guess is scanned as in 1-2, and the guesses are
+ * not tried again.
  */
 
 /** The first turn after a named reset is scanned a request this often. */
@@ -34,6 +45,8 @@ const FINE_DIVISIONS = 8;
 const MIN_STEP_MS = 4;
 /** The room left above a learnt turn is at most this share of the window. */
 const MARGIN_SHARE = 0.002;
+/** A guess's guard above this share of the window is scanned away rather than kept (1 s windows). */
+const GUARD_SHARE = 0.01;
 /** A request refused this much after the learnt turn means the window changed. */
 export const RELEARN_MS = 100;
 
@@ -53,9 +66,16 @@ export interface TurnSeen {
   admitted: number;
 }
 
+/** Where a window turns, once learnt: on the named second, or a fixed time after its first request (window-facts.ts). */
+export type TurnKind = 'named' | 'first-request';
+
 export class TurnLearner {
   /** Whether the resets the API names are where its windows turn; undefined until a turn tells. */
   private exact: boolean | undefined;
+  /** How the offset was learnt. */
+  private kind: TurnKind | undefined;
+  /** Whether a turn came where no whole-second guess put it: the guesses are not tried again. */
+  private guessesMissed = false;
   /** The bracket of the first turn scanned (offsets). */
   private bracket: { lo: number; hi: number } | undefined;
   /** The offset at which the next window's first request goes, once learnt. */
@@ -65,6 +85,32 @@ export class TurnLearner {
   /** Whether the resets the API names are exact (undefined: no turn after one seen yet). */
   get namedResetsExact(): boolean | undefined {
     return this.exact;
+  }
+
+  /** Whether the next named reset is to be tried at the whole-second guesses around it. */
+  get guessWholeSeconds(): boolean {
+    return !this.guessesMissed && this.exact !== true && this.offset === undefined;
+  }
+
+  /** What was learnt, to keep for the next run: where windows turn and the offset (undefined: nothing yet). */
+  learnt(): { turn: TurnKind; offsetMs: number } | undefined {
+    if (this.offset === undefined || this.kind === undefined) return undefined;
+    return { turn: this.kind, offsetMs: this.offset };
+  }
+
+  /**
+   * Starts from what an earlier run learnt. A window counted from its first request is met at
+   * the offset from the start; a whole-second one only at named resets, proved exact (its offset
+   * depends on where in its second the window's first request went).
+   */
+  restore(learnt: { turn: TurnKind; offsetMs: number }): void {
+    this.forget();
+    this.exact = learnt.turn === 'named';
+    if (learnt.turn === 'first-request') {
+      this.kind = learnt.turn;
+      this.offset = learnt.offsetMs;
+      this.step = Math.max(MIN_STEP_MS, learnt.offsetMs * MARGIN_SHARE);
+    }
   }
 
   /** How to meet the next turn; undefined while named resets are followed (or nothing is learnt). */
@@ -93,11 +139,38 @@ export class TurnLearner {
    * give the offset: the window's length.
    */
   afterNamedReset(seen: TurnSeen, exact: boolean): void {
-    if (exact && this.exact === true) this.offset = seen.admitted;
+    if (exact && this.exact === true) {
+      this.offset = seen.admitted;
+      this.kind = 'named';
+    }
     this.exact = exact;
     if (exact || seen.early === undefined) return;
     this.bracket = { lo: seen.early, hi: seen.admitted };
     this.step = Math.max(MIN_STEP_MS, (seen.admitted - seen.early) / FINE_DIVISIONS);
+  }
+
+  /**
+   * A turn met at a whole-second guess (a window counted from its first request): the guess,
+   * which keeps `guardMs` of room above the turn it stands for, is the offset. A request refused
+   * there later is scanned past in quarters of that room.
+   */
+  afterGuess(seen: TurnSeen, guardMs: number): void {
+    this.exact = false;
+    if (guardMs > GUARD_SHARE * seen.admitted) {
+      // The guard would idle too much of each window: its span is scanned in the next turn, as in 2.
+      this.bracket = { lo: seen.admitted - guardMs, hi: seen.admitted };
+      this.step = Math.max(MIN_STEP_MS, guardMs / FINE_DIVISIONS);
+      return;
+    }
+    this.bracket = undefined;
+    this.offset = seen.admitted;
+    this.kind = 'first-request';
+    this.step = Math.max(MIN_STEP_MS, guardMs / 4);
+  }
+
+  /** A turn the guesses around a named reset did not meet: windows not of whole seconds, not guessed again. */
+  guessesMissedTurn(): void {
+    this.guessesMissed = true;
   }
 
   /**
@@ -107,6 +180,7 @@ export class TurnLearner {
   afterPlanned(seen: TurnSeen): void {
     if (this.offset === undefined) {
       this.offset = seen.admitted + this.margin(this.step, seen.admitted);
+      this.kind = 'first-request';
       return;
     }
     if (seen.admitted > this.offset + RELEARN_MS) this.forget();
@@ -128,6 +202,8 @@ export class TurnLearner {
   /** The API changed its limit: learnt afresh from the next named reset. */
   forget(): void {
     this.exact = undefined;
+    this.kind = undefined;
+    this.guessesMissed = false;
     this.bracket = undefined;
     this.offset = undefined;
     this.step = COARSE_STEP_MS;

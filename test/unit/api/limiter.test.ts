@@ -351,6 +351,56 @@ describe('AdaptiveRateLimiter and windows that turn after the reset they name (L
     expect(result.throttled).toBeLessThanOrEqual(3);
   });
 
+  it('windows whose named reset is rounded up (express-rate-limit): each window opened just after its turn, not at the named second', async () => {
+    // The turn comes up to a second before the reset named; a first request at the named second
+    // always gets through, so it looked exact and every window opened ~1 s late (0.83 at 5 s).
+    for (const [windowRequests, windowMs, windows] of [
+      [50, 1_000, 30],
+      [200, 5_000, 10],
+    ] as const) {
+      const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn: 'ceil' };
+      for (const seed of [1, 2, 3]) {
+        const result = await simulateWindows(limit, windows, seed);
+        const idle = result.windowStarts
+          .slice(2)
+          .map((start, i) => start - ((result.windowStarts[i + 1] ?? 0) + windowMs));
+
+        expect(result.ok).toBe(windowRequests * windows);
+        // From window 2 on, each opens within a guard of half a round trip (or less) and a
+        // one-way delay after the previous one ended.
+        expect(Math.max(...idle), `seed ${seed}`).toBeLessThan(100);
+        // The probe that named the reset, and for 1 s windows the guard's span scanned once.
+        expect(result.throttled, `seed ${seed}`).toBeLessThanOrEqual(windowMs === 1_000 ? 4 : 1);
+        expect(result.utilisation, `seed ${seed}`).toBeGreaterThanOrEqual(windowMs === 1_000 ? 0.95 : 0.99);
+      }
+    }
+  });
+
+  it('starts from what an earlier run learnt: no probe, no named reset, from the first turn', async () => {
+    const limit: WindowLimit = { windowRequests: 200, windowMs: 5_000, headers: 'laravel', turn: 'ceil' };
+    const run = { limit, items: 200 * 4, workers: 128, latencyMs: 100 };
+    let facts: ReturnType<AdaptiveRateLimiter['windowFacts']>;
+    const first = await simulate({
+      ...run,
+      limiter: { concurrency: 128 },
+      onAnswer: (_, limiter) => {
+        facts = limiter.windowFacts();
+      },
+    });
+    expect(first.throttled).toBe(1);
+    expect(facts).toMatchObject({ limit: 200, turn: 'first-request', source: 'headers' });
+
+    const next = await simulate({
+      ...run,
+      seed: 2,
+      limiter: { concurrency: 128, ...(facts && { windowFacts: facts }) },
+    });
+
+    expect(next.throttled).toBe(0);
+    const idle = next.windowStarts.slice(1).map((start, i) => start - ((next.windowStarts[i] ?? 0) + 5_000));
+    expect(Math.max(...idle)).toBeLessThan(100);
+  });
+
   it('learns afresh when the API changes its window', async () => {
     // 200 per 5 s, then 100 per 2 s from 40 s on: a new Limit, and a new turn to learn.
     const first: WindowLimit = { windowRequests: 200, windowMs: 5_000, headers: 'laravel', turn: 'exact' };

@@ -113,3 +113,65 @@ describe('WindowQuota', () => {
     expect(past.heldUntil(0, 0)).toBeLessThan(1); // a probe, not a wait for a reset that is gone
   });
 });
+
+describe("WindowQuota: a reset a 429 names, tried at whole seconds from the window's first request", () => {
+  /** A window of 3 opened by the request sent at 200 (answered Remaining 2 at 260), spent, and a probe's 429 naming 5,000. */
+  function spentAndNamed(): WindowQuota {
+    const quota = new WindowQuota();
+    quota.spend(200);
+    quota.observe({ limit: 3, remaining: 2 }, 260, 0, 200); // the opener: a 60 ms round trip
+    send(quota, 300, 2);
+    quota.observe({ limit: 3, remaining: 0 }, 360, 0, 300);
+    quota.spend(1_000);
+    quota.refused({ limit: 3, remaining: 0, resetInMs: 3_940 }, 1_060, undefined, 1_000); // names 5,000
+    return quota;
+  }
+
+  it('tries just before the named reset first (a reset rounded up), then the reset, then just after it (Redis)', () => {
+    const quota = spentAndNamed();
+    // 4 whole seconds after the opener, with half a round trip of room (the average trip is 60 ms).
+    expect(quota.heldUntil(1_100, 0)).toBe(4_230);
+    quota.spend(4_230);
+    expect(quota.heldUntil(4_240, 1)).toBe(5_000);
+    // Refused: it names the same reset again, and the turn goes on to its next point.
+    quota.refused({ limit: 3, remaining: 0, resetInMs: 710 }, 4_290, undefined, 4_230);
+    expect(quota.heldUntil(4_300, 0)).toBe(5_000);
+    quota.spend(5_000);
+    quota.refused({ limit: 3, remaining: 0, resetInMs: 0 }, 5_060, undefined, 5_000);
+    expect(quota.heldUntil(5_070, 0)).toBe(5_230); // 5 whole seconds after the opener
+  });
+
+  it("a guess before the reset let through is learnt: the next window's first request goes at that offset", () => {
+    const quota = spentAndNamed();
+    quota.spend(4_230);
+    quota.observe({ limit: 3, remaining: 2 }, 4_290, 0, 4_230); // let through: the window turned before 5,000
+    send(quota, 4_300, 2);
+    quota.observe({ limit: 3, remaining: 0 }, 4_400, 0, 4_300);
+    // No probe, no named reset: 4,030 ms after the window's first request, as learnt.
+    expect(quota.heldUntil(4_400, 0)).toBe(4_230 + 4_030);
+    expect(quota.facts()).toEqual({ limit: 3, turn: 'first-request', offsetMs: 4_030, source: 'headers' });
+  });
+
+  it('starts from facts an earlier run learnt, once the first answer shows its request opened the window', () => {
+    const facts = { limit: 3, turn: 'first-request', offsetMs: 4_030, source: 'headers' } as const;
+    const quota = new WindowQuota(facts);
+    quota.spend(100);
+    quota.observe({ limit: 3, remaining: 2 }, 160, 0, 100);
+    send(quota, 200, 2);
+    quota.observe({ limit: 3, remaining: 0 }, 300, 0, 200);
+    expect(quota.heldUntil(300, 0)).toBe(4_130);
+
+    // A window another client opened (Remaining below Limit - 1): its turn is not known, probed as usual.
+    const joined = new WindowQuota(facts);
+    joined.spend(100);
+    joined.observe({ limit: 3, remaining: 1 }, 160, 0, 100);
+    joined.spend(200);
+    joined.observe({ limit: 3, remaining: 0 }, 260, 0, 200);
+    expect(joined.heldUntil(300, 0)).toBeLessThan(301);
+
+    // Another limit: the facts are dropped.
+    const changed = new WindowQuota(facts);
+    changed.observe({ limit: 10, remaining: 9 }, 60, 0, 0);
+    expect(changed.facts()).toBeUndefined();
+  });
+});

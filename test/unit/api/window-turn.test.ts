@@ -47,3 +47,41 @@ describe('TurnLearner', () => {
     expect(idle.plan()).toBeUndefined();
   });
 });
+
+describe('TurnLearner: whole-second guesses', () => {
+  it('a turn met at a guess is the offset at once; a guard above 1% of the window is scanned away first', () => {
+    const learner = new TurnLearner();
+    expect(learner.guessWholeSeconds).toBe(true);
+    learner.afterGuess({ early: undefined, admitted: 5_040 }, 40);
+    expect(learner.plan()).toEqual({ from: 5_040, step: 0 });
+    expect(learner.learnt()).toEqual({ turn: 'first-request', offsetMs: 5_040 });
+    expect(learner.guessWholeSeconds).toBe(false);
+
+    const short = new TurnLearner();
+    short.afterGuess({ early: undefined, admitted: 1_040 }, 40);
+    expect(short.plan()).toEqual({ from: 1_005, step: 5 });
+    short.afterPlanned({ early: 1_020, admitted: 1_025 });
+    expect(short.learnt()?.offsetMs).toBeCloseTo(1_025 + 2.05);
+  });
+
+  it('a turn no guess met: the guesses are not tried again until the windows change', () => {
+    const learner = new TurnLearner();
+    learner.guessesMissedTurn();
+    expect(learner.guessWholeSeconds).toBe(false);
+    learner.forget();
+    expect(learner.guessWholeSeconds).toBe(true);
+  });
+
+  it('restores what an earlier run learnt: the offset of windows counted from their first request, only exactness of whole-second ones', () => {
+    const counted = new TurnLearner();
+    counted.restore({ turn: 'first-request', offsetMs: 5_040 });
+    expect(counted.plan()).toEqual({ from: 5_040, step: 0 });
+
+    const whole = new TurnLearner();
+    whole.restore({ turn: 'named', offsetMs: 5_000 });
+    expect(whole.plan()).toBeUndefined();
+    expect(whole.namedResetsExact).toBe(true);
+    whole.afterNamedReset({ early: undefined, admitted: 5_000 }, true);
+    expect(whole.learnt()).toEqual({ turn: 'named', offsetMs: 5_000 });
+  });
+});
