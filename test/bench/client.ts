@@ -30,6 +30,8 @@ interface Variant {
   name: string;
   limit: RateLimit;
   latencyMs: number;
+  /** ± ms of the latency (default ±20%). */
+  jitterMs?: number;
   reports: number;
 }
 
@@ -42,6 +44,7 @@ const VARIANTS: Variant[] = [
     latencyMs,
     reports: latencyMs >= 1_000 ? 3_000 : 2_000,
   })),
+  { name: 'bucket 50/s, 250 ± 100 ms', limit: BUCKET, latencyMs: 250, jitterMs: 100, reports: 2_000 },
   ...(['none', 'laravel', 'ietf'] as const).map((headers) => ({
     name: `window 500/10 s, ${headers} headers`,
     limit: { ...WINDOW, headers },
@@ -60,6 +63,13 @@ const VARIANTS: Variant[] = [
     latencyMs: 100,
     reports: windowRequests * windows,
   })),
+  // The turn comes up to a second before the reset named, rounded up (express-rate-limit).
+  {
+    name: 'window 200/5 s, laravel headers, reset rounded up',
+    limit: { windowRequests: 200, windowMs: 5_000, headers: 'laravel', turn: 'ceil' },
+    latencyMs: 100,
+    reports: 2_000,
+  },
 ];
 
 async function runVariant(variant: Variant): Promise<Record<string, number>> {
@@ -76,7 +86,7 @@ async function runVariant(variant: Variant): Promise<Record<string, number>> {
     const jobs = sim.dataset.campaigns
       .flatMap((campaign) => campaign.jobs.map((job) => ({ campaignId: campaign.id, jobId: job.id })))
       .slice(0, variant.reports);
-    sim.setLatency(variant.latencyMs);
+    sim.setLatency(variant.latencyMs, variant.jitterMs);
     sim.setRateLimit(variant.limit);
     // The ceiling is above every limit here: the client must find the limit, not be held under it.
     const limiter = new AdaptiveRateLimiter({ maxRate: 100, concurrency: CALLERS });

@@ -1,11 +1,12 @@
 /**
  * Fixed windows on virtual time (test/unit/api/limiter-sim.ts): Laravel's whole-second headers
- * over windows of 1 s, 5 s and 60 s that turn on the second named (file stores) or where a Redis
- * key expires (up to a second later), 100 ms of latency (each one-way delay 25-50 ms), 128
- * callers, seeds 1-5. Figures from window 4 on (the turns before it are the limiter's to learn):
- * utilisation (answered requests over the allowed rate), 429s per window; the same from window 2
- * on, the learning included; and the 429s of the whole run. Deterministic: the same figures on
- * any machine.
+ * over windows of 1 s, 5 s and 60 s that turn on the second named (file stores), where a Redis
+ * key expires (up to a second later) or up to a second before it (a reset rounded up), 100 ms of
+ * latency (each one-way delay 25-50 ms), 128 callers, seeds 1-5. Figures from window 4 on (the
+ * turns before it are the limiter's to learn): utilisation (answered requests over the allowed
+ * rate), 429s per window; the same from window 2 on, the learning included; the whole run's
+ * utilisation (from the first window's start) and share of 429s. Deterministic: the same figures
+ * on any machine.
  *
  *     npx tsx test/bench/windows.ts
  */
@@ -13,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { afterWindows, simulateWindows, type WindowLimit } from '../unit/api/limiter-sim.js';
 
 const SEEDS = [1, 2, 3, 4, 5];
+const TURN_NAMES = { exact: 'Redis turn', ceil: 'reset rounded up', second: 'whole-second turn' } as const;
 const WINDOWS = [
   { windowRequests: 50, windowMs: 1_000, windows: 40 },
   { windowRequests: 200, windowMs: 5_000, windows: 20 },
@@ -22,7 +24,7 @@ const WINDOWS = [
 /** Every variant's figures over the seeds: worst and median utilisation, worst 429s per window. */
 export async function benchWindows(): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  for (const turn of ['exact', 'second'] as const) {
+  for (const turn of ['exact', 'ceil', 'second'] as const) {
     for (const { windowRequests, windowMs, windows } of WINDOWS) {
       const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn };
       const runs = [];
@@ -32,16 +34,20 @@ export async function benchWindows(): Promise<Record<string, number>> {
         runs.push({
           ...afterWindows(result, limit),
           all429: result.throttled,
+          whole: result.utilisation,
+          share429: result.share429,
           fromWindow2: early.refusalsPerWindow,
           utilisationFrom2: early.utilisation,
         });
       }
       const utilisation = runs.map((r) => r.utilisation).sort((a, b) => a - b);
-      const name = `${windowRequests}/${windowMs / 1000} s, ${turn === 'exact' ? 'Redis' : 'whole-second'} turn`;
+      const name = `${windowRequests}/${windowMs / 1000} s, ${TURN_NAMES[turn]}`;
       figures[`${name}: utilisation min`] = utilisation[0] ?? Number.NaN;
       figures[`${name}: utilisation median`] = utilisation[Math.floor(utilisation.length / 2)] ?? Number.NaN;
       figures[`${name}: 429 per window max`] = Math.max(...runs.map((r) => r.refusalsPerWindow));
       figures[`${name}: 429s of the run max`] = Math.max(...runs.map((r) => r.all429));
+      figures[`${name}: whole run, utilisation min`] = Math.min(...runs.map((r) => r.whole));
+      figures[`${name}: whole run, 429 share max`] = Math.max(...runs.map((r) => r.share429));
       // The same from window 2 on, the learning's two turns included.
       figures[`${name}: from window 2, utilisation min`] = Math.min(...runs.map((r) => r.utilisationFrom2));
       figures[`${name}: from window 2, 429 per window max`] = Math.max(...runs.map((r) => r.fromWindow2));

@@ -165,7 +165,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     resetStats: () => clearStats(stats),
     setFaults: (next) => faults.set(next),
     setRateLimit: (limit) => limiter.set(limit),
-    setLatency: (ms) => latency.set(ms),
+    setLatency: (ms, jitterMs) => latency.set(ms, jitterMs),
     failNext: (match, kind, times = 1) => faults.failNext(match, kind, times),
     revokeKey: (key) => keyRing.revoke(key),
     close() {

@@ -218,8 +218,8 @@ export interface Simulator {
   setFaults(faults: FaultOptions): void;
   /** Replaces the rate limit (null lifts it); every key starts with a fresh bucket or window. */
   setRateLimit(limit: RateLimit | null | undefined): void;
-  /** Changes `latencyMs` for requests that arrive from now on. */
-  setLatency(ms: number): void;
+  /** Changes `latencyMs` for requests that arrive from now on; `jitterMs`: ± that many ms instead of ±20%. */
+  setLatency(ms: number, jitterMs?: number): void;
   /** Scripted faults: the next `times` (default 1) requests whose path+query matches answer with `kind`. */
   failNext(match: RegExp, kind: FailKind, times?: number): void;
   /** Afterwards that key answers 401 INVALID_API_KEY. */

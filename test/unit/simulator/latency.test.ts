@@ -33,6 +33,17 @@ describe('Latency', () => {
     expect(Math.max(...delays)).toBeGreaterThan(110);
   });
 
+  it('draws within ± the jitter given instead, at most the latency itself', () => {
+    const latency = new Latency(3);
+    latency.set(250, 100);
+    const delays = Array.from({ length: 200 }, () => latency.draw());
+    expect(Math.min(...delays)).toBeGreaterThanOrEqual(150);
+    expect(Math.max(...delays)).toBeLessThan(350);
+    expect(Math.min(...delays)).toBeLessThan(170);
+    expect(Math.max(...delays)).toBeGreaterThan(330);
+    expect(() => latency.set(50, 60)).toThrow(/at most the latency/);
+  });
+
   it('delays nothing at 0 and rejects a negative latency', () => {
     const latency = new Latency(1);
     expect(latency.draw()).toBe(0);
