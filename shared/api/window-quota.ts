@@ -147,7 +147,13 @@ export class WindowQuota {
     // The window before the turn's, once the turn is seen or has let all go at a named reset.
     if (turn !== undefined && !ofTurn && (turn.seenAt !== undefined || this.lastRemaining === undefined))
       return;
-    const newWindow = this.isNewWindow(info.remaining, now, othersInFlight, ofTurn && turn.kind === 'probe');
+    const newWindow = this.isNewWindow(
+      info.remaining,
+      now,
+      othersInFlight,
+      ofTurn && turn.kind === 'probe',
+      sentAt,
+    );
     // Only the request that opened a window is answered Remaining = Limit - 1.
     const opener = newWindow && this.limit !== undefined && info.remaining === this.limit - 1;
     if (opener && (turn === undefined || turn.seenAt !== undefined)) {
@@ -178,11 +184,20 @@ export class WindowQuota {
   /**
    * Whether `remaining` belongs to a window after the one seen so far. Never before a reset the
    * API named. Otherwise `Remaining` only rises at a reset, but answers overtake one another:
-   * except for a probe's answer, only a rise more than reordering explains counts.
+   * except for a probe's answer, or the answer to a window's first request (Limit - 1, sent
+   * after the current window's first), only a rise more than reordering explains counts.
    */
-  private isNewWindow(remaining: number, now: number, othersInFlight: number, probe: boolean): boolean {
+  private isNewWindow(
+    remaining: number,
+    now: number,
+    othersInFlight: number,
+    probe: boolean,
+    sentAt: number,
+  ): boolean {
     if (this.lastRemaining === undefined) return true;
     if (this.resetAt !== undefined && now < this.resetAt) return false;
+    const opener = this.limit !== undefined && this.limit > 1 && remaining === this.limit - 1;
+    if (opener && sentAt > (this.openedAt ?? Number.NEGATIVE_INFINITY)) return true;
     // A probe goes alone, once every answer is in: nothing overtakes its answer.
     const limit = this.limit ?? 0;
     const slack = probe ? 0 : Math.min(Math.max(REORDER_SLACK, REORDER_SHARE * limit), limit / 2);

@@ -371,7 +371,7 @@ describe('AdaptiveRateLimiter and windows that turn after the reset they name (L
         expect(Math.max(...idle), `seed ${seed}`).toBeLessThan(100);
         // The probe that named the reset, and for 1 s windows the guard's span scanned once.
         expect(result.throttled, `seed ${seed}`).toBeLessThanOrEqual(windowMs === 1_000 ? 4 : 1);
-        expect(result.utilisation, `seed ${seed}`).toBeGreaterThanOrEqual(windowMs === 1_000 ? 0.95 : 0.99);
+        expect(result.utilisation, `seed ${seed}`).toBeGreaterThanOrEqual(windowMs === 1_000 ? 0.94 : 0.99);
       }
     }
   });
@@ -399,6 +399,24 @@ describe('AdaptiveRateLimiter and windows that turn after the reset they name (L
     expect(next.throttled).toBe(0);
     const idle = next.windowStarts.slice(1).map((start, i) => start - ((next.windowStarts[i] ?? 0) + 5_000));
     expect(Math.max(...idle)).toBeLessThan(100);
+  });
+
+  it('from kept facts, a turn whose requests all went at once is seen by the answer to its first (Limit - 1)', async () => {
+    // Seed 3 stalled: the opener's answer came back with 49 others out, was taken for the old
+    // window, and the spent window was probed once a second (150 requests in 37.6 s).
+    const windowFacts = { limit: 50, turn: 'first-request', offsetMs: 1_022.6, source: 'headers' } as const;
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const result = await simulate({
+        limit: { windowRequests: 50, windowMs: 1_000, headers: 'laravel', turn: 'exact' },
+        items: 150,
+        workers: 128,
+        latencyMs: 100,
+        seed,
+        limiter: { concurrency: 128, windowFacts },
+      });
+      expect(result.durationS, `seed ${seed}`).toBeLessThan(4.5);
+      expect(result.throttled, `seed ${seed}`).toBe(0);
+    }
   });
 
   it('learns afresh when the API changes its window', async () => {
