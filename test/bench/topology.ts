@@ -8,7 +8,9 @@
  *   rateCeiling 20 (the stack before the shared budget).
  * - `budget-50`, `budget-100`: the deployment's shared request budget on a local DynamoDB
  *   (dynalite; each container its own client, one table), rateCeiling 50 (the API's limit) and
- *   100 (above it: the shared rate must find the limit from 429s).
+ *   100 (above it: the shared rate must find the limit from 429s). Every worker fetches
+ *   (`reportFetchers` = the workers): what the budget shares among containers, not the fetcher
+ *   slots' one invocation at a time (`defaults` measures those).
  * - `budget-100-warm`: budget-100 measured on the second of two runs on the same table.
  * - `defaults`: the stack's defaults (rateCeiling 20 under the API's 50, the shared budget, the
  *   API 200 ms away), run at the default reportMaxConcurrency only: what a run costs, as
@@ -56,14 +58,14 @@ export const ASSUMED_API_LATENCY_MS = 200;
 /** How the containers are limited: rateCeiling, and whether they share a request budget. */
 export const VARIANTS = {
   'per-container': { rateCeiling: 20, budget: false },
-  'budget-50': { rateCeiling: 50, budget: true },
-  'budget-100': { rateCeiling: 100, budget: true },
+  'budget-50': { rateCeiling: 50, budget: true, everyWorkerFetches: true },
+  'budget-100': { rateCeiling: 100, budget: true, everyWorkerFetches: true },
   /** The same, measured on a second run: the shared rate starts where the first run left it. */
-  'budget-100-warm': { rateCeiling: 100, budget: true, warm: true },
+  'budget-100-warm': { rateCeiling: 100, budget: true, warm: true, everyWorkerFetches: true },
   defaults: { rateCeiling: stackSettings().rateCeiling, budget: true, latencyMs: ASSUMED_API_LATENCY_MS },
 } as const satisfies Record<
   string,
-  { rateCeiling: number; budget: boolean; warm?: boolean; latencyMs?: number }
+  { rateCeiling: number; budget: boolean; warm?: boolean; latencyMs?: number; everyWorkerFetches?: boolean }
 >;
 export type Variant = keyof typeof VARIANTS;
 
@@ -126,7 +128,13 @@ async function benchOne(run: BenchRun): Promise<Record<string, number>> {
   const unregister: Array<() => Promise<void>> = [];
   try {
     secrets.on(GetSecretValueCommand).resolves({ SecretString: sim.keys.valid });
-    const settings = stackSettings({ rateCeiling: variant.rateCeiling });
+    const settings = stackSettings({
+      rateCeiling: variant.rateCeiling,
+      ...('everyWorkerFetches' in variant && {
+        reportFetchers: workers,
+        reportMaxConcurrency: Math.max(workers, stackSettings().report.maxConcurrency),
+      }),
+    });
     const name = `bench-${run.variant}-n${workers}`;
     const topo = await LoopbackTopology.create({
       aws,
