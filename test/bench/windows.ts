@@ -11,7 +11,6 @@
  *     npx tsx test/bench/windows.ts
  */
 import { pathToFileURL } from 'node:url';
-import type { RateLimiter } from '../../shared/api/limiter.js';
 import type { WindowFacts } from '../../shared/api/window-facts.js';
 import { afterWindows, simulate, simulateWindows, type WindowLimit } from '../unit/api/limiter-sim.js';
 
@@ -72,7 +71,7 @@ async function shortRun(limit: WindowLimit, windows: number, seed: number, facts
     seed,
     limiter: { concurrency: 128, ...(facts && { windowFacts: facts }) },
     onAnswer: (_, limiter) => {
-      learnt = (limiter as RateLimiter).windowFacts?.();
+      learnt = limiter.windowFacts();
     },
   });
   return { result, learnt };

@@ -92,4 +92,34 @@ describe('the API windows a CLI run keeps in --out', () => {
     expect(manifest.status).toBe('failed');
     expect(await storedRecord(out)).toBeUndefined();
   });
+
+  it('starts the second run into --out from the windows the first learnt of a Laravel API', async () => {
+    const api = await startSimulator({ seed: 5, campaigns: 1, jobsPerCampaign: 40, reportSize: 'tiny' });
+    simulators.push(api);
+    api.setRateLimit({ windowRequests: 10, windowMs: 1_000, headers: 'laravel', turn: 'exact' });
+    const out = await tempDir('api-windows');
+    const first = watched(exporter(api, out).deps, api);
+    const one = await runExport(first.deps, { mode: 'full' });
+    expect(one.status).toBe('succeeded');
+    expect(first.given).toEqual([{ facts: undefined, requestsBefore: 0 }]);
+    const record = await storedRecord(out);
+    expect(record).toMatchObject({
+      base_url: api.url,
+      facts: { limit: 10, turn: 'first-request', source: 'headers' },
+    });
+    // A window counted from its first request: the offset is its length, give or take the latency.
+    expect(record!.facts.offsetMs).toBeGreaterThan(900);
+    expect(record!.facts.offsetMs).toBeLessThan(1_300);
+    const text = Buffer.from((await new LocalStorage(out).get(STATE_KEYS.apiWindows))!.body).toString();
+    expect(text).not.toContain(api.keys.valid);
+
+    const second = watched(exporter(api, out).deps, api);
+    const two = await runExport(second.deps, { mode: 'full' });
+    expect(two.status).toBe('succeeded');
+    expect(second.given.map((g) => g.facts)).toEqual([record!.facts]);
+    // The limiter started from them, and still holds them at the end (the API did not change).
+    expect(second.deps.windows.learnt()).toMatchObject({ limit: 10, turn: 'first-request' });
+    // No scan of the first turns: fewer 429s than the run that learnt (5 against 1 as measured).
+    expect(two.requests.by_status['429'] ?? 0).toBeLessThan(one.requests.by_status['429'] ?? 0);
+  });
 });
