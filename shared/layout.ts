@@ -158,6 +158,8 @@ export const STATE_KEYS = {
   tableFormat: `${STATE_ROOT}/table-format.json`,
   /** When a run last ended succeeded or partial, for the NoFinishedRun alarm's heartbeat (AWS). */
   heartbeat: `${STATE_ROOT}/heartbeat.json`,
+  /** What the runs learnt of the API's fixed windows, for the next run's limiter (`state/api-windows.ts`). */
+  apiWindows: `${STATE_ROOT}/api-windows.json`,
 } as const;
 
 /** Where a run stages one Parquet file of `table` before publishing it. */

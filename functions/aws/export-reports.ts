@@ -87,6 +87,8 @@ async function exportBatch(
     // Always resume: a duplicate or redelivered message must not fetch or write a job twice.
     const options = { resume: true, concurrency: env.REPORT_CONCURRENCY, onReport: delivery.onReport };
     const exported = await runStep(deps, unit.run_id, (d) => exportUnit(d, unit, options));
+    // What the container's limiter learnt of the API's windows, for the next containers and runs.
+    await rt.keepWindowFacts?.();
     if (!exported.ran) {
       logger.warn('unit of a finished run dropped', { run_id: unit.run_id, unit: unit.unit });
       return;

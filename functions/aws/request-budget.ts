@@ -15,6 +15,7 @@ import {
   leasingCeiling,
   SharedBudget,
 } from '../../shared/api/request-budget.js';
+import type { WindowFacts } from '../../shared/api/window-facts.js';
 import { REQUEST_BUDGET_TABLE_KEY } from '../../shared/aws/request-budget-table.js';
 import type { Log } from '../../shared/log.js';
 import { dynamoClient, dynamoSdk, lazy } from './dynamo.js';
@@ -99,9 +100,13 @@ export function deploymentRate(env: Env): number {
  * container, as before the budget). A table that fails is logged once per outage, and meanwhile
  * the container keeps to its fallback share (`fallbackRate`: the headroom shared by the other
  * API_CONTAINERS − 1). An item the budget does not believe is repaired and logged once.
+ * `windowFacts`: what the output's state holds of the API's windows, which the limiter (and its
+ * fallback) start from (state/api-windows.ts).
  */
-export function containerLimiter(env: Env, log: Log): RateLimiter {
-  const own = (maxRate: number) => new AdaptiveRateLimiter({ maxRate, concurrency: env.REPORT_CONCURRENCY });
+export function containerLimiter(env: Env, log: Log, windowFacts?: WindowFacts): RateLimiter {
+  const facts = windowFacts && { windowFacts };
+  const own = (maxRate: number) =>
+    new AdaptiveRateLimiter({ maxRate, concurrency: env.REPORT_CONCURRENCY, ...facts });
   if (env.REQUEST_BUDGET_TABLE === undefined) return own(env.RATE_CEILING);
   const table = env.REQUEST_BUDGET_TABLE;
   const store = new DynamoBudgetStore({ tableName: table, stage: env.STAGE });
@@ -121,6 +126,7 @@ export function containerLimiter(env: Env, log: Log): RateLimiter {
     }),
     fallback: () => own(share),
     concurrency: env.REPORT_CONCURRENCY,
+    ...facts,
     onStoreError: (error) =>
       log.warn('request budget table failed: this container keeps to its own share of the ceiling', {
         table,

@@ -17,6 +17,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
+import { normalizeBaseUrl } from '../../shared/api/base-url.js';
 import { IntegrationApiClient } from '../../shared/api/client.js';
 import { limiterUntil } from '../../shared/api/deadline-limiter.js';
 import type { FetcherHold } from '../../shared/api/fetcher-slots.js';
@@ -24,6 +25,7 @@ import type { RateLimiter } from '../../shared/api/limiter.js';
 import { ConfigError } from '../../shared/errors.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import { LAMBDA_API_RETRY } from '../../shared/export/run/time-budget.js';
+import { WindowFactsKeeper } from '../../shared/export/state/api-windows.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import type { IcebergCatalog } from '../../shared/iceberg/catalog.js';
 import type { Log } from '../../shared/log.js';
@@ -57,6 +59,12 @@ export interface HandlerRuntime {
   /** Puts a finished run's ExportRunFinished event (functions/aws/announce.ts). */
   announce(manifest: Manifest): Promise<void>;
   addMetric(name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void;
+  /**
+   * Keeps what the container's limiter learnt of the API's windows in the output's state, when
+   * it differs from what the container read or last wrote (state/api-windows.ts): one small
+   * write, none when nothing changed. Absent (the simulation): every container learns afresh.
+   */
+  keepWindowFacts?(): Promise<void>;
   /** export-reports' fetcher slot for `holder` (functions/aws/fetcher-slots.ts); none: every invocation fetches. */
   takeFetcherSlot(holder: string): Promise<FetcherHold | undefined>;
   /** A new random UUID (a fetcher slot's holder). */
@@ -104,6 +112,26 @@ let storage: S3Storage | undefined;
 
 /** The container's limiter, on the deployment's shared request budget; made at the first API call. */
 let limiter: RateLimiter | undefined;
+/**
+ * What the output's state holds of the API's windows, as this container knows it: read once,
+ * before its limiter is made (which starts from it), and written when the limiter learnt more.
+ */
+let windows: WindowFactsKeeper | undefined;
+
+function windowsKeeper(): WindowFactsKeeper {
+  windows ??= new WindowFactsKeeper({
+    storage: exportDeps().storage,
+    baseUrl: normalizeBaseUrl(required(lambdaEnv(), 'API_BASE_URL'), 'API_BASE_URL'),
+    log: coreLog,
+    now: () => new Date(),
+  });
+  return windows;
+}
+
+/** See `HandlerRuntime.keepWindowFacts`. */
+export async function keepWindowFacts(): Promise<void> {
+  if (limiter && windows) await windows.keep(limiter.windowFacts?.());
+}
 
 /** The core's log, written through Powertools' structured logger. */
 export const coreLog: Log = {
@@ -203,7 +231,11 @@ export async function readApiKey(fresh = false): Promise<string> {
  * requests is up: `limiterUntil`), and its callers get a retryable `not sent` outcome.
  */
 export async function apiDeps(options: { msUntilStop?: () => number } = {}): Promise<ExportDeps> {
-  return exportDeps({ apiKey: await readApiKey(), ...options });
+  const apiKey = await readApiKey();
+  // Once per container (a read of one small object at its first invocation): the limiter is
+  // made at the first request, and starts from the windows an earlier run or container learnt.
+  await windowsKeeper().read();
+  return exportDeps({ apiKey, ...options });
 }
 
 /** The core's dependencies, with the API key to use (none: the function does not call the API). */
@@ -214,7 +246,7 @@ export function exportDeps(key: { apiKey?: unknown; msUntilStop?: () => number }
   return {
     api: () => {
       if (apiKey === undefined) throw new ConfigError('this function does not call the Integration API');
-      limiter ??= containerLimiter(env, coreLog);
+      limiter ??= containerLimiter(env, coreLog, windows?.facts);
       return new IntegrationApiClient({
         baseUrl: required(env, 'API_BASE_URL'),
         apiKey,
@@ -299,6 +331,7 @@ export function lambdaRuntime(): HandlerRuntime {
     },
     announce: eventBridgeAnnouncer(lambdaEnv()),
     addMetric: (name, unit, value) => metrics.addMetric(name, unit, value),
+    keepWindowFacts,
     takeFetcherSlot: (holder) => takeFetcherSlot(lambdaEnv(), holder, coreLog),
     uuid: () => randomUUID(),
     token: () => randomBytes(8).toString('hex'),

@@ -2,8 +2,15 @@
  * Builds a run's dependencies for the CLI and the demo: one rate limiter for the process,
  * a client per step sharing it, the storage named by --out, and a console log.
  */
+
+import { normalizeBaseUrl } from '../../shared/api/base-url.js';
 import { IntegrationApiClient, type RequestEvent } from '../../shared/api/client.js';
-import { AdaptiveRateLimiter, type AdaptiveRateLimiterOptions } from '../../shared/api/limiter.js';
+import {
+  AdaptiveRateLimiter,
+  type AdaptiveRateLimiterOptions,
+  type RateLimiter,
+} from '../../shared/api/limiter.js';
+import type { WindowFacts } from '../../shared/api/window-facts.js';
 import type { ExportDeps } from '../../shared/export/run/context.js';
 import type { Log } from '../../shared/log.js';
 import { bodyLimitBytes } from '../../shared/run-defaults.js';
@@ -43,7 +50,17 @@ export function openOut(options: Pick<CliDepsOptions, 'out' | 's3Region' | 's3En
 }
 
 export function cliDeps(options: CliDepsOptions): ExportDeps {
-  const limiter = new AdaptiveRateLimiter(limiterOptionsOf(options));
+  // Made at the first request, so that it starts from the windows an earlier run learnt
+  // (runExport reads them from --out first: ExportDeps.windows).
+  let startFacts: WindowFacts | undefined;
+  let made: RateLimiter | undefined;
+  const limiter = (): RateLimiter => {
+    made ??= new AdaptiveRateLimiter({
+      ...limiterOptionsOf(options),
+      ...(startFacts && { windowFacts: startFacts }),
+    });
+    return made;
+  };
   const storage = openOut(options);
   return {
     api: () =>
@@ -52,7 +69,7 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
         apiKey: options.apiKey,
         keySource: 'INTEGRATION_API_KEY',
         baseUrlSource: 'INTEGRATION_API_BASE_URL',
-        limiter,
+        limiter: limiter(),
         ...(options.maxBodyMiB !== undefined && { maxBodyBytes: bodyLimitBytes(options.maxBodyMiB) }),
         ...(options.onRequest && { onEvent: options.onRequest }),
         ...(options.signal && { signal: options.signal }),
@@ -60,6 +77,13 @@ export function cliDeps(options: CliDepsOptions): ExportDeps {
     storage,
     log: options.log,
     now: () => new Date(),
+    windows: {
+      baseUrl: normalizeBaseUrl(options.baseUrl, 'INTEGRATION_API_BASE_URL'),
+      startFrom: (facts) => {
+        startFacts = facts;
+      },
+      learnt: () => made?.windowFacts?.(),
+    },
   };
 }
 

@@ -39,6 +39,11 @@ export const KEY_PATTERNS = {
   heartbeat: STATE_KEYS.heartbeat,
   /** The output's table format: read before a run starts, written when a run publishes. */
   tableFormat: STATE_KEYS.tableFormat,
+  /**
+   * What the limiters learnt of the API's windows: read once by each container that calls the
+   * API, written by export-reports when its limiter learnt something new (state/api-windows.ts).
+   */
+  apiWindows: STATE_KEYS.apiWindows,
   campaignState: `${STATE_ROOT}/campaigns/${ANY}`,
   /** Everything a run keeps while open: its records, staged files, closing record. */
   runState: `${STATE_KEYS.runsPrefix}${ANY}`,
@@ -89,10 +94,20 @@ const K = KEY_PATTERNS;
  * items, and writes its run record; a listing too long for its time is checkpointed in pieces
  * (and noted as handed on), and the plan messages it sent are noted.
  * Its reads and deletes under a run (`runState`) cover the run's claim and tombstone.
- * A full run's estimate (its campaigns' job counts) keeps its requests for the manifest.
+ * A full run's estimate (its campaigns' job counts) keeps its requests for the manifest. Its
+ * container reads the API's windows before its first request.
  */
 export const START_RUN_ACCESS: DataLakeAccess = {
-  read: [K.scheduledStart, K.lock, K.lockClock, K.runState, K.campaignState, K.manifests, K.tableFormat],
+  read: [
+    K.scheduledStart,
+    K.lock,
+    K.lockClock,
+    K.runState,
+    K.campaignState,
+    K.manifests,
+    K.tableFormat,
+    K.apiWindows,
+  ],
   write: [
     K.tableFormat,
     K.scheduledStart,
@@ -125,10 +140,12 @@ export const START_RUN_ACCESS: DataLakeAccess = {
  * stages the jobs (a long listing checkpointed in pieces), quarantines invalid items, writes the
  * plan, and keeps the requests of a listing that failed before its plan. It also goes on with a
  * run's start that start-run handed on: the campaign listing's pieces, the run record written
- * over its `starting` one, the plan messages it sent noted.
+ * over its `starting` one, the plan messages it sent noted. Its container reads the API's
+ * windows before its first request.
  */
 export const PLAN_CAMPAIGN_ACCESS: DataLakeAccess = {
   read: [
+    K.apiWindows,
     K.runRecord,
     K.closing,
     K.closed,
@@ -156,11 +173,12 @@ export const PLAN_CAMPAIGN_ACCESS: DataLakeAccess = {
  * export-reports checks the run is open (neither closing nor closed), resumes from the unit's
  * summary, stages the reports, quarantines invalid bodies, writes the summary (conditionally),
  * and keeps the requests of a unit that failed before its summary. It never writes published
- * data nor the incremental state.
+ * data nor the incremental state. Its container reads the API's windows before its first
+ * request, and writes them after a unit when its limiter learnt something new.
  */
 export const EXPORT_REPORTS_ACCESS: DataLakeAccess = {
-  read: [K.runRecord, K.closing, K.closed, K.units],
-  write: [K.units, K.staged, K.requests, K.quarantine],
+  read: [K.runRecord, K.closing, K.closed, K.units, K.apiWindows],
+  write: [K.units, K.staged, K.requests, K.quarantine, K.apiWindows],
   delete: [],
 };
 

@@ -26,7 +26,7 @@ import { benchRescue } from './rescue.js';
 import { benchScale } from './scale.js';
 import { benchTopology } from './topology.js';
 import { benchUnitMemory } from './unit-memory.js';
-import { benchWindows } from './windows.js';
+import { benchShortRuns, benchWindows } from './windows.js';
 
 const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   client: benchClient,
@@ -48,7 +48,7 @@ const SECTIONS: Record<string, () => Promise<Record<string, number>>> = {
   'iceberg-metadata': benchIcebergMetadata,
   'iceberg-current': benchIcebergCurrent,
   'iceberg-current-scale': benchIcebergCurrentScale,
-  windows: benchWindows,
+  windows: async () => ({ ...(await benchWindows()), ...(await benchShortRuns()) }),
   scale: benchScale,
   freeze: benchFreeze,
   'campaign-listing': benchCampaignListing,

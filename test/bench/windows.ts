@@ -11,7 +11,8 @@
  *     npx tsx test/bench/windows.ts
  */
 import { pathToFileURL } from 'node:url';
-import { afterWindows, simulateWindows, type WindowLimit } from '../unit/api/limiter-sim.js';
+import type { WindowFacts } from '../../shared/api/window-facts.js';
+import { afterWindows, simulate, simulateWindows, type WindowLimit } from '../unit/api/limiter-sim.js';
 
 const SEEDS = [1, 2, 3, 4, 5];
 const TURN_NAMES = { exact: 'Redis turn', ceil: 'reset rounded up', second: 'whole-second turn' } as const;
@@ -56,8 +57,76 @@ export async function benchWindows(): Promise<Record<string, number>> {
   return figures;
 }
 
+/** Windows' worth of requests in a short run: what a scheduled incremental run may last. */
+const SHORT_RUN_WINDOWS = 3;
+
+/** A run of `windows` windows' worth through `limit`, as simulateWindows, started from `facts`; with what the limiter knew at its end. */
+async function shortRun(limit: WindowLimit, windows: number, seed: number, facts?: WindowFacts) {
+  let learnt: WindowFacts | undefined;
+  const result = await simulate({
+    limit,
+    items: limit.windowRequests * windows,
+    workers: 128,
+    latencyMs: 100,
+    seed,
+    limiter: { concurrency: 128, ...(facts && { windowFacts: facts }) },
+    onAnswer: (_, limiter) => {
+      learnt = limiter.windowFacts();
+    },
+  });
+  return { result, learnt };
+}
+
+/**
+ * What the learning costs a run of 3 windows' worth of requests (issue 29, item 4), and what the
+ * facts kept in the output's state (state/api-windows.json) save: the same run fresh, and started
+ * from what an earlier run of 10 windows learnt (on another seed). Utilisation over the whole run
+ * (answered requests over the allowed rate, first window to last), its 429s, its duration.
+ */
+export async function benchShortRuns(): Promise<Record<string, number>> {
+  const figures: Record<string, number> = {};
+  for (const turn of ['exact', 'ceil', 'second'] as const) {
+    for (const { windowRequests, windowMs } of WINDOWS) {
+      const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn };
+      const name = `${SHORT_RUN_WINDOWS} windows of ${windowRequests}/${windowMs / 1000} s, ${TURN_NAMES[turn]}`;
+      const runs = { fresh: [] as SimulationFigures[], kept: [] as SimulationFigures[] };
+      let learnt = 0;
+      for (const seed of SEEDS) {
+        const earlier = await shortRun(limit, 10, seed + 100);
+        if (earlier.learnt) learnt++;
+        runs.fresh.push(figuresOf((await shortRun(limit, SHORT_RUN_WINDOWS, seed)).result));
+        runs.kept.push(figuresOf((await shortRun(limit, SHORT_RUN_WINDOWS, seed, earlier.learnt)).result));
+      }
+      figures[`${name}: earlier runs that learnt facts (of ${SEEDS.length})`] = learnt;
+      for (const [kind, list] of Object.entries(runs)) {
+        figures[`${name}, ${kind}: utilisation min`] = Math.min(...list.map((r) => r.utilisation));
+        figures[`${name}, ${kind}: 429s max`] = Math.max(...list.map((r) => r.throttled));
+        const durations = list.map((r) => r.durationS).sort((a, b) => a - b);
+        figures[`${name}, ${kind}: duration s median`] =
+          durations[Math.floor(durations.length / 2)] ?? Number.NaN;
+        figures[`${name}, ${kind}: duration s max`] = durations.at(-1) ?? Number.NaN;
+      }
+    }
+  }
+  return figures;
+}
+
+interface SimulationFigures {
+  utilisation: number;
+  throttled: number;
+  durationS: number;
+}
+const figuresOf = ({ utilisation, throttled, durationS }: SimulationFigures): SimulationFigures => ({
+  utilisation,
+  throttled,
+  durationS,
+});
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  console.table(
-    Object.entries(await benchWindows()).map(([name, value]) => ({ name, value: Number(value.toFixed(3)) })),
-  );
+  const table = (figures: Record<string, number>) =>
+    console.table(
+      Object.entries(figures).map(([name, value]) => ({ name, value: Number(value.toFixed(3)) })),
+    );
+  table(await benchWindows());
+  table(await benchShortRuns());
 }

@@ -363,15 +363,25 @@ describe('permissions', () => {
     for (const name of ['plan-campaign', 'export-reports'] as const) {
       const writes = grantedKeys(name, 's3:PutObject');
       for (const pattern of closerOnly) expect(writes, name).not.toContain(pattern);
-      // Nor anything that would cover those keys.
+      // Nor anything that would cover those keys (export-reports keeps the API's windows: one key).
       for (const pattern of writes)
-        expect(pattern.startsWith('state/runs/') || pattern === 'quarantine/*').toBe(true);
+        expect(
+          pattern.startsWith('state/runs/') ||
+            pattern === 'quarantine/*' ||
+            pattern === KEY_PATTERNS.apiWindows,
+        ).toBe(true);
     }
     for (const name of ['start-run', 'finish-run'] as const) {
       expect(grantedKeys(name, 's3:PutObject')).toEqual(expect.arrayContaining(closerOnly));
     }
     expect(grantedKeys('export-reports', 's3:PutObject')).toEqual(
-      ['quarantine/*', 'state/runs/*/requests/*', 'state/runs/*/staged/*', 'state/runs/*/units/*'].sort(),
+      [
+        'quarantine/*',
+        'state/api-windows.json',
+        'state/runs/*/requests/*',
+        'state/runs/*/staged/*',
+        'state/runs/*/units/*',
+      ].sort(),
     );
   });
 

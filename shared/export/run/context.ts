@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IntegrationApiClient } from '../../api/client.js';
+import type { WindowFacts } from '../../api/window-facts.js';
 import type { IcebergCatalog } from '../../iceberg/catalog.js';
 import type { Log } from '../../log.js';
 import type { Storage } from '../../storage/storage.js';
@@ -47,6 +48,22 @@ export interface ExportDeps {
    * of the release it pins (six random digits), the one seam for that intended change.
    */
   newRunId?: ((startedAt: Date, random?: () => number, after?: string) => string) | undefined;
+  /**
+   * The process's limiter as it learns the API's fixed windows: a run in one process starts it
+   * from what an earlier run kept in the output's state and keeps what it learnt at its end
+   * (state/api-windows.ts). Absent: every run learns the windows afresh.
+   */
+  windows?: LimiterWindows | undefined;
+}
+
+/** The limiter's side of the API windows kept between runs (`ExportDeps.windows`). */
+export interface LimiterWindows {
+  /** The API's base URL as normalized: what the facts are kept under (never a secret). */
+  baseUrl: string;
+  /** Gives the limiter the facts to start from; called before the first request, or ignored. */
+  startFrom(facts: WindowFacts | undefined): void;
+  /** What the limiter knows of the windows now (`RateLimiter.windowFacts`). */
+  learnt(): WindowFacts | undefined;
 }
 
 /** `deps.random`, or `Math.random`. */

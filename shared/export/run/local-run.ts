@@ -5,6 +5,7 @@
  */
 import { describeError, ExporterError, InterruptedError, OutputLockedError } from '../../errors.js';
 import { manifestKey } from '../../layout.js';
+import { WindowFactsKeeper } from '../state/api-windows.js';
 import type { LockWait } from '../state/lock.js';
 import { type Manifest, ManifestSchema } from '../state/manifest.js';
 import {
@@ -106,6 +107,22 @@ const exportedJobs = (summary: UnitSummary): number =>
 
 /** Runs start → plan → export → finish and returns the manifest (status failed on a fatal error). */
 export async function runExport(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
+  // The API's windows as earlier runs learnt them, given to the limiter before its first request.
+  const windows = deps.windows;
+  const keeper =
+    windows &&
+    new WindowFactsKeeper({ storage: deps.storage, baseUrl: windows.baseUrl, log: deps.log, now: deps.now });
+  windows?.startFrom(await keeper?.read());
+  try {
+    return await lockedRun(deps, options);
+  } finally {
+    // What the limiter learnt, when it differs from what it was given: a run that got no answer
+    // learnt nothing and writes nothing. Not after a Ctrl-C: the process is to stop now.
+    if (keeper && !options.signal?.aborted) await keeper.keep(windows.learnt());
+  }
+}
+
+async function lockedRun(deps: ExportDeps, options: LocalRunOptions): Promise<Manifest> {
   const started = await startRun(deps, {
     mode: options.mode,
     dt: options.dt,
