@@ -78,6 +78,8 @@ interface Turn {
   late?: boolean;
   /** A named turn: the reset named. */
   named?: number;
+  /** Seen before it began: a request sent earlier opened the new window. */
+  beforePlan?: boolean;
   /** A named turn: where it is tried before its scan, ascending (the whole-second guesses and the named reset). */
   points?: number[];
 }
@@ -161,7 +163,16 @@ export class WindowQuota {
       this.openerKnown = true;
     } else if (turn === undefined) this.openedAt = Math.min(this.openedAt ?? sentAt, sentAt);
     else if (!ofTurn) {
-      // The window the turn is waited for from: counted as usual.
+      // The window the turn is waited for from: counted as usual. Unless it is a new one: a
+      // request sent before the turn (into what the old window had left) reached the API after
+      // the old one ended and opened it. The turn is over, and says nothing of where it was.
+      if (newWindow && turn.seenAt === undefined) {
+        turn.seenAt = now;
+        turn.admitted = sentAt;
+        turn.beforePlan = true;
+        this.openedAt = sentAt;
+        this.openerKnown = opener;
+      }
     } else if (turn.seenAt === undefined && !newWindow) {
       // Let through into the old window, which had some left: the turn had not come.
       turn.early = Math.max(turn.early ?? sentAt, sentAt);
@@ -354,7 +365,7 @@ export class WindowQuota {
 
   /** A turn seen whole (the next window is spent): what it says of where windows turn. */
   private learnFrom(turn: Turn | undefined): void {
-    if (turn?.admitted === undefined || turn.after === undefined) return;
+    if (turn?.admitted === undefined || turn.after === undefined || turn.beforePlan) return;
     const seen = {
       early: turn.early === undefined ? undefined : turn.early - turn.after,
       admitted: turn.admitted - turn.after,

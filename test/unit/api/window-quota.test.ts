@@ -175,3 +175,23 @@ describe("WindowQuota: a reset a 429 names, tried at whole seconds from the wind
     expect(changed.facts()).toBeUndefined();
   });
 });
+
+describe('WindowQuota: a window opened before its planned turn', () => {
+  it('a request sent into what the old window had left, reaching the API after it ended, is the new window', () => {
+    const facts = { limit: 3, turn: 'first-request', offsetMs: 1_000, source: 'headers' } as const;
+    const quota = new WindowQuota(facts);
+    quota.spend(0);
+    quota.observe({ limit: 3, remaining: 2 }, 60, 0, 0); // the opener at 0: turn planned at 1,000
+    quota.spend(100);
+    quota.observe({ limit: 3, remaining: 1 }, 160, 0, 100);
+    quota.spend(970); // the last the window has, sent just before the planned turn...
+    expect(quota.heldUntil(970, 1)).toBe(1_000);
+    send(quota, 1_000, 2); // (the turn planned goes)
+    // ...reaches the API after the window ended: it opened the next one.
+    quota.observe({ limit: 3, remaining: 2 }, 1_040, 2, 970);
+    quota.observe({ limit: 3, remaining: 1 }, 1_045, 1, 1_000);
+    quota.observe({ limit: 3, remaining: 0 }, 1_050, 0, 1_000);
+    // The next turn is planned from that request, not from the one planned.
+    expect(quota.heldUntil(1_060, 0)).toBe(1_970);
+  });
+});
