@@ -47,8 +47,8 @@ export interface GrantQueueOptions {
   now: () => number;
   /** Told the latency of every request released. */
   inFlightLimit: InFlightLimit;
-  /** Told of every request granted. */
-  quota: WindowQuota;
+  /** Told of every request granted (a limiter may swap the quota behind this: see limiter.ts). */
+  quota: Pick<WindowQuota, 'spend' | 'observe' | 'refused'>;
   /** The limiter's pump: runs when a caller comes, a request is released or a wake-up is due. */
   pump: () => void;
   /** No timer is set for longer than this, ms (default: Node's longest); the pump then sets the next. */

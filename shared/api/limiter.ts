@@ -12,6 +12,7 @@ import { type Clock, systemClock } from './clock.js';
 import { GrantQueue, type Release } from './grant-queue.js';
 import { InFlightLimit } from './in-flight.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
+import { earliestTurnInMs, RetryAfterWindow, type WindowVerdict } from './retry-after-window.js';
 import type { WindowFacts } from './window-facts.js';
 import { WindowQuota } from './window-quota.js';
 
@@ -54,6 +55,8 @@ export interface LimiterState {
   peakInFlight: number;
   /** Moving average of the time from grant to answer, ms. */
   latencyMs: number;
+  /** The limit of a fixed window recognised from Retry-After alone (retry-after-window.ts), if any. */
+  retryAfterWindowLimit: number | undefined;
 }
 
 export interface AdaptiveRateLimiterOptions {
@@ -158,7 +161,9 @@ interface LimitEstimate {
  * Retry-After, holds every request back.
  * Pacing is spread evenly (no bursts) and FIFO. The requests in flight follow rate x latency
  * between `minConcurrency` and `concurrency`. Rate-limit headers, when the API sends them, are
- * obeyed: no request goes out in a window the API says is spent.
+ * obeyed: no request goes out in a window the API says is spent. A fixed window the API names
+ * only by Retry-After is recognised from the count it admits (retry-after-window.ts) and met
+ * the same way; its 429s then no longer slow the rate.
  *
  * Measured: BENCHMARKS.md, "API client" (test/bench/client.ts: token buckets behind 0 to
  * 1,000 ms of latency, fixed windows with and without headers).
@@ -173,7 +178,11 @@ export class AdaptiveRateLimiter implements RateLimiter {
   private readonly maxRate: number;
   private readonly minRate: number;
   private readonly inFlightLimit: InFlightLimit;
-  private readonly quota: WindowQuota;
+  /** Replaced by a fresh one when a window recognised from Retry-After alone proves wrong. */
+  private quota: WindowQuota;
+  /** A fixed window the API names only by Retry-After; silent once the API sends rate-limit fields. */
+  private readonly retryAfterWindow: RetryAfterWindow;
+  private headersSeen = false;
 
   /** Slow-start rate; used until the first 429. */
   private slowStartRate: number;
@@ -211,12 +220,19 @@ export class AdaptiveRateLimiter implements RateLimiter {
       ceiling: options.concurrency ?? LIMITER_DEFAULTS.concurrency,
     });
     this.slowStartRate = this.clamp(options.initialRate ?? LIMITER_DEFAULTS.initialRate);
-    this.quota = new WindowQuota(options.windowFacts);
+    // Facts learnt from Retry-After alone: their limit is on trial from the first window.
+    const facts = options.windowFacts;
+    this.quota = new WindowQuota(facts);
+    this.retryAfterWindow = new RetryAfterWindow(facts?.source === 'retry-after' ? facts.limit : undefined);
     this.queue = new GrantQueue({
       clock: this.clock,
       now: () => this.clock.now(),
       inFlightLimit: this.inFlightLimit,
-      quota: this.quota,
+      quota: {
+        spend: (now) => this.quota.spend(now),
+        observe: (info, now, othersInFlight, sentAt) => this.quota.observe(info, now, othersInFlight, sentAt),
+        refused: (info, now, retryInMs, sentAt) => this.quota.refused(info, now, retryInMs, sentAt),
+      },
       pump: () => this.pump(),
     });
   }
@@ -226,7 +242,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
   }
 
   onSuccess(info?: RateLimitInfo, sentAt?: number): void {
-    if (info !== undefined) this.queue.observe(info, this.clock.now(), sentAt);
+    const now = this.clock.now();
+    if (info !== undefined) this.headersSeen = true;
+    const window = info ?? this.recognised(this.retryAfterWindow.success(sentAt ?? now, now));
+    if (window !== undefined) this.queue.observe(window, now, sentAt);
     this.successes += 1;
     // Grow only while demand is above the rate: an idle client learns nothing about the API.
     if (this.estimate === undefined && this.lastGrantPaced) {
@@ -237,13 +256,43 @@ export class AdaptiveRateLimiter implements RateLimiter {
 
   onThrottle(retryAfterMs?: number, info?: RateLimitInfo, sentAt?: number): void {
     const now = this.clock.now();
+    if (info !== undefined) this.headersSeen = true;
+    const window = info ?? this.recognised(this.retryAfterWindow.refused(sentAt ?? now, now, retryAfterMs));
     // The API says the window is spent: waiting for its turn is the answer, not a slower rate.
-    if (info !== undefined && this.queue.refusedByWindow(info, now, retryAfterMs, sentAt)) {
+    if (window !== undefined && this.queue.refusedByWindow(window, now, retryAfterMs, sentAt)) {
       this.pump();
       return;
     }
     this.congestion(now, retryAfterMs);
+    // Retry-After is rounded up to whole seconds: nothing gets through before it less a second.
+    // Beyond that second (a spent window; a bucket at 1 req/s or more never says so much),
+    // everybody waits it out at once, instead of meeting 429s until a second 429 pauses them.
+    const earliest = retryAfterMs === undefined ? 0 : earliestTurnInMs(sentAt ?? now, now, retryAfterMs);
+    if (earliest > 0 && retryAfterMs !== undefined && this.estimate !== undefined)
+      this.pauseFor(this.estimate, now, retryAfterMs);
     this.pump();
+  }
+
+  /**
+   * What the Retry-After recogniser says, as the fields to hand the window machinery (undefined:
+   * none). Once confirmed, the rate grows again as in slow start: the quota paces the windows,
+   * and a rate estimated from their 429s would leave each window part unused. A recognised
+   * window that proved wrong takes its quota with it: what that quota learnt was of a window
+   * that is not there.
+   */
+  private recognised(verdict: WindowVerdict): RateLimitInfo | undefined {
+    if (this.headersSeen) return undefined;
+    if (verdict.kind === 'forgotten') {
+      this.quota = new WindowQuota();
+      return undefined;
+    }
+    if (verdict.kind === 'unknown') return undefined;
+    if (verdict.confirmed && this.estimate !== undefined) {
+      this.slowStartRate = this.rateAt(this.clock.now());
+      this.estimate = undefined;
+      this.pausedUntil = Number.NEGATIVE_INFINITY;
+    }
+    return verdict.info;
   }
 
   /** A 429 without the API's account of its window: slow down (see the class comment). */
@@ -311,7 +360,10 @@ export class AdaptiveRateLimiter implements RateLimiter {
   }
 
   windowFacts(): WindowFacts | undefined {
-    return this.quota.facts();
+    const facts = this.quota.facts();
+    // Learnt from fields the recogniser gave for an API that sends none.
+    const fromRetryAfter = !this.headersSeen && this.retryAfterWindow.limitHeld !== undefined;
+    return facts && fromRetryAfter ? { ...facts, source: 'retry-after' } : facts;
   }
 
   state(): LimiterState {
@@ -322,6 +374,7 @@ export class AdaptiveRateLimiter implements RateLimiter {
       inFlightLimit: this.inFlightLimit.at(rate),
       peakInFlight: this.peakInFlight,
       latencyMs: this.inFlightLimit.latencyMs(),
+      retryAfterWindowLimit: this.headersSeen ? undefined : this.retryAfterWindow.recognisedLimit,
     };
   }
 

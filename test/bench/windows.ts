@@ -5,14 +5,23 @@
  * latency (each one-way delay 25-50 ms), 128 callers, seeds 1-5. Figures from window 4 on (the
  * turns before it are the limiter's to learn): utilisation (answered requests over the allowed
  * rate), 429s per window; the same from window 2 on, the learning included; the whole run's
- * utilisation (from the first window's start) and share of 429s. Deterministic: the same figures
- * on any machine.
+ * utilisation (from the first window's start) and share of 429s. Then windows named only by
+ * Retry-After (no rate-limit fields; a window opened by its first request): runs of about 2,000
+ * requests (12,000 at 60 s), figures of the whole run, the learning included (utilisation, share
+ * of 429s), and from window 4 on where the run has windows enough. Deterministic: the same
+ * figures on any machine.
  *
  *     npx tsx test/bench/windows.ts
  */
 import { pathToFileURL } from 'node:url';
 import type { WindowFacts } from '../../shared/api/window-facts.js';
-import { afterWindows, simulate, simulateWindows, type WindowLimit } from '../unit/api/limiter-sim.js';
+import {
+  afterWindows,
+  LEARNING_WINDOWS,
+  simulate,
+  simulateWindows,
+  type WindowLimit,
+} from '../unit/api/limiter-sim.js';
 
 const SEEDS = [1, 2, 3, 4, 5];
 const TURN_NAMES = { exact: 'Redis turn', ceil: 'reset rounded up', second: 'whole-second turn' } as const;
@@ -20,6 +29,14 @@ const WINDOWS = [
   { windowRequests: 50, windowMs: 1_000, windows: 40 },
   { windowRequests: 200, windowMs: 5_000, windows: 20 },
   { windowRequests: 3_000, windowMs: 60_000, windows: 10 },
+];
+
+/** Retry-After only: about 2,000 requests a run (the issue's runs), four windows at 60 s. */
+const RETRY_AFTER_WINDOWS = [
+  { windowRequests: 50, windowMs: 1_000, windows: 40 },
+  { windowRequests: 200, windowMs: 5_000, windows: 10 },
+  { windowRequests: 500, windowMs: 10_000, windows: 4 },
+  { windowRequests: 3_000, windowMs: 60_000, windows: 4 },
 ];
 
 /** Every variant's figures over the seeds: worst and median utilisation, worst 429s per window. */
@@ -52,6 +69,30 @@ export async function benchWindows(): Promise<Record<string, number>> {
       // The same from window 2 on, the learning's two turns included.
       figures[`${name}: from window 2, utilisation min`] = Math.min(...runs.map((r) => r.utilisationFrom2));
       figures[`${name}: from window 2, 429 per window max`] = Math.max(...runs.map((r) => r.fromWindow2));
+    }
+  }
+  for (const { windowRequests, windowMs, windows } of RETRY_AFTER_WINDOWS) {
+    const limit: WindowLimit = { windowRequests, windowMs, headers: 'none' };
+    const runs = [];
+    for (const seed of SEEDS) {
+      const result = await simulateWindows(limit, windows, seed);
+      // From window 4 on needs two windows after it (the last one is cut short by the end).
+      const learnt = windows > LEARNING_WINDOWS + 1 ? afterWindows(result, limit) : undefined;
+      runs.push({ result, learnt });
+    }
+    const utilisation = runs.map((r) => r.result.utilisation).sort((a, b) => a - b);
+    const name = `${windowRequests}/${windowMs / 1000} s, Retry-After only`;
+    figures[`${name}: utilisation min`] = utilisation[0] ?? Number.NaN;
+    figures[`${name}: utilisation median`] = utilisation[Math.floor(utilisation.length / 2)] ?? Number.NaN;
+    figures[`${name}: 429 share max`] = Math.max(...runs.map((r) => r.result.share429));
+    figures[`${name}: 429s of the run max`] = Math.max(...runs.map((r) => r.result.throttled));
+    if (runs.every((r) => r.learnt !== undefined)) {
+      figures[`${name}: from window 4, utilisation min`] = Math.min(
+        ...runs.map((r) => r.learnt?.utilisation ?? 0),
+      );
+      figures[`${name}: from window 4, 429 per window max`] = Math.max(
+        ...runs.map((r) => r.learnt?.refusalsPerWindow ?? 0),
+      );
     }
   }
   return figures;
