@@ -507,6 +507,33 @@ describe('AdaptiveRateLimiter and windows that turn after the reset they name (L
     expect(Math.max(...idle)).toBeLessThan(100);
   });
 
+  it('windows named only by Retry-After: the limit recognised is kept, and the next run puts it on trial from its first window', async () => {
+    const limit: WindowLimit = { windowRequests: 200, windowMs: 5_000, headers: 'none' };
+    let facts: ReturnType<AdaptiveRateLimiter['windowFacts']>;
+    await simulate({
+      limit,
+      items: 200 * 10,
+      workers: 128,
+      latencyMs: 100,
+      limiter: { concurrency: 128 },
+      onAnswer: (_, limiter) => {
+        facts = limiter.windowFacts() ?? facts;
+      },
+    });
+    expect(facts).toMatchObject({ limit: 200, turn: 'first-request', source: 'retry-after' });
+    const short = { limit, items: 200 * 3, workers: 128, latencyMs: 100, seed: 2 };
+
+    const fresh = await simulate({ ...short, limiter: { concurrency: 128 } });
+    const kept = await simulate({
+      ...short,
+      limiter: { concurrency: 128, ...(facts && { windowFacts: facts }) },
+    });
+
+    expect(fresh.throttled).toBeGreaterThanOrEqual(5);
+    expect(kept.throttled).toBe(0);
+    expect(kept.durationS).toBeLessThan(fresh.durationS);
+  });
+
   it('from kept facts, a turn whose requests all went at once is seen by the answer to its first (Limit - 1)', async () => {
     // Seed 3 stalled: the opener's answer came back with 49 others out, was taken for the old
     // window, and the spent window was probed once a second (150 requests in 37.6 s).
