@@ -7,10 +7,12 @@
  * spent. A reset the answers name (GitHub, the IETF draft) is followed as said. Laravel's
  * `throttle` says `Remaining` on every answer but when the window resets only on a 429: a spent
  * window whose reset is unknown lets one probe out at a time, and its 429 names the reset (a
- * second apart when a 429 names none). That reset is in whole seconds and may come up to a
- * second before the turn (a 429 may even say it has passed, with the window running on), so the
- * turn is scanned and then learnt (window-turn.ts): once learnt, the next window's first request
- * goes just after the turn, with no probe.
+ * second apart when a 429 names none). That reset is in whole seconds, up to a second before
+ * the turn (Laravel on Redis; a 429 may even say it has passed, with the window running on) or
+ * after it (a reset rounded up), so the turn is tried at whole seconds from the window's first
+ * request around the named reset, scanned if none of those meets it, and learnt
+ * (window-turn.ts): once learnt, the next window's first request goes just after the turn, with
+ * no probe. What was learnt can start the next run (`facts`, window-facts.ts).
  *
  * Answers are placed by when their request was sent: one sent before a turn says nothing of the
  * window after it (it overtook nothing, it is late), and a 429 for a request sent during a turn

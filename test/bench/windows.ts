@@ -112,7 +112,7 @@ async function shortRun(limit: WindowLimit, windows: number, seed: number, facts
     seed,
     limiter: { concurrency: 128, ...(facts && { windowFacts: facts }) },
     onAnswer: (_, limiter) => {
-      learnt = limiter.windowFacts();
+      learnt = limiter.windowFacts() ?? learnt;
     },
   });
   return { result, learnt };
@@ -126,10 +126,14 @@ async function shortRun(limit: WindowLimit, windows: number, seed: number, facts
  */
 export async function benchShortRuns(): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  for (const turn of ['exact', 'ceil', 'second'] as const) {
+  for (const turn of ['exact', 'ceil', 'second', 'Retry-After only'] as const) {
     for (const { windowRequests, windowMs } of WINDOWS) {
-      const limit: WindowLimit = { windowRequests, windowMs, headers: 'laravel', turn };
-      const name = `${SHORT_RUN_WINDOWS} windows of ${windowRequests}/${windowMs / 1000} s, ${TURN_NAMES[turn]}`;
+      const limit: WindowLimit =
+        turn === 'Retry-After only'
+          ? { windowRequests, windowMs, headers: 'none' }
+          : { windowRequests, windowMs, headers: 'laravel', turn };
+      const kind = turn === 'Retry-After only' ? turn : TURN_NAMES[turn];
+      const name = `${SHORT_RUN_WINDOWS} windows of ${windowRequests}/${windowMs / 1000} s, ${kind}`;
       const runs = { fresh: [] as SimulationFigures[], kept: [] as SimulationFigures[] };
       let learnt = 0;
       for (const seed of SEEDS) {
