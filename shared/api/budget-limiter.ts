@@ -58,6 +58,8 @@ export interface BudgetLimiterStats {
 
 interface HeldLease extends Lease {
   used: number;
+  /** When it came: slots already past then are the budget's burst, used at once. */
+  arrivedAt: number;
 }
 
 /**
@@ -199,6 +201,7 @@ export class BudgetLimiter implements RateLimiter {
       if (heldUntil > now && Number.isFinite(heldUntil)) this.queue.refuseLongWaits(heldUntil - now);
       const lease = this.leases[0];
       if (lease === undefined) return; // The lease on its way pumps again.
+      if (this.skipPassedSlots(lease, now)) continue;
       const slotAt = Math.max(lease.start + lease.used * lease.interval, this.nextAt, heldUntil);
       if (slotAt > now) {
         if (Number.isFinite(slotAt)) this.queue.wake(slotAt);
@@ -212,6 +215,25 @@ export class BudgetLimiter implements RateLimiter {
         this.grants.push(now);
       }
     }
+  }
+
+  /**
+   * Lets the slots of `lease` that passed a slot or more ago, while it was held, lapse (true when
+   * that spent it). The schedule after a lease is other containers', so a container that fell
+   * behind (a late timer, a busy event loop, callers that came late) sends its next slot on time
+   * rather than catching up: caught up at twice the rate, its slots and the next lease's reached
+   * the API together, as a burst the API refused, and every 429 cut the shared rate. (Slots
+   * already past when the lease came, an idle deployment's burst, go at once as before.)
+   */
+  private skipPassedSlots(lease: HeldLease, now: number): boolean {
+    const due = lease.start + lease.used * lease.interval;
+    if (due < lease.arrivedAt) return false;
+    const passed = Math.floor((now - due) / lease.interval);
+    if (passed < 1) return false;
+    const skipped = Math.min(passed, lease.tokens - lease.used);
+    lease.used += skipped;
+    this.counts.lapsed += skipped;
+    return lease.used >= lease.tokens;
   }
 
   /**
@@ -259,7 +281,7 @@ export class BudgetLimiter implements RateLimiter {
         (lease) => {
           // Slots already past when it arrives (an idle deployment's burst) get their grace from now.
           const expiresAt = Math.max(lease.expiresAt, this.now() + LEASE_GRACE_MS);
-          this.leases.push({ ...lease, expiresAt, used: 0 });
+          this.leases.push({ ...lease, expiresAt, used: 0, arrivedAt: this.now() });
           this.counts.leases += 1;
           this.counts.leased += lease.tokens;
           this.leaseRate = 1000 / lease.interval;

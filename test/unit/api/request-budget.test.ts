@@ -239,6 +239,33 @@ describe('BudgetLimiter', () => {
     expect(result.share429).toBeLessThan(0.05);
   });
 
+  it('a container that fell behind its lease sends its next slot on time, never catching up over the next lease', async () => {
+    // The slots after a lease are another container's: caught up at twice the rate, the two
+    // containers' requests reached the API together and met 429s (topology bench, 4 workers).
+    // One timer of this container fires 300 ms late (a busy event loop): 15 slots pass.
+    let timers = 0;
+    const clock = new FakeClock({ wallStart: 0, maxLatenessMs: 300, random: () => (++timers === 8 ? 1 : 0) });
+    const limiter = new BudgetLimiter({
+      budget: new SharedBudget(new MemoryStore(clock, 1), { ceiling: 50 }, { clock }),
+      fallback: () => new AdaptiveRateLimiter({ clock }),
+      concurrency: 100,
+      clock,
+    });
+    const grants: number[] = [];
+    const take = async () => {
+      const release = await limiter.acquire();
+      grants.push(clock.now());
+      limiter.onSuccess();
+      release();
+    };
+    await clock.run(Promise.all(Array.from({ length: 40 }, take)));
+
+    // At most a slot more in any 100 ms than the five 20 ms apart the lease holds there.
+    const most = Math.max(...grants.map((at) => grants.filter((t) => t >= at && t < at + 100).length));
+    expect(most).toBeLessThanOrEqual(6);
+    expect(limiter.stats().lapsed).toBeGreaterThanOrEqual(10);
+  });
+
   it('serves a caller that waits alone, even when the store answers slower than a slot lasts', async () => {
     const clock = new FakeClock({ wallStart: 0 });
     const store = new MemoryStore(clock, 30);
