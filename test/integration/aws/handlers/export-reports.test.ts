@@ -50,6 +50,16 @@ describe('export-reports', () => {
   const handBacks = () => sqs.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input);
   const requestsFor = (job: SimJob | undefined) => bed.sim.stats.reportRequestsByJob.get(job?.id ?? -1) ?? 0;
 
+  /** A new container: its own limiter (the modules loaded afresh), the metrics spied on again. */
+  const freshContainer = async () => {
+    addMetric?.mockRestore();
+    vi.resetModules();
+    exportReports = (await import('../../../../functions/aws/export-reports.js'))
+      .handler as unknown as ExportReports;
+    const runtime = await import('../../../../functions/aws/runtime.js');
+    addMetric = vi.spyOn(runtime.metrics, 'addMetric');
+  };
+
   beforeAll(async () => {
     bed = await startTestbed({
       simulator: { campaigns: 1, jobsPerCampaign: 12, unpublishedShare: 0, tryLaterJobs: 0 },
@@ -58,10 +68,7 @@ describe('export-reports', () => {
     db = await openDuckDb();
     secrets.on(GetSecretValueCommand).resolves({ SecretString: bed.sim.keys.valid });
     sqs.on(ChangeMessageVisibilityCommand).resolves({});
-    exportReports = (await import('../../../../functions/aws/export-reports.js'))
-      .handler as unknown as ExportReports;
-    const runtime = await import('../../../../functions/aws/runtime.js');
-    addMetric = vi.spyOn(runtime.metrics, 'addMetric');
+    await freshContainer();
     published = bed.sim.dataset.campaigns[0]?.jobs.filter((j) => j.state === 'published') ?? [];
   });
 
@@ -135,6 +142,9 @@ describe('export-reports', () => {
 
   it('fetches only the pending report when the unit comes back, and writes no row twice', async () => {
     bed.sim.setRateLimit(null);
+    // Back on another container: the one before holds every request for the API's 10 s
+    // Retry-After (a Retry-After of more than a second holds them all).
+    await freshContainer();
     const jobs = published.slice(3, 5);
     const before = jobs.map(requestsFor);
 
