@@ -333,6 +333,11 @@ export class SharedBudget {
       let lease: Lease | undefined;
       let retryInMs = 0;
       await this.update((state, now) => {
+        // Each attempt of the read-modify-write starts over: a lease taken by an attempt whose
+        // write lost to another container's is not this container's. (It was kept when the next
+        // attempt found the schedule booked too far ahead: two containers then held the same
+        // slots, sent them together and met 429s.)
+        lease = undefined;
         const bookedMs = state.tat - now;
         if (bookedMs > MAX_QUEUE_MS) {
           retryInMs = bookedMs - MAX_QUEUE_MS;

@@ -239,6 +239,25 @@ describe('BudgetLimiter', () => {
     expect(result.share429).toBeLessThan(0.05);
   });
 
+  it('never hands two containers the same slots: a lease whose write lost is dropped, even when the schedule is then booked too far', async () => {
+    // Both read a schedule booked 900 ms ahead and take the next second of it; one write wins.
+    // The other's retry finds the schedule booked 1.9 s ahead (more than a lease may wait) and
+    // waits: the lease its lost write had taken was returned all the same, the same slots as
+    // the winner's (the topology bench at the ceiling: 4 containers, 429s, the shared rate cut).
+    const clock = new FakeClock({ wallStart: 0 });
+    const store = new MemoryStore(clock, 5);
+    store.state = { ...initialBudget(POLICY), tat: 10_900, grownAt: 10_000, version: 1 };
+    await clock.run(clock.sleep(10_000));
+    const budgets = [0, 1].map(() => new SharedBudget(store, POLICY, { clock }));
+
+    const leases = await clock.run(Promise.all(budgets.map((budget) => budget.lease(50))));
+
+    const [first, second] = [...leases].sort((a, b) => a.start - b.start);
+    expect(first && second).toBeDefined();
+    if (first && second)
+      expect(second.start).toBeGreaterThanOrEqual(first.start + first.tokens * first.interval - 1e-6);
+  });
+
   it('a container that fell behind its lease sends its next slot on time, never catching up over the next lease', async () => {
     // The slots after a lease are another container's: caught up at twice the rate, the two
     // containers' requests reached the API together and met 429s (topology bench, 4 workers).
