@@ -424,7 +424,8 @@ describe('AdaptiveRateLimiter and windows named only by Retry-After', () => {
 describe('AdaptiveRateLimiter and windows that turn after the reset they name (Laravel on Redis)', () => {
   // Laravel names the reset in whole seconds; a Redis window turns up to a second later. Slow
   // start does not spend the first window, so the learning takes the turns into windows 2 to 4
-  // (a named reset scanned every 100 ms, then its bracket in eighths); measured from window 4.
+  // (the guesses a whole number of seconds after the window's first request around the named
+  // reset, or a scan every 100 ms and its bracket in eighths); measured from window 4.
   for (const [windowRequests, windowMs, windows] of [
     [50, 1_000, 30],
     [200, 5_000, 20],
