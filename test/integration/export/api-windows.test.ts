@@ -107,9 +107,10 @@ describe('the API windows a CLI run keeps in --out', () => {
       base_url: api.url,
       facts: { limit: 10, turn: 'first-request', source: 'headers' },
     });
-    // A window counted from its first request: the offset is its length, give or take the latency.
+    // A window counted from its first request: the offset is its length, give or take the
+    // latency (a guess keeps half a round trip of room: wide on a loaded machine).
     expect(record!.facts.offsetMs).toBeGreaterThan(900);
-    expect(record!.facts.offsetMs).toBeLessThan(1_300);
+    expect(record!.facts.offsetMs).toBeLessThan(2_000);
     const text = Buffer.from((await new LocalStorage(out).get(STATE_KEYS.apiWindows))!.body).toString();
     expect(text).not.toContain(api.keys.valid);
 
