@@ -158,8 +158,7 @@ export class WindowQuota {
       ofTurn && turn.kind === 'probe',
       sentAt,
     );
-    // Only the request that opened a window is answered Remaining = Limit - 1.
-    const opener = newWindow && this.limit !== undefined && info.remaining === this.limit - 1;
+    const opener = newWindow && this.answersOpener(info.remaining);
     if (opener && (turn === undefined || turn.seenAt !== undefined)) {
       this.openedAt = sentAt;
       this.openerKnown = true;
@@ -209,12 +208,16 @@ export class WindowQuota {
   ): boolean {
     if (this.lastRemaining === undefined) return true;
     if (this.resetAt !== undefined && now < this.resetAt) return false;
-    const opener = this.limit !== undefined && this.limit > 1 && remaining === this.limit - 1;
-    if (opener && sentAt > (this.openedAt ?? Number.NEGATIVE_INFINITY)) return true;
+    if (this.answersOpener(remaining) && sentAt > (this.openedAt ?? Number.NEGATIVE_INFINITY)) return true;
     // A probe goes alone, once every answer is in: nothing overtakes its answer.
     const limit = this.limit ?? 0;
     const slack = probe ? 0 : Math.min(Math.max(REORDER_SLACK, REORDER_SHARE * limit), limit / 2);
     return remaining > this.lastRemaining + othersInFlight + slack;
+  }
+
+  /** Whether `remaining` is the answer to a window's first request: only it is answered Limit - 1. */
+  private answersOpener(remaining: number): boolean {
+    return this.limit !== undefined && this.limit > 1 && remaining === this.limit - 1;
   }
 
   /**
