@@ -6,6 +6,7 @@
  * `npm run sim -- --seed <seed> --trace`.
  */
 import { describe, expect, it } from 'vitest';
+import { type CloserCases, noCloserCases } from './closer-cases.js';
 import { DEFAULT_SEEDS, KNOWN_OPEN } from './default-seeds.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
@@ -48,6 +49,14 @@ const SERVICES_AT_LEAST = 3;
  */
 const cliLockReached = { cliReruns: 0, cliRefusals: 0 };
 const CLI_LOCK_AT_LEAST = 3;
+/**
+ * Closers that come late (closer-cases.ts), reached at least `CLI_LOCK_AT_LEAST` times by every
+ * run of 600 seeds: the last closer killed right after its tombstone (the final start's recovery
+ * the only sweeper: 20), a late finisher that took the closing lease of a run closed meanwhile
+ * (the announcement's claim met again: 5), one whose first look after its pause came between the
+ * tombstone and the closing record's shrinking (28).
+ */
+const closersReached = noCloserCases();
 /**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two committers of
  * one table at once, and two *runs* (`concurrentRuns`), come from the scenario's late closings
@@ -110,6 +119,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
           servicesReached.lostAnswer += result.glue.lostAnswer;
           cliLockReached.cliReruns += result.lock.cliReruns;
           cliLockReached.cliRefusals += result.lock.cliRefusals;
+          for (const [name, n] of Object.entries(result.closers) as [keyof CloserCases, number][])
+            closersReached[name] += n;
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -167,6 +178,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(cliLockReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
       expect(missed, JSON.stringify(cliLockReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    'reaches closers that come late: the last closer dead after its tombstone, late finishers after the tombstone',
+    () => {
+      const missed = Object.entries(closersReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
+      expect(missed, JSON.stringify(closersReached)).toEqual([]);
     },
   );
 

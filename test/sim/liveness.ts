@@ -137,6 +137,8 @@ export interface LivenessInput {
   faultsEnd: number;
   /** When the final start began, if it got the lock (its recovery swept the closed runs). */
   finalStartedAt: number | undefined;
+  /** The keys under `state/runs/` as the final start's recovery left them (20 reads them, not the end's). */
+  runKeysAfterFinal: readonly string[];
 }
 
 /** Invariants 16, 17 and 20 (the module comment), after quiescence. */
@@ -218,14 +220,16 @@ export function checkLiveness(input: LivenessInput): void {
   // 20: after the final start's recovery, closed runs keep only their tombstone and marker.
   if (input.finalStartedAt !== undefined) {
     for (const [run, closed] of monitor.closedAt) {
-      if (closed.t >= input.finalStartedAt) continue;
-      const left = s3
-        .keys(STATE_KEYS.runPrefix(run))
-        .filter((k) => k !== STATE_KEYS.closed(run) && k !== STATE_KEYS.closing(run));
+      // A tombstone of the instant the final start began came before its recovery listed the runs.
+      if (closed.t > input.finalStartedAt) continue;
+      const prefix = STATE_KEYS.runPrefix(run);
+      const left = input.runKeysAfterFinal.filter(
+        (k) => k.startsWith(prefix) && k !== STATE_KEYS.closed(run) && k !== STATE_KEYS.closing(run),
+      );
       if (left.length > 0) {
         violate(
           '20 closed runs are swept',
-          `run ${run}, closed at ${at(closed.t)}, still has ${left.length} key(s) beside its tombstone after the final start's recovery: ${left.slice(0, 3).join(', ')}`,
+          `run ${run}, closed at ${at(closed.t)}, still had ${left.length} key(s) beside its tombstone after the final start's recovery: ${left.slice(0, 3).join(', ')}`,
           [run],
         );
       }

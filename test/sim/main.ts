@@ -5,6 +5,7 @@
  * Exit status 1 when any seed broke an invariant.
  */
 import { parseArgs } from 'node:util';
+import { type CloserCases, noCloserCases } from './closer-cases.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { type Excuses, noExcuses } from './liveness.js';
 import { formatFailure, formatLine } from './report.js';
@@ -33,6 +34,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   console.log(`request budget: ${formatCases(result.budget)}`);
   if (result.scenario.glue) console.log(`glue: ${formatCases(result.glue)}`);
   console.log(`excuses: ${formatCases(result.excuses)}`);
+  console.log(`closers: ${formatCases(result.closers)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -52,6 +54,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   const budget = new Map<string, [number, number]>();
   const excuses = noExcuses();
   const excuseSeeds = noExcuses();
+  const closers = noCloserCases();
+  const closerSeeds = noCloserCases();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -79,6 +83,10 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     for (const [name, n] of Object.entries(result.excuses) as [keyof Excuses, number][]) {
       excuses[name] += n;
       if (n > 0) excuseSeeds[name]++;
+    }
+    for (const [name, n] of Object.entries(result.closers) as [keyof CloserCases, number][]) {
+      closers[name] += n;
+      if (n > 0) closerSeeds[name]++;
     }
     if (result.violations.length > 0) {
       failed++;
@@ -120,6 +128,12 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   for (const name of Object.keys(excuses) as (keyof Excuses)[]) {
     console.log(
       `  ${name.padEnd(22)} ${String(excuses[name]).padStart(6)}  ${String(excuseSeeds[name]).padStart(4)}`,
+    );
+  }
+  console.log('closers (times, in how many seeds; closer-cases.ts):');
+  for (const name of Object.keys(closers) as (keyof CloserCases)[]) {
+    console.log(
+      `  ${name.padEnd(22)} ${String(closers[name]).padStart(6)}  ${String(closerSeeds[name]).padStart(4)}`,
     );
   }
   for (const [invariant, seeds] of [...byInvariant].sort()) {

@@ -104,6 +104,8 @@ export class SimS3 {
   crashAtLockAndTombstone = false;
   /** A process pause the scenario places at a call of its choosing (cli-cases.ts): extra latency, no draw. */
   pauseBefore: ((actor: Actor, command: string, key: string) => number) | undefined;
+  /** A crash the scenario places right after a call of its choosing applied (closer-cases.ts): no draw. */
+  crashAfter: ((actor: Actor, command: string, key: string) => boolean) | undefined;
   /**
    * Per-key outages (scenario.ts draws them in a share of the seeds): a call on a `state/` key
    * starts one with this chance, and every call on that key then answers 503 SlowDown for 5-30 s
@@ -203,6 +205,9 @@ export class SimS3 {
       if (faulty && actor.canCrash && rng.chance(crash / 2)) {
         note('crash-after');
         control.kill(`after ${name} ${keyOf(input)}`);
+      } else if (actor.canCrash && this.crashAfter?.(actor, name, keyOf(input))) {
+        note('crash-after');
+        control.kill(`after ${name} ${keyOf(input)} (the scenario's)`);
       }
       return result;
     });

@@ -15,7 +15,7 @@ import { FIRST_RECORD_GRACE_MS } from '../../shared/export/run/start-run.js';
 import type { LockRecord } from '../../shared/export/state/lock.js';
 import type { Manifest } from '../../shared/export/state/manifest.js';
 import { type Mode, type TableFormat, tableFormatOf } from '../../shared/export/state/records.js';
-import { manifestKey, STATE_KEYS } from '../../shared/layout.js';
+import { manifestKey, STATE_KEYS, STATE_ROOT } from '../../shared/layout.js';
 import {
   Announcer,
   cliRun,
@@ -39,6 +39,7 @@ import {
   PAIR_PIDS,
   RERUN_PIDS,
 } from './cli-cases.js';
+import { type CloserCases, type CloserPlan, Closers, drawCloserPlan } from './closer-cases.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
 import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
@@ -161,6 +162,8 @@ export interface Scenario {
   lateClosings: { starts: number; afterMs: number; resumeAfterMs: number };
   /** Per call on a `state/` key while faults are on: the chance it starts the key's outage (s3.ts). */
   storageOutages: number;
+  /** Closers that come late, and the last closer's crash after its tombstone (closer-cases.ts). */
+  closers: CloserPlan;
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -223,6 +226,7 @@ export function generateScenario(rng: Prng): Scenario {
     crashAtLockAndTombstone: false,
     lateClosings: { starts: 0, afterMs: 0, resumeAfterMs: 0 },
     storageOutages: 0,
+    closers: { crashAtLastTombstone: false, lateFinishers: [] },
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -326,6 +330,9 @@ export function generateScenario(rng: Prng): Scenario {
   // From a stream of its own: no other draw moves.
   const outages = rng.stream('storage-outages');
   scenario.storageOutages = outages.chance(0.3) ? outages.pick([0.05, 0.1]) : 0;
+  // Closers that come late, and the last closer's crash after its tombstone (closer-cases.ts),
+  // from streams of their own.
+  scenario.closers = drawCloserPlan(rng);
   return scenario;
 }
 
@@ -419,6 +426,8 @@ export interface SeedResult {
   glue: GlueCases;
   /** The lock's cases of issue 32 this seed reached. */
   lock: LockCases;
+  /** Closers that came late, and the last closer's crash after its tombstone (closer-cases.ts). */
+  closers: CloserCases;
 }
 
 /** The lock's cases of issue 32: holders judged by their process, leases judged on the bucket's clock. */
@@ -660,7 +669,7 @@ async function simulate(
   const pauseNext = new Map<Actor, number>();
   s3.pauseBefore = (actor, command, key) => {
     const pause = pauseNext.get(actor);
-    if (pause === undefined) return 0;
+    if (pause === undefined) return closers.pauseBefore(actor, command, key);
     pauseNext.delete(actor);
     sim.log(actor, `process paused ${(pause / 1000).toFixed(0)}s before ${command} ${key}`);
     return pause;
@@ -789,22 +798,23 @@ async function simulate(
 
   // finish-run's invocation: its timeout, or a time up at once when the scenario makes a
   // closing outlast an invocation (the handler's own limits follow from its remaining time).
-  const finish = () => {
+  const finish = (wholeTime = false) => {
     const limits = {
       timeoutMs: FINISH_TIMEOUT_MS,
-      timeUp: sim.faultsOn && sim.rng.chance(scenario.finishHandsOn),
+      timeUp: !wholeTime && sim.faultsOn && sim.rng.chance(scenario.finishHandsOn),
     };
-    lambda('finish', limits.timeUp ? FINISH_TIME_UP_MS : FINISH_TIMEOUT_MS, (actor) =>
+    return lambda('finish', limits.timeUp ? FINISH_TIME_UP_MS : FINISH_TIMEOUT_MS, (actor) =>
       finishHandler(world, actor, limits),
     );
   };
+  const closers = new Closers(sim, s3, monitor, scenario.closers, finish);
 
   const startTicks = () =>
     sim.spawn('driver', 'finish-schedule', { canCrash: false }, async (self) => {
       await sim.sleep(self, sim.rng.int(0, FINISH_EVERY_MS));
       let stalledBefore = false;
       while (!stop.ticks) {
-        const stalled = sim.now < finishStalledUntil;
+        const stalled = sim.now < finishStalledUntil || closers.finishStalled;
         if (!stalled) finish();
         // Resumed after a stall: two invocations at once (the backlog's), which take the
         // closings waiting each under its own lease, side by side.
@@ -886,6 +896,8 @@ async function simulate(
   let finalResult: StartResult | 'crashed' | 'error' | undefined;
   let finalAt: number | undefined;
   let finalStartedAt: number | undefined;
+  // The closed runs' folders as the final start's recovery left them (liveness.ts, 20).
+  let runKeysAfterFinal: string[] = [];
   if (quiesced) {
     sim.log('sim', 'quiescence: the final start-run comes next');
     sim.spawn('invoker', 'final', { canCrash: false }, async (self) => {
@@ -897,10 +909,13 @@ async function simulate(
         undefined,
         (r) => {
           finalResult = r;
+          runKeysAfterFinal = s3.keys(`${STATE_ROOT}/runs/`);
+          closers.finishStalled = false;
         },
         recordedFormat(s3),
       );
       const done = await sim.join(actor);
+      closers.finishStalled = false;
       if (done.result !== 'ok') {
         finalResult = done.result === 'crashed' ? 'crashed' : 'error';
         sim.log(self, `final start-run ended: ${describe(done.error)}`);
@@ -940,6 +955,7 @@ async function simulate(
     deadlineMs: scenario.settings.deadlineMs,
     faultsEnd: scenario.horizon,
     finalStartedAt,
+    runKeysAfterFinal,
   });
   return {
     seed,
@@ -974,6 +990,7 @@ async function simulate(
       ).length,
     },
     excuses: { ...monitor.excuses },
+    closers: closers.cases,
   };
 }
 
