@@ -11,17 +11,22 @@
  *   then the only sweeper of what the closer left (liveness.ts, 20, which reads the bucket as
  *   the final start left it);
  * - late finishers (`lateFinishers`, 30% of the seeds, up to two while faults are on): when a
- *   finish-run or a start's recovery writes a run's manifest (its publish done, its state,
- *   announcement and tombstone to come), another finish-run invocation comes 0-100 ms later. It lists the run open, reads its closing record, and its next call waits
- *   1-60 s (a process pause: GC, a suspended VM), so that it lands before the first closer's
- *   tombstone (its two looks for the tombstone pass) or in the closer's own pause of 20-60 s
- *   right after its tombstone, before the closing record is shrunk (it reads the whole record
- *   of a closed run). Its take of the closing lease waits the closer's pause and 5-20 s more,
- *   so that it takes the lease the first closer released once it had closed the run wholly
- *   (its records, the announcement's claim among them, deleted): the announcement's claim, a
- *   create-if-absent, succeeds again then, and only the look for the tombstone after it keeps
- *   the run from being announced twice (5); a closer that read the closing record after the
- *   tombstone must not act on it (28).
+ *   finish-run or a start's recovery writes a run's manifest (its publish done; its state,
+ *   announcement and tombstone to come), another finish-run invocation (its whole 15 minutes)
+ *   comes 0-100 ms later: it lists the run open and reads its closing record. Half of them:
+ *   the first closer's tombstone write waits 20-60 s (a process pause: GC, a suspended VM), so
+ *   that the late finisher passes both its looks for the tombstone; only at a closing that
+ *   records no outcomes (a start that died after its first record, closed failed), as a late
+ *   finisher of a closed run could not read the outcomes' pieces, deleted with the run's
+ *   records. The other half: the first closer's call after its tombstone (the shrinking of the
+ *   closing record) waits 20-60 s, and the late finisher's next call after its read waits
+ *   1-60 s, landing before, in or after that window (in it, only its look for the tombstone
+ *   keeps it from reading the whole closing record of a closed run). Either way its take of
+ *   the closing lease waits the closer's pause and 5-20 s more: it takes the lease the first
+ *   closer released once it had closed the run wholly, the announcement's claim deleted with
+ *   the run's records. The claim, a create-if-absent, succeeds again then, and only the look
+ *   for the tombstone after it keeps the run from being announced twice (5); a closer that
+ *   read the closing record after the tombstone must not act on it (28).
  *
  * 28. A run is closed at most once: an actor that read a run's whole closing record (not the
  *     marker it is shrunk to) after the run's tombstone writes nothing in the run's folder
