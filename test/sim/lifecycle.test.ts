@@ -6,6 +6,7 @@
  * `npm run sim -- --seed <seed> --trace`.
  */
 import { describe, expect, it } from 'vitest';
+import { type CommitRaceCases, noCommitRaceCases } from './commit-races.js';
 import { DEFAULT_SEEDS, KNOWN_OPEN } from './default-seeds.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
@@ -29,10 +30,11 @@ const switchReached = noFormatSwitchCases();
  * reached. Every run of 600 seeds reaches each at least SERVICES_AT_LEAST times: a conditional
  * write whose answer was lost (its SDK retry met its own write), throttling, budget writes by
  * clocks more than a minute apart (beyond the budget's allowance); an UpdateTable answer lost
- * after it applied. Not asserted: a stale VersionId and two Glue commits of one table at once.
- * Since the actors call the real finish-run, every closing is committed under its lease, and
- * the late closings commit a table one after the other: no two UpdateTables from one loaded
- * version meet (`glue-commit-without-version-id` survives for that reason; mutants/README.md).
+ * after it applied. Not asserted here: a stale VersionId and two Glue commits of one table at
+ * once. Since the actors call the real finish-run, every closing is committed under its lease,
+ * and the late closings commit a table one after the other: two UpdateTables from one loaded
+ * version meet only where a commit race pauses a committer between them (commit-races.ts,
+ * `racesMet` below: 8 Glue seeds of 600 reach a stale VersionId).
  */
 const servicesReached = {
   lostConditional: 0,
@@ -48,6 +50,16 @@ const SERVICES_AT_LEAST = 3;
  */
 const cliLockReached = { cliReruns: 0, cliRefusals: 0 };
 const CLI_LOCK_AT_LEAST = 3;
+/**
+ * The commit races of the late closings (commit-races.ts) every run of 600 seeds reaches at
+ * least `RACES_AT_LEAST` times: an older run's committer paused at its swap while another run's
+ * finisher works, another run's commit of that table landing in the pause (the file catalog's
+ * 412 after the look for newer runs; Glue's two UpdateTables from one loaded version), and the
+ * other engine's compaction of `reports` holding the newer run. Seeds 1-600: 28 pauses in 23
+ * seeds, 21 met, 9 compactions.
+ */
+const racesReached = noCommitRaceCases();
+const RACES_AT_LEAST = 3;
 /**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two committers of
  * one table at once, and two *runs* (`concurrentRuns`), come from the scenario's late closings
@@ -110,6 +122,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
           servicesReached.lostAnswer += result.glue.lostAnswer;
           cliLockReached.cliReruns += result.lock.cliReruns;
           cliLockReached.cliRefusals += result.lock.cliRefusals;
+          for (const name of Object.keys(racesReached) as (keyof CommitRaceCases)[])
+            racesReached[name] += result.commitRaces[name];
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -167,6 +181,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(cliLockReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
       expect(missed, JSON.stringify(cliLockReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    "reaches commit races: an older run's committer paused at its swap while another run commits the table, and a compaction of the newer run's reports",
+    () => {
+      const missed = Object.entries(racesReached).filter(([, n]) => n < RACES_AT_LEAST);
+      expect(missed, JSON.stringify(racesReached)).toEqual([]);
     },
   );
 
