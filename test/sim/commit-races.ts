@@ -47,7 +47,7 @@ export function drawCommitRaces(rng: Prng, lateClosings: boolean): CommitRaces |
 
 /** What the commit races of a seed reached, for the vitest file's checks. */
 export interface CommitRaceCases {
-  /** Pauses placed at an older run's swap of a `_current` table while a newer run's finisher worked. */
+  /** Pauses placed at a finisher's swap while another run's finisher worked (file catalog: an older run's, of a `_current` table). */
   racePauses: number;
   /** ...of which another run committed the paused table before the pause ended. */
   racesMet: number;
@@ -117,12 +117,13 @@ export class CommitRacer {
     this.#left = [...races.pausesMs];
   }
 
-  /** `SimS3.pauseBefore` for a put: the pause at an older run's swap, or 0. */
+  /** `SimS3.pauseBefore` for a put: the pause at a finisher's swap that another run's finisher may race, or 0. */
   pauseAt(actor: Actor, command: string, key: string, body: Uint8Array | undefined): number {
-    if (command !== 'PutObjectCommand' || this.#left.length === 0) return 0;
+    if (command !== 'PutObjectCommand' || actor.kind !== 'finish' || this.#left.length === 0) return 0;
     const table = METADATA.exec(key)?.[1];
+    if (!table) return 0;
     const committing = committingRun(body);
-    if (!table || !committing) return 0;
+    if (!committing) return 0;
     // Another finisher at work for a run whose snapshot the table does not hold yet (with the
     // file catalog, a newer run, and a current table: the swap that follows the look for newer
     // runs; with Glue, any run and any table: two UpdateTables of one loaded version).
@@ -163,7 +164,7 @@ export class CommitRacer {
     this.compact(table);
   }
 
-  /** After the seed: the pauses in which another actor swapped in a newer run's snapshot of the table. */
+  /** After the seed: the pauses in which another actor wrote the table's metadata of another run's commit. */
   met(s3: SimS3): CommitRaceCases {
     for (const p of this.#pauses) {
       const met = s3.events.some((e) => {
