@@ -21,6 +21,8 @@
  *   during the pause (0-120 ms later, as its S3-event changes): the older closing, retried,
  *   must find the newer run's rows in the engine's file of several runs (`filesOfRun`), or it
  *   blocks nothing (14).
+ * A pause may come after the faults' horizon: the late closings' stall it belongs to outlasts
+ * it, and the two resumed finishers mostly work after it (with faults on, 0 seeds of 600 met).
  * Drawn from a stream of their own: no other draw of a seed moves.
  */
 import { parseJson } from '../../shared/iceberg/json.js';
