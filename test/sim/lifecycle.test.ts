@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type CloserCases, noCloserCases } from './closer-cases.js';
+import { type CommitRaceCases, noCommitRaceCases } from './commit-races.js';
 import { DEFAULT_SEEDS, KNOWN_OPEN } from './default-seeds.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
@@ -30,10 +31,11 @@ const switchReached = noFormatSwitchCases();
  * reached. Every run of 600 seeds reaches each at least SERVICES_AT_LEAST times: a conditional
  * write whose answer was lost (its SDK retry met its own write), throttling, budget writes by
  * clocks more than a minute apart (beyond the budget's allowance); an UpdateTable answer lost
- * after it applied. Not asserted: a stale VersionId and two Glue commits of one table at once.
- * Since the actors call the real finish-run, every closing is committed under its lease, and
- * the late closings commit a table one after the other: no two UpdateTables from one loaded
- * version meet (`glue-commit-without-version-id` survives for that reason; mutants/README.md).
+ * after it applied. Not asserted here: a stale VersionId and two Glue commits of one table at
+ * once. Since the actors call the real finish-run, every closing is committed under its lease,
+ * and the late closings commit a table one after the other: two UpdateTables from one loaded
+ * version meet only where a commit race pauses a committer between them (commit-races.ts,
+ * `racesMet` below: 8 Glue seeds of 600 reach a stale VersionId).
  */
 const servicesReached = {
   lostConditional: 0,
@@ -57,6 +59,16 @@ const CLI_LOCK_AT_LEAST = 3;
  * tombstone and the closing record's shrinking (28).
  */
 const closersReached = noCloserCases();
+/**
+ * The commit races of the late closings (commit-races.ts) every run of 600 seeds reaches at
+ * least `RACES_AT_LEAST` times: an older run's committer paused at its swap while another run's
+ * finisher works (with Glue, either run's), another run's commit of that table landing in the
+ * pause (the file catalog's 412 after the look for newer runs; Glue's two UpdateTables from one
+ * loaded version), and the other engine's compaction of `reports` holding the newer run. Seeds
+ * 1-600: 26 pauses in 21 seeds, 20 met, 7 compactions.
+ */
+const racesReached = noCommitRaceCases();
+const RACES_AT_LEAST = 3;
 /**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two committers of
  * one table at once, and two *runs* (`concurrentRuns`), come from the scenario's late closings
@@ -121,6 +133,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
           cliLockReached.cliRefusals += result.lock.cliRefusals;
           for (const [name, n] of Object.entries(result.closers) as [keyof CloserCases, number][])
             closersReached[name] += n;
+          for (const name of Object.keys(racesReached) as (keyof CommitRaceCases)[])
+            racesReached[name] += result.commitRaces[name];
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -186,6 +200,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(closersReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
       expect(missed, JSON.stringify(closersReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    "reaches commit races: an older run's committer paused at its swap while another run commits the table, and a compaction of the newer run's reports",
+    () => {
+      const missed = Object.entries(racesReached).filter(([, n]) => n < RACES_AT_LEAST);
+      expect(missed, JSON.stringify(racesReached)).toEqual([]);
     },
   );
 

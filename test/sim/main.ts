@@ -33,6 +33,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   console.log(`export-reports' time for requests: ${formatCases(result.unitDeadline)}`);
   console.log(`request budget: ${formatCases(result.budget)}`);
   if (result.scenario.glue) console.log(`glue: ${formatCases(result.glue)}`);
+  if (result.scenario.commitRaces) console.log(`commit races: ${formatCases(result.commitRaces)}`);
   console.log(`excuses: ${formatCases(result.excuses)}`);
   console.log(`closers: ${formatCases(result.closers)}`);
   if (result.violations.length === 0) {
@@ -73,6 +74,11 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       budget.set(`glue ${name}`, [times + n, seeds + (n > 0 ? 1 : 0)]);
     }
     if (result.scenario.glue) budget.set('glue seeds', [(budget.get('glue seeds')?.[0] ?? 0) + 1, 0]);
+    // The commit races of the late closings (commit-races.ts), listed with the services' cases.
+    for (const [name, n] of Object.entries(result.commitRaces)) {
+      const [times, seeds] = budget.get(`commit race ${name}`) ?? [0, 0];
+      budget.set(`commit race ${name}`, [times + n, seeds + (n > 0 ? 1 : 0)]);
+    }
     for (const [name, n] of Object.entries(result.budget)) {
       const [times, seeds] = budget.get(name) ?? [0, 0];
       budget.set(
@@ -117,7 +123,7 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     );
   }
   console.log(
-    'request budget and glue: cases (times, in how many seeds; peakShare: the highest of any seed):',
+    'request budget, glue and commit races: cases (times, in how many seeds; peakShare: the highest of any seed):',
   );
   for (const [name, [times, seeds]] of budget) {
     console.log(

@@ -103,7 +103,9 @@ export class SimS3 {
    */
   crashAtLockAndTombstone = false;
   /** A process pause the scenario places at a call of its choosing (cli-cases.ts): extra latency, no draw. */
-  pauseBefore: ((actor: Actor, command: string, key: string) => number) | undefined;
+  pauseBefore:
+    | ((actor: Actor, command: string, key: string, body: Uint8Array | undefined) => number)
+    | undefined;
   /** A crash the scenario places right after a call of its choosing applied (closer-cases.ts): no draw. */
   crashAfter: ((actor: Actor, command: string, key: string) => boolean) | undefined;
   /**
@@ -155,7 +157,14 @@ export class SimS3 {
     if (this.sim.faultsOn && actor.canCrash && this.sim.rng.chance(this.faults.pause)) {
       latency += this.sim.rng.int(30_000, 120_000);
     }
-    latency += this.pauseBefore?.(actor, name, key) ?? 0;
+    // A put's body when it is bytes (a metadata file's JSON), for a pause placed by what it writes.
+    const body =
+      name === 'PutObjectCommand' &&
+      key.endsWith('.metadata.json') &&
+      (typeof input.Body === 'string' || input.Body instanceof Uint8Array)
+        ? bytesOf(input.Body)
+        : undefined;
+    latency += this.pauseBefore?.(actor, name, key, body) ?? 0;
     return this.sim.call(actor, latency, `${name} ${key}`, (control) => {
       const faulty = this.sim.faultsOn;
       const rng = this.sim.rng;

@@ -41,6 +41,13 @@ import {
 } from './cli-cases.js';
 import { type CloserCases, type CloserPlan, Closers, drawCloserPlan } from './closer-cases.js';
 import { installAvroTypeCache, installFastZstd, installSyncAvroCodecs } from './codec.js';
+import {
+  type CommitRaceCases,
+  CommitRacer,
+  type CommitRaces,
+  drawCommitRaces,
+  noCommitRaceCases,
+} from './commit-races.js';
 import { type DynamoCases, type DynamoFaults, SimDynamo } from './dynamo.js';
 import { SimFetcherSlots } from './fetcher-slots.js';
 import { type GlueCases, type GlueFaults, noGlueCases, SimGlue } from './glue.js';
@@ -164,6 +171,8 @@ export interface Scenario {
   storageOutages: number;
   /** Closers that come late, and the last closer's crash after its tombstone (closer-cases.ts). */
   closers: CloserPlan;
+  /** Commit races of the late closings (commit-races.ts); undefined: none. */
+  commitRaces?: CommitRaces | undefined;
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -333,6 +342,8 @@ export function generateScenario(rng: Prng): Scenario {
   // Closers that come late, and the last closer's crash after its tombstone (closer-cases.ts),
   // from streams of their own.
   scenario.closers = drawCloserPlan(rng);
+  // An older run's committer paused at its swap while a newer run commits (commit-races.ts).
+  scenario.commitRaces = drawCommitRaces(rng, scenario.lateClosings.starts > 0);
   return scenario;
 }
 
@@ -428,6 +439,8 @@ export interface SeedResult {
   lock: LockCases;
   /** Closers that came late, and the last closer's crash after its tombstone (closer-cases.ts). */
   closers: CloserCases;
+  /** The commit races this seed reached (commit-races.ts; all zero without them). */
+  commitRaces: CommitRaceCases;
 }
 
 /** The lock's cases of issue 32: holders judged by their process, leases judged on the bucket's clock. */
@@ -667,9 +680,14 @@ async function simulate(
   const cliOf = new Map<Actor, Scenario['clis'][number]>();
   // A process pause after a CLI's own tombstone, before its next call (cli-cases.ts).
   const pauseNext = new Map<Actor, number>();
-  s3.pauseBefore = (actor, command, key) => {
+  // An older run's committer paused at its swap while a newer run commits (commit-races.ts).
+  let racer: CommitRacer | undefined;
+  s3.pauseBefore = (actor, command, key, body) => {
     const pause = pauseNext.get(actor);
-    if (pause === undefined) return closers.pauseBefore(actor, command, key);
+    if (pause === undefined) {
+      const closerPause = closers.pauseBefore(actor, command, key);
+      return closerPause > 0 ? closerPause : (racer?.pauseAt(actor, command, key, body) ?? 0);
+    }
     pauseNext.delete(actor);
     sim.log(actor, `process paused ${(pause / 1000).toFixed(0)}s before ${command} ${key}`);
     return pause;
@@ -759,22 +777,28 @@ async function simulate(
   // Another engine's changes to the Iceberg tables, racing the runs' commits: at random times,
   // and set off by an exporter's write to a table (a commit under way), within 120 ms.
   const others = new OtherEngine();
-  const otherChange = (tables: () => string[], delayMs = 0) =>
+  const otherChange = (tables: () => string[], delayMs = 0, compactShare = scenario.others.compactShare) =>
     sim.spawn('other', 'other-engine', { offsetMs: offset() }, async (actor) => {
       if (delayMs > 0) await sim.sleep(actor, delayMs);
       const { storage } = depsFor(world, actor);
-      await others.act(
-        actor,
-        storage,
-        tables(),
-        () => sim.now + actor.offsetMs,
-        scenario.others.compactShare,
-      );
+      await others.act(actor, storage, tables(), () => sim.now + actor.offsetMs, compactShare);
     });
   for (const at of scenario.others.at) {
     sim.spawn('invoker', 'other-engine-launch', { canCrash: false }, async (self) => {
       await sim.sleep(self, at - sim.now);
       otherChange(() => icebergTables(s3).tables);
+    });
+  }
+  if (scenario.commitRaces) {
+    // With another engine, a newer run's swap of `reports` in a pause sets off its compaction.
+    const compact =
+      scenario.others.at.length > 0
+        ? (table: string) => otherChange(() => [table], sim.rng.int(0, 120), 1)
+        : undefined;
+    const commitRacer = new CommitRacer(sim, s3, scenario.commitRaces, world.glue !== undefined, compact);
+    racer = commitRacer;
+    s3.listeners.push((actor, op, key, body) => {
+      if (op === 'put') commitRacer.written(actor, key, body);
     });
   }
   let triggers = scenario.others.triggered;
@@ -980,6 +1004,7 @@ async function simulate(
       fallbacks: world.budget.fallbackFrom.size,
       peakShare: world.budget.peakShare(),
     },
+    commitRaces: racer ? racer.met(s3) : noCommitRaceCases(),
     lock: {
       holdersGone: machines.judgedGone,
       cliRefusals,
