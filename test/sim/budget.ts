@@ -246,6 +246,20 @@ export class SimBudget {
     return problems;
   }
 
+  /**
+   * Budget writes lost to a write that booked the schedule past MAX_QUEUE_MS (dynamo.ts
+   * `lostToBooked`) in a backlog at the ceiling: the grants of the WINDOW_MS from the loss
+   * reach the leasers' ceiling. Where two containers could take the same slots, were a lost
+   * write's lease kept; elsewhere the extra requests have room under the ceiling.
+   */
+  racesAtCeiling(): number {
+    const full = Math.floor((leasingCeiling(this.policy) * WINDOW_MS) / 1000);
+    const times = this.grants.map((g) => g.at);
+    return this.dynamo.budgetRacesLost.filter(
+      (t) => times.filter((at) => at >= t && at < t + WINDOW_MS).length >= full,
+    ).length;
+  }
+
   /** The most requests granted in any window, per second of the window, over the ceiling (for the summary). */
   peakShare(): number {
     const times = this.grants.map((g) => g.at).sort((a, b) => a - b);
