@@ -45,7 +45,7 @@ const SERVICES_AT_LEAST = 3;
  * Seeds of 600 where a budget write lost to another container's write that booked the
  * schedule past MAX_QUEUE_MS while the grants reached the leasers' ceiling (budget.ts
  * `racesAtCeiling`): where two containers would send the same slots, were a lost write's lease
- * kept. Seeds 1-600: 116 (22 without the scenario's backlog at the ceiling, `budgetBacklog`);
+ * kept. Seeds 1-600: about 110 (22 without the scenario's backlog at the ceiling, `budgetBacklog`);
  * this many is out of reach without it.
  */
 let seedsRacingAtCeiling = 0;

@@ -340,7 +340,7 @@ export function generateScenario(rng: Prng): Scenario {
  * rarely lease together (fetcher slots let one or two fetch), so a write lost to another
  * container's seldom meets a schedule full for 5 s: a lost write's lease kept
  * (`budget-lease-of-lost-write-kept`) broke invariant 21 at one seed of 600. In 20% of the
- * seeds: one more campaign of 6-10 jobs listed from the start (the first run fetches them at
+ * seeds: one more campaign of 4-7 jobs listed from the start (the first run fetches them at
  * once: api.ts `addBacklogCampaign`), RATE_CEILING 1 req/s, the report poller at its widest
  * (4 at once, API_CONTAINERS 5) and no fetcher slots (every invocation fetches), so that a
  * plan's units start together and lease from one item for longer than the window. From a
@@ -348,7 +348,7 @@ export function generateScenario(rng: Prng): Scenario {
  */
 function budgetBacklog(rng: Prng, scenario: Scenario): void {
   if (!rng.chance(BUDGET_BACKLOG_SHARE)) return;
-  scenario.budgetBacklog = rng.int(6, 10);
+  scenario.budgetBacklog = rng.int(4, 7);
   scenario.budget.ceiling = 1;
   scenario.concurrency.report = 4;
   scenario.budget.containers = scenario.concurrency.report + 1;
