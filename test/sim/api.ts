@@ -125,6 +125,22 @@ export function generateDataset(
   };
 }
 
+/**
+ * One more campaign of `count` jobs listed from the start, their reports unchanged: the first
+ * run fetches them all at once (a backlog at the request budget's ceiling, scenario.ts
+ * `budgetBacklog`), later incremental runs none of them.
+ */
+export function addBacklogCampaign(dataset: Dataset, epoch: number, count: number): void {
+  let jobId = Math.max(100, ...dataset.campaigns.flatMap((c) => c.jobs.map((j) => j.id)));
+  const jobs: JobSpec[] = Array.from({ length: count }, () => ({
+    id: ++jobId,
+    appearsAt: epoch - 1,
+    versions: [{ at: epoch - 1, v: 1 }],
+    goneAt: undefined,
+  }));
+  dataset.campaigns.push({ id: 10 + dataset.campaigns.length, jobs });
+}
+
 /** A job's list item when its report is at `version`: the score carries the version, so the fingerprint changes with it. */
 export const jobListItem = (jobId: number, version: number | undefined) => ({
   id: jobId,

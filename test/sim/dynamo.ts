@@ -22,6 +22,7 @@ import {
   ProvisionedThroughputExceededException,
 } from '@aws-sdk/client-dynamodb';
 import { dynamoSdk } from '../../functions/aws/dynamo.js';
+import { MAX_QUEUE_MS } from '../../shared/api/request-budget.js';
 import type { Actor, Sim } from './scheduler.js';
 
 // The stores load the SDK lazily (`dynamoSdk`): loaded here once, before any seed runs, so that
@@ -53,6 +54,12 @@ export interface DynamoCases {
   failed: number;
   /** Budget writes by a container whose clock is more than a minute off virtual time. */
   skewedWrites: number;
+  /**
+   * Budget writes that lost to another container's write which booked the schedule more than
+   * MAX_QUEUE_MS ahead of its own time (its `tat` that far past its `grownAt`): the loser's
+   * next attempt finds the schedule booked too far and waits (`budgetRacesLost`).
+   */
+  lostToBooked: number;
 }
 
 type Item = Record<string, AttributeValue>;
@@ -83,7 +90,15 @@ export class SimDynamo {
   /** Every write of the budget item that applied, in order (invariant 21's clock jumps). */
   readonly budgetWrites: BudgetItemWrite[] = [];
   #lastBudgetWriteAt = 0;
-  readonly cases: DynamoCases = { lostConditional: 0, throttled: 0, failed: 0, skewedWrites: 0 };
+  /** When each write of `lostToBooked` lost (budget.ts: those in a backlog at the ceiling). */
+  readonly budgetRacesLost: number[] = [];
+  readonly cases: DynamoCases = {
+    lostConditional: 0,
+    throttled: 0,
+    failed: 0,
+    skewedWrites: 0,
+    lostToBooked: 0,
+  };
 
   constructor(
     private readonly sim: Sim,
@@ -151,6 +166,18 @@ export class SimDynamo {
         }
       };
       apply('');
+      if (error instanceof ConditionalCheckFailedException && name === 'PutItemCommand') {
+        // Another container's write came first (its own would be the SDK's retry, below).
+        const winner = this.items.get(key);
+        if (
+          key.startsWith(BUDGET_PREFIX) &&
+          winner &&
+          Number(winner.tat?.N) - Number(winner.grownAt?.N) > MAX_QUEUE_MS
+        ) {
+          this.cases.lostToBooked++;
+          this.budgetRacesLost.push(this.sim.now);
+        }
+      }
       if (faulty && write && error === undefined && rng.chance(this.faults.lost)) {
         // The answer never came back; the SDK sends the same request again, and its answer counts.
         this.sim.log(actor, `dynamo ${name} ${key}: answer lost, SDK retries`);
