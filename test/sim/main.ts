@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { type Excuses, noExcuses } from './liveness.js';
 import { formatFailure, formatLine } from './report.js';
-import { runSeed } from './scenario.js';
+import { noRefusedCases, type RefusedCases, runSeed } from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
 const { values } = parseArgs({
@@ -33,6 +33,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   console.log(`request budget: ${formatCases(result.budget)}`);
   if (result.scenario.glue) console.log(`glue: ${formatCases(result.glue)}`);
   console.log(`excuses: ${formatCases(result.excuses)}`);
+  console.log(`refused at one step: ${formatCases(result.refused)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -52,6 +53,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   const budget = new Map<string, [number, number]>();
   const excuses = noExcuses();
   const excuseSeeds = noExcuses();
+  const refused = noRefusedCases();
+  const refusedSeeds = noRefusedCases();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -79,6 +82,10 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     for (const [name, n] of Object.entries(result.excuses) as [keyof Excuses, number][]) {
       excuses[name] += n;
       if (n > 0) excuseSeeds[name]++;
+    }
+    for (const [name, n] of Object.entries(result.refused) as [keyof RefusedCases, number][]) {
+      refused[name] += n;
+      if (n > 0) refusedSeeds[name]++;
     }
     if (result.violations.length > 0) {
       failed++;
@@ -120,6 +127,12 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   for (const name of Object.keys(excuses) as (keyof Excuses)[]) {
     console.log(
       `  ${name.padEnd(22)} ${String(excuses[name]).padStart(6)}  ${String(excuseSeeds[name]).padStart(4)}`,
+    );
+  }
+  console.log('refused at one step (times, in how many seeds; scenario.ts drawRefusals, cli-cases.ts):');
+  for (const name of Object.keys(refused) as (keyof RefusedCases)[]) {
+    console.log(
+      `  ${name.padEnd(24)} ${String(refused[name]).padStart(6)}  ${String(refusedSeeds[name]).padStart(4)}`,
     );
   }
   for (const [invariant, seeds] of [...byInvariant].sort()) {
