@@ -200,6 +200,13 @@ export class SimApi {
   readonly served: Served[] = [];
   /** Told of every report request that reaches the API (refetch.ts, 23). */
   onReportAsked: ((actor: Actor, jobId: number) => void) | undefined;
+  /**
+   * Campaigns whose first listed job goes away right after the next listing of their jobs reads
+   * them (scenario.ts arms one at a duplicate delivery of its plan message): a later listing,
+   * the duplicate's, lists one job fewer. `listingChanges` counts the jobs so removed.
+   */
+  readonly changeAfterListing = new Set<number>();
+  listingChanges = 0;
   readonly #reports = new Map<string, { report: Report; raw: unknown }>();
 
   constructor(
@@ -292,9 +299,16 @@ export class SimApi {
             throw new TransientApiError('HTTP 503 after 5 attempts', { status: 503 });
           }
           const now = this.sim.now;
-          return campaign.jobs
-            .filter((j) => j.appearsAt <= now && (j.goneAt === undefined || j.goneAt > now))
-            .map((j) => jobListItem(j.id, versionAt(j, now)));
+          const listed = campaign.jobs.filter(
+            (j) => j.appearsAt <= now && (j.goneAt === undefined || j.goneAt > now),
+          );
+          if (this.changeAfterListing.delete(campaignId) && listed[0]) {
+            // Deleted in the API a moment after this listing read it.
+            listed[0].goneAt = now;
+            this.listingChanges++;
+            this.sim.log('api', `job ${listed[0].id} of campaign ${campaignId} goes away after this listing`);
+          }
+          return listed.map((j) => jobListItem(j.id, versionAt(j, now)));
         }),
       // The estimate of a full run's size (shared/export/run/job-counts.ts): the jobs listed now.
       jobCount: (campaignId: number) =>

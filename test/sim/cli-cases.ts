@@ -12,6 +12,11 @@
  *   would land between the tombstone and the release (monitor.ts, 24);
  * - a finish-run invocation 0-1.5 s after a CLI creates its closing record: finish-run's sweep
  *   meets a live CLI closing its own run (monitor.ts, 25);
+ * - a process pause while the CLI starts (8-16 min, a closed laptop): right before it writes its
+ *   whole run record over its `starting` one, every call of it (its lock's renewals too) waits
+ *   until it resumes; meanwhile its run is closed as failed (finish-run judges a start that old
+ *   dead; or the lock lapses and the next start's recovery closes it), and its record must not
+ *   bring the run back (start-run.ts, recordStart's If-Match);
  * - a CLI pair on the two machines: 0.1-3 s after a CLI takes the lock, another CLI starts on
  *   the other machine with `--wait-lock` 2 min, its clock at the other end of the skew in the
  *   seeds with clocks beyond the allowance (ahead: its clock says the live holder's lease is
@@ -50,6 +55,11 @@ export interface CliCase {
   pairOf?: number;
   /** The first storage call after its own tombstone waits this long first (a process pause). */
   pauseAfterTombstoneMs?: number;
+  /**
+   * Its process pauses this long (a closed laptop) right before it writes its whole run record
+   * over its `starting` one, every call of it (lock renewals too) waiting until it resumes.
+   */
+  pauseWhileStartingMs?: number;
   /** A finish-run invocation this long after it creates its closing record. */
   finisherAtClosingMs?: number;
 }
@@ -59,6 +69,13 @@ const RERUN_SHARE = 0.25;
 const PAUSE_SHARE = 0.3;
 const FINISHER_SHARE = 0.3;
 const PAIR_SHARE = 0.3;
+/**
+ * Share of the CLI runs (not killed switches) paused before their whole run record, 8-16 minutes: past the lock's
+ * minute, past RUN_START_GRACE_MS and the allowance (6 minutes) and one look of finish-run
+ * (5), so that the run is closed as failed meanwhile (finish-run's look, or the next start's
+ * recovery once the lock lapsed), and the record must not bring it back.
+ */
+const STARTING_PAUSE_SHARE = 0.6;
 
 /**
  * Draws the features above for the scenario's CLIs, each from its own stream of `rng` (so they
@@ -77,6 +94,10 @@ export function drawCliCases(rng: Prng, clis: CliCase[]): void {
   const pair = rng.stream('cli-pair-other-machine');
   for (const cli of clis)
     if (pair.chance(PAIR_SHARE) && cli.killAfterMs === undefined) cli.pairAfterLockMs = pair.int(100, 3_000);
+  const starting = rng.stream('cli-pause-while-starting');
+  for (const cli of clis)
+    if (starting.chance(STARTING_PAUSE_SHARE) && cli.killAfterMs === undefined)
+      cli.pauseWhileStartingMs = starting.int(8 * 60_000, 16 * 60_000);
 }
 
 /** The pairs' pids: 4200 + the index of the CLI run they pair. */

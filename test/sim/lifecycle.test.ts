@@ -11,7 +11,13 @@ import { type CommitRaceCases, noCommitRaceCases } from './commit-races.js';
 import { DEFAULT_SEEDS, KNOWN_OPEN } from './default-seeds.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { formatFailure } from './report.js';
-import { type FormatSwitchCases, noFormatSwitchCases, runSeed } from './scenario.js';
+import {
+  type FormatSwitchCases,
+  noFormatSwitchCases,
+  noRefusedCases,
+  type RefusedCases,
+  runSeed,
+} from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
 /** Seeds per `npm test` (default-seeds.ts; SIM_SEEDS overrides, e.g. 100 while working on the simulator). */
@@ -79,6 +85,14 @@ const closersReached = noCloserCases();
 const racesReached = noCommitRaceCases();
 const RACES_AT_LEAST = 3;
 /**
+ * Conditional writes refused at the one step where each matters (scenario.ts `drawRefusals`,
+ * cli-cases.ts), each reached at least `REFUSED_AT_LEAST` times by every run of 600 seeds: a
+ * manifest's put meeting a spell of 409s, two deliveries of one plan whose listings differ, a
+ * CLI's run closed while the CLI was paused before its whole run record.
+ */
+const refusedReached = noRefusedCases();
+const REFUSED_AT_LEAST = 3;
+/**
  * Cases every run of 600 seeds reaches (each several times; iceberg-cases.ts). Two committers of
  * one table at once, and two *runs* (`concurrentRuns`), come from the scenario's late closings
  * (scenario.ts `lateClosings`: the lock serialises runs, not their closings; seeds 1-600: 10 in
@@ -145,6 +159,8 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
             closersReached[name] += n;
           for (const name of Object.keys(racesReached) as (keyof CommitRaceCases)[])
             racesReached[name] += result.commitRaces[name];
+          for (const name of Object.keys(refusedReached) as (keyof RefusedCases)[])
+            refusedReached[name] += result.refused[name];
         }
         if (failed.length > 0) {
           // The first failure again, with its trace (a seed replays exactly).
@@ -225,6 +241,14 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
     () => {
       const missed = Object.entries(racesReached).filter(([, n]) => n < RACES_AT_LEAST);
       expect(missed, JSON.stringify(racesReached)).toEqual([]);
+    },
+  );
+
+  it.runIf(SEEDS >= 600)(
+    'reaches conditional writes refused at one step: 409s at a manifest, two plans of one campaign at once, a run closed while its CLI started',
+    () => {
+      const missed = Object.entries(refusedReached).filter(([, n]) => n < REFUSED_AT_LEAST);
+      expect(missed, JSON.stringify(refusedReached)).toEqual([]);
     },
   );
 

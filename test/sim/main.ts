@@ -9,7 +9,7 @@ import { type CloserCases, noCloserCases } from './closer-cases.js';
 import { type IcebergCases, noCases } from './iceberg-cases.js';
 import { type Excuses, noExcuses } from './liveness.js';
 import { formatFailure, formatLine } from './report.js';
-import { runSeed } from './scenario.js';
+import { noRefusedCases, type RefusedCases, runSeed } from './scenario.js';
 import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
 
 const { values } = parseArgs({
@@ -36,6 +36,7 @@ async function one(seed: number, trace: boolean): Promise<number> {
   if (result.scenario.commitRaces) console.log(`commit races: ${formatCases(result.commitRaces)}`);
   console.log(`excuses: ${formatCases(result.excuses)}`);
   console.log(`closers: ${formatCases(result.closers)}`);
+  console.log(`refused at one step: ${formatCases(result.refused)}`);
   if (result.violations.length === 0) {
     console.log('all invariants hold');
     return 0;
@@ -57,6 +58,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   const excuseSeeds = noExcuses();
   const closers = noCloserCases();
   const closerSeeds = noCloserCases();
+  const refused = noRefusedCases();
+  const refusedSeeds = noRefusedCases();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
@@ -93,6 +96,10 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     for (const [name, n] of Object.entries(result.closers) as [keyof CloserCases, number][]) {
       closers[name] += n;
       if (n > 0) closerSeeds[name]++;
+    }
+    for (const [name, n] of Object.entries(result.refused) as [keyof RefusedCases, number][]) {
+      refused[name] += n;
+      if (n > 0) refusedSeeds[name]++;
     }
     if (result.violations.length > 0) {
       failed++;
@@ -140,6 +147,12 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
   for (const name of Object.keys(closers) as (keyof CloserCases)[]) {
     console.log(
       `  ${name.padEnd(22)} ${String(closers[name]).padStart(6)}  ${String(closerSeeds[name]).padStart(4)}`,
+    );
+  }
+  console.log('refused at one step (times, in how many seeds; scenario.ts drawRefusals, cli-cases.ts):');
+  for (const name of Object.keys(refused) as (keyof RefusedCases)[]) {
+    console.log(
+      `  ${name.padEnd(24)} ${String(refused[name]).padStart(6)}  ${String(refusedSeeds[name]).padStart(4)}`,
     );
   }
   for (const [invariant, seeds] of [...byInvariant].sort()) {

@@ -18,7 +18,7 @@
  *   r's own holding ended by expiry or takeover (not by release: a released run's late
  *   leftovers are for the next run's recovery).
  * Invariant 8 (a state is never re-entered, ARCHITECTURE.md): no closing record is created for a
- * run whose manifest exists.
+ * run whose manifest exists, and no run record is written for a run after its tombstone.
  * Invariant 7 (no lock outlives its holder by more than start-run's timeout): while a holding is
  * active, the moment its run is no longer ALIVE is noted; the holding must end, or become free
  * by the lock's rules (its run closed, or not recorded a start-run timeout after it took the
@@ -201,6 +201,16 @@ export class Monitor {
           [keyRun],
         );
       }
+    }
+    // Nor is a closed run started again: its record written after its tombstone (a start that
+    // lost the output while it listed writes its whole record over its `starting` one only).
+    if (op === 'put' && keyRun && key === STATE_KEYS.runRecord(keyRun) && this.closedAt.has(keyRun)) {
+      const closed = this.closedAt.get(keyRun)!;
+      this.violate(
+        '8 no state re-entered',
+        `${actor.name} wrote the record of run ${keyRun} after its tombstone (${closed.by.name}, ${((this.sim.now - closed.t) / 1000).toFixed(1)}s before): the closed run came back to life`,
+        [keyRun],
+      );
     }
     if (op === 'put' && keyRun && key === STATE_KEYS.runRecord(keyRun) && body) {
       const record = JSON.parse(Buffer.from(body).toString('utf8')) as { driver: string };

@@ -46,6 +46,8 @@ const FORMAT_RECORD = 'state/table-format.json';
 const SWAP_CRASH_FACTOR = 10;
 /** The lock and a run's tombstone: where a crash leaves a lock only the lock's rules free (liveness.ts, 18). */
 const LOCK_OR_TOMBSTONE = /^state\/(?:lock\.json|runs\/[^/]+\/closed\.json)$/;
+/** A run's manifest (`manifestKey`): its create-if-absent is the step that makes the run published. */
+const MANIFEST = /^runs\/dt=[^/]+\/[^/]+\.json$/;
 /** One storage request as applied (or refused), for the trace and the invariants. */
 export interface StorageEvent {
   t: number;
@@ -117,6 +119,15 @@ export class SimS3 {
    */
   outages: { chance: number; rng: Prng } | undefined;
   readonly #outageUntil = new Map<string, number>();
+  /**
+   * Spells of 409 ConditionalRequestConflict at a run's manifest (scenario.ts draws them in a
+   * share of the seeds): a conditional put of a manifest starts one with this chance, and every
+   * conditional put of that key answers 409 for 2-6 s, past the adapter's five tries (1.5 s of
+   * backoff): the closer's manifest put fails with nothing in place (finish-run must not count
+   * it written). Drawn from a stream of their own. `met` counts the puts that met one.
+   */
+  manifestConflicts: { chance: number; rng: Prng; met: number } | undefined;
+  readonly #conflictUntil = new Map<string, number>();
   #etags = 0;
 
   constructor(
@@ -196,7 +207,12 @@ export class SimS3 {
         this.sim.log(actor, `${op} ${keyOf(input)} → 503 SlowDown`);
         throw new SdkError('SlowDown', 503, 'Please reduce your request rate.');
       }
-      if (faulty && name === 'PutObjectCommand' && conditional && rng.chance(this.faults.conflict)) {
+      if (
+        faulty &&
+        name === 'PutObjectCommand' &&
+        conditional &&
+        (this.#inManifestConflict(keyOf(input)) || rng.chance(this.faults.conflict))
+      ) {
         note('409 ConditionalRequestConflict');
         this.sim.log(actor, `${op} ${keyOf(input)} → 409 ConditionalRequestConflict`);
         throw new SdkError(
@@ -220,6 +236,19 @@ export class SimS3 {
       }
       return result;
     });
+  }
+
+  /** True while a conditional put of `key`, a manifest, meets 409 (a put may start a spell: see `manifestConflicts`). */
+  #inManifestConflict(key: string): boolean {
+    const spells = this.manifestConflicts;
+    if (!spells || !MANIFEST.test(key)) return false;
+    const until = this.#conflictUntil.get(key);
+    if (until === undefined || until <= this.sim.now) {
+      if (!spells.rng.chance(spells.chance)) return false;
+      this.#conflictUntil.set(key, this.sim.now + spells.rng.int(2_000, 6_000));
+    }
+    spells.met++;
+    return true;
   }
 
   /** True while `key` is in an outage (a call may start one: see `outages`). */

@@ -78,6 +78,8 @@ const VISIBILITY_MS = 6 * LAMBDA_TIMEOUT_MS;
 const FINISH_EVERY_MS = 5 * MINUTE;
 /** A seed that takes more steps than this has not quiesced: a livelock, reported as such. */
 const MAX_STEPS = 400_000;
+/** A run's record (`STATE_KEYS.runRecord`). */
+const RUN_RECORD = /^state\/runs\/[^/]+\/run\.json$/;
 
 export interface Scenario {
   settings: Settings;
@@ -113,6 +115,7 @@ export interface Scenario {
       | 'rerunAfterKill'
       | 'rerunOf'
       | 'pauseAfterTombstoneMs'
+      | 'pauseWhileStartingMs'
       | 'finisherAtClosingMs'
       | 'pairAfterLockMs'
       | 'pairOf'
@@ -175,6 +178,13 @@ export interface Scenario {
   commitRaces?: CommitRaces | undefined;
   /** A backlog at the request budget's ceiling (`budgetBacklog`): the jobs of its campaign; 0: none. */
   budgetBacklog: number;
+  /**
+   * Conditional writes refused at one step (`drawRefusals`): per conditional manifest put while
+   * faults are on, the chance it starts a spell of 409s at that key (s3.ts); and per duplicate
+   * delivery of a plan message, the chance that the campaign's listing changes between the two
+   * deliveries' listings (a job goes away right after the first one's page: api.ts). Zero: none.
+   */
+  refusals: { manifestConflicts: number; planListingChanges: number };
 }
 
 const PROFILES: Record<string, FaultRates> = {
@@ -239,6 +249,7 @@ export function generateScenario(rng: Prng): Scenario {
     storageOutages: 0,
     closers: { crashAtLastTombstone: false, lateFinishers: [] },
     budgetBacklog: 0,
+    refusals: { manifestConflicts: 0, planListingChanges: 0 },
   };
   // Drawn last, so that a seed's other choices are those it made before Iceberg runs existed.
   scenario.settings.tableFormat = pickTableFormat(rng);
@@ -348,6 +359,7 @@ export function generateScenario(rng: Prng): Scenario {
   // An older run's committer paused at its swap while a newer run commits (commit-races.ts).
   scenario.commitRaces = drawCommitRaces(rng, scenario.lateClosings.starts > 0);
   budgetBacklog(rng.stream('budget-backlog'), scenario);
+  drawRefusals(rng, scenario);
   return scenario;
 }
 
@@ -371,6 +383,25 @@ function budgetBacklog(rng: Prng, scenario: Scenario): void {
   scenario.concurrency.report = 4;
   scenario.budget.containers = scenario.concurrency.report + 1;
   scenario.settings.fetchers = undefined;
+}
+
+/**
+ * Conditional writes refused, or two writers meeting, at the one step where each matters (the
+ * mutants `manifest-refused-counted-written`, `plan-not-claimed`), each from a stream of its
+ * own so that no other draw of the seed moves:
+ * - in 30% of the seeds, a manifest's create-if-absent meets a spell of 409s (half the puts
+ *   start one) longer than the adapter's tries: the closer must fail, not count it written;
+ * - in 40% of the seeds, half the duplicate deliveries of a plan message (two at once) meet a
+ *   campaign whose first listed job goes away between their listings: their plans differ, and
+ *   only the claim keeps one of them.
+ */
+function drawRefusals(rng: Prng, scenario: Scenario): void {
+  const manifest = rng.stream('manifest-conflicts');
+  const plans = rng.stream('plan-listing-changes');
+  scenario.refusals = {
+    manifestConflicts: manifest.chance(0.3) ? 0.5 : 0,
+    planListingChanges: plans.chance(0.4) ? 0.5 : 0,
+  };
 }
 
 /**
@@ -470,7 +501,28 @@ export interface SeedResult {
   closers: CloserCases;
   /** The commit races this seed reached (commit-races.ts; all zero without them). */
   commitRaces: CommitRaceCases;
+  /** Conditional writes refused, or writers meeting, at one step (`drawRefusals`, cli-cases.ts). */
+  refused: RefusedCases;
 }
+
+/** Conditional writes refused at the one step where each matters: what a seed reached. */
+export interface RefusedCases {
+  /** Conditional puts of a manifest that met a spell of 409s (s3.ts `manifestConflicts`). */
+  manifestConflicts: number;
+  /** Jobs gone between the listings of two deliveries of one plan message at once (api.ts). */
+  planListingChanges: number;
+  /** CLI runs paused before their whole run record (cli-cases.ts `pauseWhileStartingMs`). */
+  startsPaused: number;
+  /** Of those, runs closed (their tombstone written) while the CLI was paused. */
+  startsClosedWhilePaused: number;
+}
+
+export const noRefusedCases = (): RefusedCases => ({
+  manifestConflicts: 0,
+  planListingChanges: 0,
+  startsPaused: 0,
+  startsClosedWhilePaused: 0,
+});
 
 /** The lock's cases of issue 32: holders judged by their process, leases judged on the bucket's clock. */
 export interface LockCases {
@@ -573,6 +625,13 @@ async function simulate(
   s3.crashAtLockAndTombstone = scenario.crashAtLockAndTombstone;
   if (scenario.storageOutages > 0) {
     s3.outages = { chance: scenario.storageOutages, rng: new Prng(seed).stream('storage-outage-calls') };
+  }
+  if (scenario.refusals.manifestConflicts > 0) {
+    s3.manifestConflicts = {
+      chance: scenario.refusals.manifestConflicts,
+      rng: new Prng(seed).stream('manifest-conflict-calls'),
+      met: 0,
+    };
   }
   const world: World = {
     sim,
@@ -712,7 +771,32 @@ async function simulate(
   const pauseNext = new Map<Actor, number>();
   // An older run's committer paused at its swap while a newer run commits (commit-races.ts).
   let racer: CommitRacer | undefined;
+  // A process pause while a CLI starts (cli-cases.ts): every call of the CLI waits until it
+  // ends, its lock's renewals included; which runs were closed meanwhile is counted.
+  const pausedUntil = new Map<Actor, number>();
+  const startingRecordOf = new Map<Actor, string>();
+  const startPauses: Array<{ run: string; from: number; until: number }> = [];
   s3.pauseBefore = (actor, command, key, body) => {
+    const until = pausedUntil.get(actor);
+    if (until !== undefined && until > sim.now) return until - sim.now;
+    const whileStarting = cliOf.get(actor)?.pauseWhileStartingMs;
+    if (
+      whileStarting !== undefined &&
+      until === undefined &&
+      sim.faultsOn &&
+      command === 'PutObjectCommand' &&
+      RUN_RECORD.test(key)
+    ) {
+      // Its first record is its `starting` one; the second, the whole record after its listing.
+      const first = startingRecordOf.get(actor);
+      if (first === undefined) startingRecordOf.set(actor, key);
+      else if (first === key) {
+        pausedUntil.set(actor, sim.now + whileStarting);
+        startPauses.push({ run: runOfKey(key)!, from: sim.now, until: sim.now + whileStarting });
+        sim.log(actor, `process paused ${(whileStarting / 1000).toFixed(0)}s before ${command} ${key}`);
+        return whileStarting;
+      }
+    }
     const pause = pauseNext.get(actor);
     if (pause === undefined) {
       const closerPause = closers.pauseBefore(actor, command, key);
@@ -763,6 +847,7 @@ async function simulate(
             pairAfterLockMs: undefined,
             rerunAfterKill: undefined,
             pauseAfterTombstoneMs: undefined,
+            pauseWhileStartingMs: undefined,
             finisherAtClosingMs: undefined,
           },
           PAIR_PIDS + index,
@@ -882,6 +967,9 @@ async function simulate(
       }
     });
 
+  // Plan deliveries duplicated whose campaign's listing changes between them (`drawRefusals`).
+  const planChangeShare = scenario.refusals.planListingChanges;
+  const planChanges = planChangeShare > 0 ? new Prng(seed).stream('plan-listing-change-calls') : undefined;
   const startPoller = (
     queue: SimQueue,
     concurrency: number,
@@ -907,7 +995,14 @@ async function simulate(
               ),
             );
           spawn(delivery);
-          if (sim.faultsOn && sim.rng.chance(scenario.duplicateDelivery)) spawn(delivery);
+          if (sim.faultsOn && sim.rng.chance(scenario.duplicateDelivery)) {
+            // Two deliveries of one plan at once whose listings differ (`drawRefusals`).
+            const campaign = (delivery.message.body as { campaign_id?: unknown }).campaign_id;
+            if (kind === 'plan' && typeof campaign === 'number' && planChanges?.chance(planChangeShare)) {
+              world.api.changeAfterListing.add(campaign);
+            }
+            spawn(delivery);
+          }
         }
       }
     });
@@ -1047,6 +1142,15 @@ async function simulate(
     },
     excuses: { ...monitor.excuses },
     closers: closers.cases,
+    refused: {
+      manifestConflicts: s3.manifestConflicts?.met ?? 0,
+      planListingChanges: world.api.listingChanges,
+      startsPaused: startPauses.length,
+      startsClosedWhilePaused: startPauses.filter(({ run, from, until }) => {
+        const closed = monitor.closedAt.get(run)?.t;
+        return closed !== undefined && closed >= from && closed < until;
+      }).length,
+    },
   };
 }
 
