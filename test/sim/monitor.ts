@@ -86,8 +86,9 @@ export interface Holding {
 
 const RUN_KEY = /^state\/runs\/([^/]+)\//;
 const MANIFEST_KEY = /^runs\/dt=[^/]+\/([^/]+)\.json$/;
+/** A run's data file (`<run>-<n>.…`), or its position deletes in a `_current` table (`<run>-<snapshot>-<seq>-deletes.parquet`). */
 const DATA_KEY =
-  /^(?:parquet\/[^/]+|raw\/[^/]+|iceberg\/[^/]+\/data)\/dt=[^/]+\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+\./;
+  /^(?:parquet\/[^/]+|raw\/[^/]+|iceberg\/[^/]+\/data)\/dt=[^/]+\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+(?:-\d+-deletes)?\./;
 /** A run's data manifest in an Iceberg table (shared/iceberg/commit.ts); other metadata names no run. */
 const ICEBERG_MANIFEST_KEY = /^iceberg\/[^/]+\/metadata\/(\d{8}T\d{6}Z-[0-9a-f]{6})-\d+-m0\.avro$/;
 const QUARANTINE_KEY = /^quarantine\/dt=[^/]+\/([^/]+)\//;
