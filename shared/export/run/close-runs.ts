@@ -145,6 +145,9 @@ export async function closeRuns(deps: ExportDeps, options: CloseRunsOptions): Pr
         // alive, nor a delivery its campaign listing was handed on to.
         if (age <= RUN_START_GRACE_MS + MAX_CLOCK_SKEW_MS) continue;
         if (await listingHandedOnLately(deps, runId, options.now)) continue;
+        // A CLI that still holds the output is alive however long its campaign listing takes (a
+        // large account's runs longer than start-run's grace): its start is its own to finish.
+        if (record.driver === 'local' && (await heldBy(deps, runId, options.now))) continue;
         closedOne = true;
         const manifest = await finishRun(deps, runId, { force: true, ...finish });
         if (manifest) result.closed.push({ manifest, unfinished: true });

@@ -53,6 +53,7 @@ import {
   type RecordsSource,
   type RunRecords,
   RunVanished,
+  readRunRecord,
   recordsInMemory,
   recordsInStorage,
 } from './run-records.js';
@@ -386,6 +387,10 @@ async function closeFrom(
     return undefined;
   }
   if (options.announce && !(await announceOnce(deps, manifest, options.announce))) return undefined;
+  // A run closed before its start recorded it whole (a start that lost the output while it
+  // listed): its `starting` record goes before the tombstone, so that the start's write over it
+  // (If-Match: start-run.ts recordStart) fails even when this closer dies right after the tombstone.
+  if ((await readRunRecord(deps, runId))?.starting) await deps.storage.delete([STATE_KEYS.runRecord(runId)]);
   const token = randomHex(randomOf(deps), 16);
   options.beforeTombstone?.();
   const closedHere = await writeTombstone(deps.storage, {

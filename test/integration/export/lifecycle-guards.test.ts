@@ -166,6 +166,61 @@ describe('starting a run', () => {
     expect(closed.error?.message).toMatch(/interrupted while it started/);
     await next.lock?.release();
   });
+  it('a start cannot come back to life when the closer that closed it died right after the tombstone', async () => {
+    const out = await tempDir('guards');
+    const clock = { at: T0 };
+    let resume!: () => void;
+    const stalled = depsOn(out, clock);
+    const slowApi = () => {
+      const api = stalled.api();
+      const slow = Object.create(api) as typeof api;
+      slow.verify = async () => {
+        await new Promise<void>((r) => {
+          resume = r;
+        });
+        return api.verify();
+      };
+      return slow;
+    };
+    const first = startRun(
+      { ...stalled, api: slowApi },
+      { mode: 'incremental', driver: 'local', lock: { ttlMs: MINUTE } },
+    );
+    await expect.poll(() => resume).toBeDefined();
+    clock.at += MINUTE + MAX_CLOCK_SKEW_MS + 1;
+
+    // The next run's recovery closes the stalled start and dies right after its tombstone: its
+    // next write (the closing record shrunk to a marker) fails, the run's records are left.
+    class DiesAfterTombstone extends LocalStorage {
+      override async put(...args: Parameters<LocalStorage['put']>) {
+        const [key] = args;
+        const runId = /^state\/runs\/([^/]+)\/closing\.json$/.exec(key)?.[1];
+        if (runId && (await this.get(STATE_KEYS.closed(runId)))) throw new Error('the closer died');
+        return super.put(...args);
+      }
+    }
+    const next = await startRun(
+      { ...depsOn(out, clock), storage: new DiesAfterTombstone(out) },
+      { mode: 'incremental', driver: 'local', lock: { ttlMs: MINUTE } },
+    );
+    const storage = new LocalStorage(out);
+    const [stalledRun] = (await listAll(storage, 'state/runs/'))
+      .map((k) => k.split('/')[2]!)
+      .filter((id) => id !== next.run.run_id);
+    expect(await storage.get(STATE_KEYS.closed(stalledRun!))).toBeDefined();
+    resume();
+
+    // Its whole record over the `starting` one is refused: the run stays closed, failed. (What
+    // it staged while it listed stays in its closed folder, which the next sweep empties.)
+    await expect(first).rejects.toBeInstanceOf(OutputLockedError);
+    expect(await storage.get(STATE_KEYS.runRecord(stalledRun!))).toBeUndefined();
+    const manifests = (await listAll(storage, 'runs/')).filter((k) => k.includes(stalledRun!));
+    expect(manifests).toHaveLength(1);
+    expect(JSON.parse(Buffer.from((await storage.get(manifests[0]!))!.body).toString())).toMatchObject({
+      status: 'failed',
+    });
+    await next.lock?.release();
+  });
 });
 
 describe('concurrent deliveries of one message', () => {
