@@ -14,14 +14,10 @@ export const DEFAULT_SEEDS = 600;
  * open finding, named in test/sim/mutants/README.md and in the closing note of its issue.
  */
 export const KNOWN_OPEN = new Map<number, { invariant: string; finding: string }>([
-  [
-    296,
-    {
-      invariant: '8 no state re-entered',
-      finding:
-        "a start's whole record comes back over a closed run: recordStart's If-Match holds only once the closer has deleted the `starting` record, and a closer that wrote the tombstone and then failed (here start-run's recovery, its closing record's write meeting a 503 outage) leaves that record as it was; the CLI paused before its record (cli-cases.ts) resumes, its write applies and it lists and plans into the closed run (s32-refused)",
-    },
-  ],
+  // Seed 296 of branch s32-refused (invariant 8) was a start's whole record written over a
+  // closed run: a closer that died right after its tombstone left the `starting` record, and the
+  // CLI paused before its record wrote over it (If-Match held). Fixed in issue 32 (the closer
+  // deletes a starting record before its tombstone; mutant starting-record-kept-past-tombstone).
   // Seed 214 (invariant 21, seven requests in 4.3 s at 1 req/s by four containers) was the
   // shared budget handing two containers the same slots: a lease taken by an attempt whose write
   // lost was returned when the retry found the schedule booked too far (issue 29; mutant

@@ -113,10 +113,11 @@ describe('closeRuns', () => {
 });
 
 describe('closeRuns and a start whose campaign listing was handed on', () => {
-  async function starting(handedOnAt?: number) {
+  async function starting(handedOnAt?: number, driver: RunRecord['driver'] = 'queues') {
     const storage = new LocalStorage(await tempDir('close-starting'));
     const record = runRecord({
       run_id: A,
+      driver,
       campaign_ids: [],
       starting: true,
       fatal: { message: 'the run was interrupted while it started, before it listed the campaigns' },
@@ -138,6 +139,26 @@ describe('closeRuns and a start whose campaign listing was handed on', () => {
     const silent = STARTED + 20 * MINUTE + LISTING_HANDED_ON_GRACE_MS + 2 * MINUTE;
     const late = await closer(storage, silent, true).run();
     expect(late.closed.map((c) => [c.manifest.status, c.unfinished])).toEqual([['failed', true]]);
+  });
+
+  it("leaves a CLI's start alone past start-run's grace while its CLI holds the output (a long listing)", async () => {
+    const storage = await starting(undefined, 'local');
+    const lock = (runId: string) =>
+      storage.put(
+        STATE_KEYS.lock,
+        `${JSON.stringify({
+          run_id: runId,
+          owner: '4242@runner',
+          acquired_at: new Date(STARTED).toISOString(),
+          expires_at: new Date(STARTED + 300 * MINUTE).toISOString(),
+        })}\n`,
+      );
+    await lock(A);
+    expect((await closer(storage, STARTED + 20 * MINUTE, true).run()).closed).toEqual([]);
+    // Once another run holds the output, the CLI lost it: its start is closed failed.
+    await lock(B);
+    const late = await closer(storage, STARTED + 21 * MINUTE, true).run();
+    expect(late.closed.map((c) => c.manifest.status)).toEqual(['failed']);
   });
 
   it('closes a start that never handed on once start-run cannot be alive, as before', async () => {
