@@ -380,6 +380,11 @@ async function closeFrom(
   }
   await Promise.all(saving);
   if (failure) throw failure.error;
+  // A run closed before its start recorded it whole (a start that lost the output while it
+  // listed): its `starting` record goes before the tombstone, so that the start's write over it
+  // (If-Match: start-run.ts recordStart) fails even when this closer dies right after the
+  // tombstone; and before the announcement, which the tombstone follows at once.
+  if ((await readRunRecord(deps, runId))?.starting) await deps.storage.delete([STATE_KEYS.runRecord(runId)]);
   if (!options.announce && closing.driver === 'queues') {
     // A CLI closing a run the Lambdas carried cannot announce it: finish-run takes the run up
     // from its closing record (publishing and the state are done already) and announces it.
@@ -387,10 +392,6 @@ async function closeFrom(
     return undefined;
   }
   if (options.announce && !(await announceOnce(deps, manifest, options.announce))) return undefined;
-  // A run closed before its start recorded it whole (a start that lost the output while it
-  // listed): its `starting` record goes before the tombstone, so that the start's write over it
-  // (If-Match: start-run.ts recordStart) fails even when this closer dies right after the tombstone.
-  if ((await readRunRecord(deps, runId))?.starting) await deps.storage.delete([STATE_KEYS.runRecord(runId)]);
   const token = randomHex(randomOf(deps), 16);
   options.beforeTombstone?.();
   const closedHere = await writeTombstone(deps.storage, {

@@ -174,6 +174,9 @@ async function holderRunIsOver(
   if (recordGraceMs === undefined) return false;
   // The record first: it is there but for a start that died, and the storage's clock costs a write.
   if ((await storage.get(STATE_KEYS.runRecord(lock.run_id))) !== undefined) return false;
+  // A closing keeps its run's lock until the tombstone, its run record deleted or not (a closer
+  // deletes a `starting` record before the tombstone: finish-run.ts).
+  if ((await storage.get(STATE_KEYS.closing(lock.run_id))) !== undefined) return false;
   return (await clock.sinceAcquired(lock, stamped)) > recordGraceMs;
 }
 
