@@ -60,6 +60,12 @@ export interface CliCase {
    * over its `starting` one, every call of it (lock renewals too) waiting until it resumes.
    */
   pauseWhileStartingMs?: number;
+  /**
+   * With `pauseWhileStartingMs`: whoever closes its run meanwhile dies right after the run's
+   * tombstone, before the run's records are deleted (its `starting` record among them, unless
+   * deleted before the tombstone), so that the record the CLI writes over must not be there.
+   */
+  closerDiesWhilePaused?: boolean;
   /** A finish-run invocation this long after it creates its closing record. */
   finisherAtClosingMs?: number;
 }
@@ -76,6 +82,8 @@ const PAIR_SHARE = 0.3;
  * recovery once the lock lapsed), and the record must not bring it back.
  */
 const STARTING_PAUSE_SHARE = 0.6;
+/** Share of those whose run's closer dies right after the tombstone while the CLI is paused. */
+const CLOSER_DIES_SHARE = 0.5;
 
 /**
  * Draws the features above for the scenario's CLIs, each from its own stream of `rng` (so they
@@ -98,6 +106,10 @@ export function drawCliCases(rng: Prng, clis: CliCase[]): void {
   for (const cli of clis)
     if (starting.chance(STARTING_PAUSE_SHARE) && cli.killAfterMs === undefined)
       cli.pauseWhileStartingMs = starting.int(8 * 60_000, 16 * 60_000);
+  const closerDies = rng.stream('cli-closer-dies-while-paused');
+  for (const cli of clis)
+    if (cli.pauseWhileStartingMs !== undefined && closerDies.chance(CLOSER_DIES_SHARE))
+      cli.closerDiesWhilePaused = true;
 }
 
 /** The pairs' pids: 4200 + the index of the CLI run they pair. */

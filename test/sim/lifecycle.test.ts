@@ -88,7 +88,8 @@ const RACES_AT_LEAST = 3;
  * Conditional writes refused at the one step where each matters (scenario.ts `drawRefusals`,
  * cli-cases.ts), each reached at least `REFUSED_AT_LEAST` times by every run of 600 seeds: a
  * manifest's put meeting a spell of 409s, two deliveries of one plan whose listings differ, a
- * CLI's run closed while the CLI was paused before its whole run record.
+ * CLI's run closed while the CLI was paused before its whole run record, and its closer dead
+ * right after the tombstone (the `starting` record must be gone before it).
  */
 const refusedReached = noRefusedCases();
 const REFUSED_AT_LEAST = 3;

@@ -116,6 +116,7 @@ export interface Scenario {
       | 'rerunOf'
       | 'pauseAfterTombstoneMs'
       | 'pauseWhileStartingMs'
+      | 'closerDiesWhilePaused'
       | 'finisherAtClosingMs'
       | 'pairAfterLockMs'
       | 'pairOf'
@@ -515,6 +516,8 @@ export interface RefusedCases {
   startsPaused: number;
   /** Of those, runs closed (their tombstone written) while the CLI was paused. */
   startsClosedWhilePaused: number;
+  /** Of those, runs whose closer died right after the tombstone (cli-cases.ts `closerDiesWhilePaused`). */
+  closersDiedWhilePaused: number;
 }
 
 export const noRefusedCases = (): RefusedCases => ({
@@ -522,6 +525,7 @@ export const noRefusedCases = (): RefusedCases => ({
   planListingChanges: 0,
   startsPaused: 0,
   startsClosedWhilePaused: 0,
+  closersDiedWhilePaused: 0,
 });
 
 /** The lock's cases of issue 32: holders judged by their process, leases judged on the bucket's clock. */
@@ -775,7 +779,7 @@ async function simulate(
   // ends, its lock's renewals included; which runs were closed meanwhile is counted.
   const pausedUntil = new Map<Actor, number>();
   const startingRecordOf = new Map<Actor, string>();
-  const startPauses: Array<{ run: string; from: number; until: number }> = [];
+  const startPauses: Array<{ run: string; from: number; until: number; closerDies: boolean }> = [];
   s3.pauseBefore = (actor, command, key, body) => {
     const until = pausedUntil.get(actor);
     if (until !== undefined && until > sim.now) return until - sim.now;
@@ -792,7 +796,12 @@ async function simulate(
       if (first === undefined) startingRecordOf.set(actor, key);
       else if (first === key) {
         pausedUntil.set(actor, sim.now + whileStarting);
-        startPauses.push({ run: runOfKey(key)!, from: sim.now, until: sim.now + whileStarting });
+        startPauses.push({
+          run: runOfKey(key)!,
+          from: sim.now,
+          until: sim.now + whileStarting,
+          closerDies: cliOf.get(actor)?.closerDiesWhilePaused === true,
+        });
         sim.log(actor, `process paused ${(whileStarting / 1000).toFixed(0)}s before ${command} ${key}`);
         return whileStarting;
       }
@@ -848,6 +857,7 @@ async function simulate(
             rerunAfterKill: undefined,
             pauseAfterTombstoneMs: undefined,
             pauseWhileStartingMs: undefined,
+            closerDiesWhilePaused: undefined,
             finisherAtClosingMs: undefined,
           },
           PAIR_PIDS + index,
@@ -947,6 +957,20 @@ async function simulate(
     );
   };
   const closers = new Closers(sim, s3, monitor, scenario.closers, finish);
+  // A closer of a run whose CLI is paused before its whole record dies right after the run's
+  // tombstone (cli-cases.ts `closerDiesWhilePaused`): the records it leaves are the run's to sweep.
+  const closerCrash = s3.crashAfter;
+  const diedClosing = new Set<string>();
+  s3.crashAfter = (actor, command, key) => {
+    if (closerCrash?.(actor, command, key)) return true;
+    const run = runOfKey(key);
+    if (run === undefined || command !== 'PutObjectCommand' || key !== STATE_KEYS.closed(run)) return false;
+    if (diedClosing.has(run) || cliOf.has(actor)) return false;
+    const paused = startPauses.find((p) => p.run === run && p.from <= sim.now && sim.now < p.until);
+    if (!paused?.closerDies) return false;
+    diedClosing.add(run);
+    return true;
+  };
 
   const startTicks = () =>
     sim.spawn('driver', 'finish-schedule', { canCrash: false }, async (self) => {
@@ -1150,6 +1174,7 @@ async function simulate(
         const closed = monitor.closedAt.get(run)?.t;
         return closed !== undefined && closed >= from && closed < until;
       }).length,
+      closersDiedWhilePaused: diedClosing.size,
     },
   };
 }
