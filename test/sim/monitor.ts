@@ -233,13 +233,13 @@ export class Monitor {
       this.refusedStarts++;
     }
     // An actor that works on another run's closing (a start's recovery of a run left open):
-    // from its first write of that closing until that run's tombstone.
-    if (keyRun !== undefined && actor.fixedRun !== undefined && keyRun !== actor.fixedRun) {
-      if (key.startsWith(`${STATE_KEYS.runPrefix(keyRun)}closing`)) this.#recovering.set(actor, keyRun);
-      if (key === STATE_KEYS.closed(keyRun)) this.#recovering.delete(actor);
-    }
+    // from its first write of that closing until that run's tombstone, the tombstone included.
+    const other = keyRun !== undefined && actor.fixedRun !== undefined && keyRun !== actor.fixedRun;
+    if (other && key.startsWith(`${STATE_KEYS.runPrefix(keyRun)}closing`))
+      this.#recovering.set(actor, keyRun);
     const run = actor.runFor(keyRun);
     if (run) this.#checkWriter(actor, run, op, key);
+    if (other && key === STATE_KEYS.closed(keyRun)) this.#recovering.delete(actor);
   }
 
   /** 25: the lock as it stood when a finisher last read a closing record (its decision point). */
