@@ -129,6 +129,12 @@ const OTHERS_CASES: (keyof IcebergCases)[] = [
 ];
 const OTHERS_AT_LEAST = 3;
 
+/** Every case of `reached` (summed over the seeds) reached at least `atLeast` times. */
+function expectReached(reached: object, atLeast: number): void {
+  const missed = Object.entries(reached).filter(([, n]) => n < atLeast);
+  expect(missed, JSON.stringify(reached)).toEqual([]);
+}
+
 describe('the run lifecycle under faults (seeded simulation)', () => {
   for (let batch = 0; batch < BATCHES; batch++) {
     const from = 1 + batch * PER_BATCH;
@@ -193,24 +199,21 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
   it.runIf(SEEDS >= 600)(
     "reaches export-reports' time for requests: units cut short after some reports, before any, and reached with no time",
     () => {
-      const missed = Object.entries(deadlineReached).filter(([, n]) => n === 0);
-      expect(missed, JSON.stringify(deadlineReached)).toEqual([]);
+      expectReached(deadlineReached, 1);
     },
   );
 
   it.runIf(SEEDS >= 600)(
     'reaches format switches both ways: killed and completed by another run or finish-run, crashes at the format record, starts refused after recovery',
     () => {
-      const missed = Object.entries(switchReached).filter(([, n]) => n === 0);
-      expect(missed, JSON.stringify(switchReached)).toEqual([]);
+      expectReached(switchReached, 1);
     },
   );
 
   it.runIf(SEEDS >= 600)(
     "reaches the services' faults: the budget item's lost answers, throttling and clocks apart; Glue's lost answers",
     () => {
-      const missed = Object.entries(servicesReached).filter(([, n]) => n < SERVICES_AT_LEAST);
-      expect(missed, JSON.stringify(servicesReached)).toEqual([]);
+      expectReached(servicesReached, SERVICES_AT_LEAST);
     },
   );
 
@@ -224,32 +227,28 @@ describe('the run lifecycle under faults (seeded simulation)', () => {
   it.runIf(SEEDS >= 600)(
     "reaches the CLI's lock cases: a CLI killed holding the lock and typed again on its machine, CLIs refused for the lock",
     () => {
-      const missed = Object.entries(cliLockReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
-      expect(missed, JSON.stringify(cliLockReached)).toEqual([]);
+      expectReached(cliLockReached, CLI_LOCK_AT_LEAST);
     },
   );
 
   it.runIf(SEEDS >= 600)(
     'reaches closers that come late: the last closer dead after its tombstone, late finishers after the tombstone',
     () => {
-      const missed = Object.entries(closersReached).filter(([, n]) => n < CLI_LOCK_AT_LEAST);
-      expect(missed, JSON.stringify(closersReached)).toEqual([]);
+      expectReached(closersReached, CLI_LOCK_AT_LEAST);
     },
   );
 
   it.runIf(SEEDS >= 600)(
     "reaches commit races: an older run's committer paused at its swap while another run commits the table, and a compaction of the newer run's reports",
     () => {
-      const missed = Object.entries(racesReached).filter(([, n]) => n < RACES_AT_LEAST);
-      expect(missed, JSON.stringify(racesReached)).toEqual([]);
+      expectReached(racesReached, RACES_AT_LEAST);
     },
   );
 
   it.runIf(SEEDS >= 600)(
     'reaches conditional writes refused at one step: 409s at a manifest, two plans of one campaign at once, a run closed while its CLI started',
     () => {
-      const missed = Object.entries(refusedReached).filter(([, n]) => n < REFUSED_AT_LEAST);
-      expect(missed, JSON.stringify(refusedReached)).toEqual([]);
+      expectReached(refusedReached, REFUSED_AT_LEAST);
     },
   );
 

@@ -5,12 +5,8 @@
  * Exit status 1 when any seed broke an invariant.
  */
 import { parseArgs } from 'node:util';
-import { type CloserCases, noCloserCases } from './closer-cases.js';
-import { type IcebergCases, noCases } from './iceberg-cases.js';
-import { type Excuses, noExcuses } from './liveness.js';
 import { formatFailure, formatLine } from './report.js';
-import { noRefusedCases, type RefusedCases, runSeed } from './scenario.js';
-import { noUnitDeadlineCases, type UnitDeadlineCases } from './unit-deadline.js';
+import { runSeed } from './scenario.js';
 
 const { values } = parseArgs({
   options: {
@@ -45,33 +41,43 @@ async function one(seed: number, trace: boolean): Promise<number> {
   return 1;
 }
 
+/** Cases summed over seeds: how many times each, and in how many seeds. */
+class Tally {
+  readonly #times = new Map<string, number>();
+  readonly #seeds = new Map<string, number>();
+
+  add(cases: object): void {
+    for (const [name, n] of Object.entries(cases) as [string, number][]) {
+      this.#times.set(name, (this.#times.get(name) ?? 0) + n);
+      this.#seeds.set(name, (this.#seeds.get(name) ?? 0) + (n > 0 ? 1 : 0));
+    }
+  }
+
+  print(title: string): void {
+    console.log(title);
+    for (const [name, n] of this.#times)
+      console.log(
+        `  ${name.padEnd(24)} ${String(n).padStart(6)}  ${String(this.#seeds.get(name)).padStart(4)}`,
+      );
+  }
+}
+
 async function many(from: number, count: number, quiet: boolean): Promise<number> {
   const byInvariant = new Map<string, number[]>();
   let failed = 0;
   let icebergSeeds = 0;
-  const cases = noCases();
-  const seedsWith = noCases();
-  const deadline = noUnitDeadlineCases();
-  const deadlineSeeds = noUnitDeadlineCases();
+  const cases = new Tally();
+  const deadline = new Tally();
   const budget = new Map<string, [number, number]>();
-  const excuses = noExcuses();
-  const excuseSeeds = noExcuses();
-  const closers = noCloserCases();
-  const closerSeeds = noCloserCases();
-  const refused = noRefusedCases();
-  const refusedSeeds = noRefusedCases();
+  const excuses = new Tally();
+  const closers = new Tally();
+  const refused = new Tally();
   const started = Date.now();
   for (let seed = from; seed < from + count; seed++) {
     const result = await runSeed(seed);
     if (result.scenario.settings.tableFormat === 'iceberg') icebergSeeds++;
-    for (const [name, n] of Object.entries(result.iceberg) as [keyof IcebergCases, number][]) {
-      cases[name] += n;
-      if (n > 0) seedsWith[name]++;
-    }
-    for (const [name, n] of Object.entries(result.unitDeadline) as [keyof UnitDeadlineCases, number][]) {
-      deadline[name] += n;
-      if (n > 0) deadlineSeeds[name]++;
-    }
+    cases.add(result.iceberg);
+    deadline.add(result.unitDeadline);
     for (const [name, n] of Object.entries(result.glue)) {
       const [times, seeds] = budget.get(`glue ${name}`) ?? [0, 0];
       budget.set(`glue ${name}`, [times + n, seeds + (n > 0 ? 1 : 0)]);
@@ -89,18 +95,9 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
         name === 'peakShare' ? [Math.max(times, n), seeds] : [times + n, seeds + (n > 0 ? 1 : 0)],
       );
     }
-    for (const [name, n] of Object.entries(result.excuses) as [keyof Excuses, number][]) {
-      excuses[name] += n;
-      if (n > 0) excuseSeeds[name]++;
-    }
-    for (const [name, n] of Object.entries(result.closers) as [keyof CloserCases, number][]) {
-      closers[name] += n;
-      if (n > 0) closerSeeds[name]++;
-    }
-    for (const [name, n] of Object.entries(result.refused) as [keyof RefusedCases, number][]) {
-      refused[name] += n;
-      if (n > 0) refusedSeeds[name]++;
-    }
+    excuses.add(result.excuses);
+    closers.add(result.closers);
+    refused.add(result.refused);
     if (result.violations.length > 0) {
       failed++;
       for (const invariant of new Set(result.violations.map((v) => v.invariant))) {
@@ -117,18 +114,8 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
     }
   }
   console.log(`\nsummary: ${count} seeds from ${from}, ${failed} failed`);
-  console.log(`iceberg: ${icebergSeeds} seeds; cases (times, in how many seeds):`);
-  for (const name of Object.keys(cases) as (keyof IcebergCases)[]) {
-    console.log(
-      `  ${name.padEnd(22)} ${String(cases[name]).padStart(6)}  ${String(seedsWith[name]).padStart(4)}`,
-    );
-  }
-  console.log("export-reports' time for requests: cases (times, in how many seeds):");
-  for (const name of Object.keys(deadline) as (keyof UnitDeadlineCases)[]) {
-    console.log(
-      `  ${name.padEnd(22)} ${String(deadline[name]).padStart(6)}  ${String(deadlineSeeds[name]).padStart(4)}`,
-    );
-  }
+  cases.print(`iceberg: ${icebergSeeds} seeds; cases (times, in how many seeds):`);
+  deadline.print("export-reports' time for requests: cases (times, in how many seeds):");
   console.log(
     'request budget, glue and commit races: cases (times, in how many seeds; peakShare: the highest of any seed):',
   );
@@ -137,24 +124,9 @@ async function many(from: number, count: number, quiet: boolean): Promise<number
       `  ${name.padEnd(22)} ${String(Math.round(times * 100) / 100).padStart(6)}  ${String(seeds).padStart(4)}`,
     );
   }
-  console.log('excuses (times, in how many seeds; liveness.ts says what earns each):');
-  for (const name of Object.keys(excuses) as (keyof Excuses)[]) {
-    console.log(
-      `  ${name.padEnd(22)} ${String(excuses[name]).padStart(6)}  ${String(excuseSeeds[name]).padStart(4)}`,
-    );
-  }
-  console.log('closers (times, in how many seeds; closer-cases.ts):');
-  for (const name of Object.keys(closers) as (keyof CloserCases)[]) {
-    console.log(
-      `  ${name.padEnd(22)} ${String(closers[name]).padStart(6)}  ${String(closerSeeds[name]).padStart(4)}`,
-    );
-  }
-  console.log('refused at one step (times, in how many seeds; scenario.ts drawRefusals, cli-cases.ts):');
-  for (const name of Object.keys(refused) as (keyof RefusedCases)[]) {
-    console.log(
-      `  ${name.padEnd(24)} ${String(refused[name]).padStart(6)}  ${String(refusedSeeds[name]).padStart(4)}`,
-    );
-  }
+  excuses.print('excuses (times, in how many seeds; liveness.ts says what earns each):');
+  closers.print('closers (times, in how many seeds; closer-cases.ts):');
+  refused.print('refused at one step (times, in how many seeds; scenario.ts drawRefusals, cli-cases.ts):');
   for (const [invariant, seeds] of [...byInvariant].sort()) {
     console.log(`  ${invariant}: ${seeds.length} seed(s), e.g. ${seeds.slice(0, 8).join(', ')}`);
   }

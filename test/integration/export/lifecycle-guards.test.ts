@@ -122,30 +122,38 @@ describe('closing a run', () => {
   });
 });
 
+/**
+ * A CLI start that stalls in verify (a long Retry-After) without renewing its lock, until
+ * `resume`; the clock is then past its lock's expiry and the allowance.
+ */
+async function stalledStart(out: string, clock: { at: number }) {
+  let resume: (() => void) | undefined;
+  const stalled = depsOn(out, clock);
+  const slowApi = () => {
+    const api = stalled.api();
+    const slow = Object.create(api) as typeof api;
+    slow.verify = async () => {
+      await new Promise<void>((r) => {
+        resume = r;
+      });
+      return api.verify();
+    };
+    return slow;
+  };
+  const first = startRun(
+    { ...stalled, api: slowApi },
+    { mode: 'incremental', driver: 'local', lock: { ttlMs: MINUTE } },
+  );
+  await expect.poll(() => resume).toBeDefined();
+  clock.at += MINUTE + MAX_CLOCK_SKEW_MS + 1;
+  return { first, resume: () => resume?.() };
+}
+
 describe('starting a run', () => {
   it('closes a start that lost the output as failed, and that start cannot come back to life', async () => {
     const out = await tempDir('guards');
     const clock = { at: T0 };
-    // A CLI start that stalls in verify (a long Retry-After) without renewing its lock.
-    let resume!: () => void;
-    const stalled = depsOn(out, clock);
-    const slowApi = () => {
-      const api = stalled.api();
-      const slow = Object.create(api) as typeof api;
-      slow.verify = async () => {
-        await new Promise<void>((r) => {
-          resume = r;
-        });
-        return api.verify();
-      };
-      return slow;
-    };
-    const first = startRun(
-      { ...stalled, api: slowApi },
-      { mode: 'incremental', driver: 'local', lock: { ttlMs: MINUTE } },
-    );
-    await expect.poll(() => resume).toBeDefined();
-    clock.at += MINUTE + MAX_CLOCK_SKEW_MS + 1;
+    const { first, resume } = await stalledStart(out, clock);
 
     // The next run takes the expired lock and closes the stalled one (its first record says it was starting).
     const next = await startRun(depsOn(out, clock), {
@@ -169,25 +177,7 @@ describe('starting a run', () => {
   it('a start cannot come back to life when the closer that closed it died right after the tombstone', async () => {
     const out = await tempDir('guards');
     const clock = { at: T0 };
-    let resume!: () => void;
-    const stalled = depsOn(out, clock);
-    const slowApi = () => {
-      const api = stalled.api();
-      const slow = Object.create(api) as typeof api;
-      slow.verify = async () => {
-        await new Promise<void>((r) => {
-          resume = r;
-        });
-        return api.verify();
-      };
-      return slow;
-    };
-    const first = startRun(
-      { ...stalled, api: slowApi },
-      { mode: 'incremental', driver: 'local', lock: { ttlMs: MINUTE } },
-    );
-    await expect.poll(() => resume).toBeDefined();
-    clock.at += MINUTE + MAX_CLOCK_SKEW_MS + 1;
+    const { first, resume } = await stalledStart(out, clock);
 
     // The next run's recovery closes the stalled start and dies right after its tombstone: its
     // next write (the closing record shrunk to a marker) fails, the run's records are left.

@@ -36,6 +36,19 @@ async function storageWith(runs: { id: string; unitDone: boolean; driver?: RunRe
   return storage;
 }
 
+/** The output's lock, held by `runId` since `since` for 300 minutes. */
+function holdOutput(storage: LocalStorage, runId: string, owner: string, since: number) {
+  return storage.put(
+    STATE_KEYS.lock,
+    `${JSON.stringify({
+      run_id: runId,
+      owner,
+      acquired_at: new Date(since).toISOString(),
+      expires_at: new Date(since + 300 * MINUTE).toISOString(),
+    })}\n`,
+  );
+}
+
 function closer(storage: LocalStorage, now: number, drained: boolean) {
   const announced: Manifest[] = [];
   const deps = {
@@ -92,16 +105,7 @@ describe('closeRuns', () => {
 
   it('closes a CLI run within its deadline once another run holds the output (its start left the closing here)', async () => {
     const storage = await storageWith([{ id: A, unitDone: false, driver: 'local' }]);
-    const lock = (runId: string) =>
-      storage.put(
-        STATE_KEYS.lock,
-        `${JSON.stringify({
-          run_id: runId,
-          owner: 'aws-lambda',
-          acquired_at: new Date(STARTED + 4 * MINUTE).toISOString(),
-          expires_at: new Date(STARTED + 300 * MINUTE).toISOString(),
-        })}\n`,
-      );
+    const lock = (runId: string) => holdOutput(storage, runId, 'aws-lambda', STARTED + 4 * MINUTE);
     // Its CLI holds the output: the CLI's to finish.
     await lock(A);
     expect((await closer(storage, STARTED + 5 * MINUTE, true).run()).closed).toEqual([]);
@@ -143,16 +147,7 @@ describe('closeRuns and a start whose campaign listing was handed on', () => {
 
   it("leaves a CLI's start alone past start-run's grace while its CLI holds the output (a long listing)", async () => {
     const storage = await starting(undefined, 'local');
-    const lock = (runId: string) =>
-      storage.put(
-        STATE_KEYS.lock,
-        `${JSON.stringify({
-          run_id: runId,
-          owner: '4242@runner',
-          acquired_at: new Date(STARTED).toISOString(),
-          expires_at: new Date(STARTED + 300 * MINUTE).toISOString(),
-        })}\n`,
-      );
+    const lock = (runId: string) => holdOutput(storage, runId, '4242@runner', STARTED);
     await lock(A);
     expect((await closer(storage, STARTED + 20 * MINUTE, true).run()).closed).toEqual([]);
     // Once another run holds the output, the CLI lost it: its start is closed failed.
