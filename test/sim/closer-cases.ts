@@ -146,7 +146,6 @@ export class Closers {
   ) {
     this.#late = [...plan.lateFinishers];
     s3.listeners.push((actor, op, key, body) => this.#heard(actor, op, key, body));
-    s3.crashAfter = (actor, command, key) => this.#crashAfter(actor, command, key);
   }
 
   /** Extra latency of a call: the pauses these features place. */
@@ -265,7 +264,7 @@ export class Closers {
   }
 
   /** The last closer dies as its tombstone applies, once the faults are over (see the module comment). */
-  #crashAfter(actor: Actor, command: string, key: string): boolean {
+  crashAfter(actor: Actor, command: string, key: string): boolean {
     if (!this.plan.crashAtLastTombstone || this.#crashed || this.sim.faultsOn) return false;
     const run = runOf(key);
     if (run === undefined || command !== 'PutObjectCommand' || key !== STATE_KEYS.closed(run)) return false;

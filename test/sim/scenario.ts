@@ -959,10 +959,9 @@ async function simulate(
   const closers = new Closers(sim, s3, monitor, scenario.closers, finish);
   // A closer of a run whose CLI is paused before its whole record dies right after the run's
   // tombstone (cli-cases.ts `closerDiesWhilePaused`): the records it leaves are the run's to sweep.
-  const closerCrash = s3.crashAfter;
   const diedClosing = new Set<string>();
   s3.crashAfter = (actor, command, key) => {
-    if (closerCrash?.(actor, command, key)) return true;
+    if (closers.crashAfter(actor, command, key)) return true;
     const run = runOfKey(key);
     if (run === undefined || command !== 'PutObjectCommand' || key !== STATE_KEYS.closed(run)) return false;
     if (diedClosing.has(run) || cliOf.has(actor)) return false;
